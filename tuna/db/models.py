@@ -1,0 +1,377 @@
+"""SQLAlchemy models of Tuna's data model (see DESIGN.md, "Data model").
+
+Kept apart from the storage API and the migrations: ``migrations/`` at the repo root
+creates these tables, and a test fails when the two drift apart. Column types are
+chosen to fit both MySQL 8 / MariaDB >= 10.6 (utf8mb4, InnoDB) and SQLite.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Double,
+    Enum,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    SmallInteger,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
+from sqlalchemy.dialects import mysql
+from sqlalchemy.orm import DeclarativeBase, Mapped, declared_attr, mapped_column
+
+from tuna.db.enums import JobState, JobStep
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# BIGINT ids on MySQL; SQLite only auto-increments an INTEGER PRIMARY KEY.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+# Microsecond timestamps on MySQL (leases are compared at that resolution).
+Timestamp = DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
+# Kernel binaries and other blobs: LONGBLOB on MySQL (BLOB stops at 64 KiB).
+Blob = LargeBinary().with_variant(mysql.LONGBLOB(), "mysql", "mariadb")
+# Long free text (driver lines, reasons): TEXT holds 64 KiB, enough and indexable by prefix.
+LongText = Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
+
+
+def _enum(cls: type[Any], name: str) -> Enum:
+    """A string column holding an enum's values (not names), checked by a CHECK constraint."""
+    return Enum(
+        cls,
+        name=name,
+        native_enum=False,
+        create_constraint=True,
+        length=20,
+        values_callable=lambda e: [m.value for m in e],
+        validate_strings=True,
+    )
+
+
+# InnoDB and utf8mb4 on MySQL / MariaDB; ignored by SQLite.
+TABLE_OPTIONS = {
+    "mysql_engine": "InnoDB",
+    "mysql_charset": "utf8mb4",
+    "mysql_collate": "utf8mb4_unicode_ci",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+    @declared_attr.directive
+    def __table_args__(cls) -> Any:  # noqa: N805
+        return TABLE_OPTIONS
+
+
+class TuningSession(Base):
+    """A tuning session: what is tuned, where, with which library build."""
+
+    __tablename__ = "session"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    arch: Mapped[str] = mapped_column(String(64))
+    num_cu: Mapped[int] = mapped_column(Integer)
+    backend: Mapped[str] = mapped_column(String(32))
+    library_version: Mapped[str | None] = mapped_column(String(64))
+    library_commit: Mapped[str | None] = mapped_column(String(64))
+    toolchain: Mapped[str | None] = mapped_column(String(255))
+    docker_image: Mapped[str | None] = mapped_column(String(255))
+    docker_digest: Mapped[str | None] = mapped_column(String(128))
+    label: Mapped[str | None] = mapped_column(String(128))
+    ticket: Mapped[str | None] = mapped_column(String(64))
+    environment: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    fingerprint: Mapped[str] = mapped_column(String(64), index=True)
+    created: Mapped[dt.datetime] = mapped_column(DateTime, server_default=text("CURRENT_TIMESTAMP"))
+
+
+class Machine(Base):
+    """A worker host go_fish can reach over SSH. No password is ever stored."""
+
+    __tablename__ = "machine"
+    __table_args__ = (UniqueConstraint("hostname", "port"), TABLE_OPTIONS)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    hostname: Mapped[str] = mapped_column(String(255))
+    port: Mapped[int] = mapped_column(Integer, default=22, server_default="22")
+    user: Mapped[str | None] = mapped_column(String(64))
+    arch: Mapped[str | None] = mapped_column(String(64))
+    num_cu: Mapped[int | None] = mapped_column(Integer)
+    gpus: Mapped[list[int] | None] = mapped_column(JSON)
+    available: Mapped[bool] = mapped_column(Boolean, default=True, server_default="1")
+    key_file: Mapped[str | None] = mapped_column(String(512))
+    docker_settings: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    ipmi_address: Mapped[str | None] = mapped_column(String(255))
+    last_seen: Mapped[dt.datetime | None] = mapped_column(Timestamp)
+
+
+class Tensor(Base):
+    """A tensor shape: logical lengths in N, C, (D,) H, W order, a layout and a data type."""
+
+    __tablename__ = "tensor"
+    __table_args__ = (
+        UniqueConstraint("num_dims", "dim0", "dim1", "dim2", "dim3", "dim4", "layout", "data_type"),
+        TABLE_OPTIONS,
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    num_dims: Mapped[int] = mapped_column(SmallInteger)
+    dim0: Mapped[int] = mapped_column(Integer)
+    dim1: Mapped[int] = mapped_column(Integer)
+    dim2: Mapped[int] = mapped_column(Integer)
+    dim3: Mapped[int] = mapped_column(Integer)
+    dim4: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    layout: Mapped[str] = mapped_column(String(16))
+    data_type: Mapped[str] = mapped_column(String(16))
+
+
+class ConvConfig(Base):
+    """One convolution problem in one direction, unique by its MIOpen find-db key.
+
+    x is ``input_tensor`` ([N, C, (D,) H, W]), w is ``weight_tensor`` ([K, C/G, ...]);
+    the output's layout and type are kept here. ``driver`` is the line it was imported from.
+    """
+
+    __tablename__ = "conv_config"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    fdb_key: Mapped[str] = mapped_column(String(255), unique=True)
+    spatial_dim: Mapped[int] = mapped_column(SmallInteger)
+    direction: Mapped[str] = mapped_column(String(1))
+    mode: Mapped[str] = mapped_column(String(8), default="conv", server_default="conv")
+    group_count: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    pad_d: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    pad_h: Mapped[int] = mapped_column(Integer)
+    pad_w: Mapped[int] = mapped_column(Integer)
+    conv_stride_d: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    conv_stride_h: Mapped[int] = mapped_column(Integer)
+    conv_stride_w: Mapped[int] = mapped_column(Integer)
+    dilation_d: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    dilation_h: Mapped[int] = mapped_column(Integer)
+    dilation_w: Mapped[int] = mapped_column(Integer)
+    trans_output_pad_d: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    trans_output_pad_h: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    trans_output_pad_w: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    bias: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    input_tensor: Mapped[int] = mapped_column(ForeignKey("tensor.id"))
+    weight_tensor: Mapped[int] = mapped_column(ForeignKey("tensor.id"))
+    out_layout: Mapped[str] = mapped_column(String(16))
+    out_type: Mapped[str] = mapped_column(String(16))
+    in_cast: Mapped[str | None] = mapped_column(String(8))
+    wei_cast: Mapped[str | None] = mapped_column(String(8))
+    out_cast: Mapped[str | None] = mapped_column(String(8))
+    driver: Mapped[str] = mapped_column(LongText)
+    created: Mapped[dt.datetime] = mapped_column(DateTime, server_default=text("CURRENT_TIMESTAMP"))
+
+
+class ConfigTag(Base):
+    """A tag on a convolution config (e.g. the network it came from)."""
+
+    __tablename__ = "config_tag"
+    __table_args__ = (UniqueConstraint("config", "tag"), Index(None, "tag"), TABLE_OPTIONS)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    config: Mapped[int] = mapped_column(ForeignKey("conv_config.id", ondelete="CASCADE"))
+    tag: Mapped[str] = mapped_column(String(128))
+    recurrent: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0")
+
+
+class BnConfig(Base):
+    """One batch-norm problem, unique by its canonical key (see ``tuna.problems.bnorm``)."""
+
+    __tablename__ = "bn_config"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    bn_key: Mapped[str] = mapped_column(String(255), unique=True)
+    data_type: Mapped[str] = mapped_column(String(32))
+    layout: Mapped[str] = mapped_column(String(16))
+    batchsize: Mapped[int] = mapped_column(Integer)
+    in_channels: Mapped[int] = mapped_column(Integer)
+    in_d: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    in_h: Mapped[int] = mapped_column(Integer)
+    in_w: Mapped[int] = mapped_column(Integer)
+    mode: Mapped[int] = mapped_column(SmallInteger)
+    direction: Mapped[str] = mapped_column(String(16))
+    save: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0")
+    run: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0")
+    alpha: Mapped[float] = mapped_column(Double, default=1.0, server_default="1")
+    beta: Mapped[float] = mapped_column(Double, default=0.0, server_default="0")
+    driver: Mapped[str] = mapped_column(LongText)
+    created: Mapped[dt.datetime] = mapped_column(DateTime, server_default=text("CURRENT_TIMESTAMP"))
+
+
+class BnConfigTag(Base):
+    __tablename__ = "bn_config_tag"
+    __table_args__ = (UniqueConstraint("config", "tag"), Index(None, "tag"), TABLE_OPTIONS)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    config: Mapped[int] = mapped_column(ForeignKey("bn_config.id", ondelete="CASCADE"))
+    tag: Mapped[str] = mapped_column(String(128))
+    recurrent: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0")
+
+
+class Solver(Base):
+    """A solver of one backend; ``numeric_id`` is the library's own id where it has one."""
+
+    __tablename__ = "solver"
+    __table_args__ = (UniqueConstraint("backend", "name"), TABLE_OPTIONS)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    backend: Mapped[str] = mapped_column(String(32))
+    name: Mapped[str] = mapped_column(String(128))
+    tunable: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0")
+    numeric_id: Mapped[int | None] = mapped_column(Integer)
+    algorithm: Mapped[str | None] = mapped_column(String(64))
+    valid: Mapped[bool] = mapped_column(Boolean, default=True, server_default="1")
+
+
+class Job(Base):
+    """One (session, config, solver, step) to compile and evaluate.
+
+    Only ``tuna.jobs.states`` assigns ``state``; every write there is fenced by ``attempt``.
+    The claim index (session, state, priority, id) keeps claims independent of table size.
+    """
+
+    __tablename__ = "job"
+    __table_args__ = (
+        UniqueConstraint("session", "config", "solver", "step"),
+        Index("ix_job_claim", "session", "state", "priority", "id"),
+        Index("ix_job_lease", "state", "lease_expires"),
+        TABLE_OPTIONS,
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    session: Mapped[int] = mapped_column(ForeignKey("session.id"))
+    config: Mapped[int] = mapped_column(ForeignKey("conv_config.id"))
+    solver: Mapped[int] = mapped_column(ForeignKey("solver.id"))
+    step: Mapped[JobStep] = mapped_column(_enum(JobStep, "job_step"))
+    state: Mapped[JobState] = mapped_column(
+        _enum(JobState, "job_state"), default=JobState.NEW, server_default=JobState.NEW.value
+    )
+    label: Mapped[str | None] = mapped_column(String(128))
+    priority: Mapped[int] = mapped_column(SmallInteger, default=0, server_default="0")
+    attempt: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    retries: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    lease_owner: Mapped[str | None] = mapped_column(String(128))
+    lease_expires: Mapped[dt.datetime | None] = mapped_column(Timestamp)
+    machine: Mapped[int | None] = mapped_column(ForeignKey("machine.id"))
+    gpu: Mapped[int | None] = mapped_column(Integer)
+    result: Mapped[str | None] = mapped_column(LongText)
+    reason: Mapped[str | None] = mapped_column(LongText)
+    compile_start: Mapped[dt.datetime | None] = mapped_column(Timestamp)
+    compile_end: Mapped[dt.datetime | None] = mapped_column(Timestamp)
+    eval_start: Mapped[dt.datetime | None] = mapped_column(Timestamp)
+    eval_end: Mapped[dt.datetime | None] = mapped_column(Timestamp)
+    created: Mapped[dt.datetime] = mapped_column(DateTime, server_default=text("CURRENT_TIMESTAMP"))
+
+
+class KernelCache(Base):
+    """A compiled kernel binary, stored once: ``identity`` hashes name, args and content.
+
+    ``kernel_hash`` is the md5 of the uncompressed bytes (what MIOpen checks on load);
+    ``blob`` is compressed unless ``uncompressed_size`` is 0.
+    """
+
+    __tablename__ = "kernel_cache"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    identity: Mapped[str] = mapped_column(String(64), unique=True)
+    kernel_name: Mapped[str] = mapped_column(String(512))
+    kernel_args: Mapped[str] = mapped_column(LongText)
+    kernel_hash: Mapped[str] = mapped_column(String(64), index=True)
+    uncompressed_size: Mapped[int] = mapped_column(BigInteger)
+    blob: Mapped[bytes] = mapped_column(Blob)
+    created: Mapped[dt.datetime] = mapped_column(DateTime, server_default=text("CURRENT_TIMESTAMP"))
+
+
+class JobKernel(Base):
+    """Which kernels a job produced (compile phase) and uses (evaluate phase)."""
+
+    __tablename__ = "job_kernel"
+    __table_args__ = (UniqueConstraint("job", "kernel"), TABLE_OPTIONS)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    job: Mapped[int] = mapped_column(ForeignKey("job.id", ondelete="CASCADE"))
+    kernel: Mapped[int] = mapped_column(ForeignKey("kernel_cache.id"), index=True)
+
+
+class PerfDb(Base):
+    """Best parameters per (session, config, solver): the perf db."""
+
+    __tablename__ = "perf_db"
+    __table_args__ = (UniqueConstraint("session", "config", "solver"), TABLE_OPTIONS)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    session: Mapped[int] = mapped_column(ForeignKey("session.id"))
+    config: Mapped[int] = mapped_column(ForeignKey("conv_config.id"))
+    solver: Mapped[int] = mapped_column(ForeignKey("solver.id"))
+    params: Mapped[str] = mapped_column(Text)
+    job: Mapped[int | None] = mapped_column(ForeignKey("job.id", ondelete="SET NULL"))
+    kernel: Mapped[int | None] = mapped_column(ForeignKey("kernel_cache.id"))
+    created: Mapped[dt.datetime] = mapped_column(DateTime, server_default=text("CURRENT_TIMESTAMP"))
+
+
+class FindDb(Base):
+    """Time and workspace per (session, config, solver): the find db."""
+
+    __tablename__ = "find_db"
+    __table_args__ = (UniqueConstraint("session", "config", "solver"), TABLE_OPTIONS)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    session: Mapped[int] = mapped_column(ForeignKey("session.id"))
+    config: Mapped[int] = mapped_column(ForeignKey("conv_config.id"))
+    solver: Mapped[int] = mapped_column(ForeignKey("solver.id"))
+    time_ms: Mapped[float] = mapped_column(Double)
+    workspace: Mapped[int] = mapped_column(BigInteger)
+    algorithm: Mapped[str] = mapped_column(String(64))
+    params: Mapped[str | None] = mapped_column(Text)
+    job: Mapped[int | None] = mapped_column(ForeignKey("job.id", ondelete="SET NULL"))
+    kernel: Mapped[int | None] = mapped_column(ForeignKey("kernel_cache.id"))
+    created: Mapped[dt.datetime] = mapped_column(DateTime, server_default=text("CURRENT_TIMESTAMP"))
+
+
+class GoldenVersion(Base):
+    """An immutable, versioned snapshot of find results, with the version it grew from."""
+
+    __tablename__ = "golden_version"
+
+    version: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    parent: Mapped[int | None] = mapped_column(ForeignKey("golden_version.version"))
+    arch: Mapped[str] = mapped_column(String(64))
+    num_cu: Mapped[int] = mapped_column(Integer)
+    note: Mapped[str | None] = mapped_column(Text)
+    created: Mapped[dt.datetime] = mapped_column(DateTime, server_default=text("CURRENT_TIMESTAMP"))
+
+
+class Golden(Base):
+    """One find result frozen into a golden version."""
+
+    __tablename__ = "golden"
+    __table_args__ = (UniqueConstraint("golden_v", "config", "solver"), TABLE_OPTIONS)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    golden_v: Mapped[int] = mapped_column(ForeignKey("golden_version.version"))
+    session: Mapped[int] = mapped_column(ForeignKey("session.id"))
+    config: Mapped[int] = mapped_column(ForeignKey("conv_config.id"))
+    solver: Mapped[int] = mapped_column(ForeignKey("solver.id"))
+    fdb_key: Mapped[str] = mapped_column(String(255))
+    params: Mapped[str | None] = mapped_column(Text)
+    time_ms: Mapped[float] = mapped_column(Double)
+    workspace: Mapped[int] = mapped_column(BigInteger)
+    algorithm: Mapped[str] = mapped_column(String(64))
