@@ -1,0 +1,285 @@
+CREATE TABLE alembic_version (
+    version_num VARCHAR(32) NOT NULL, 
+    CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)
+);
+
+-- Running upgrade  -> 0001
+
+CREATE TABLE bn_config (
+    id INTEGER NOT NULL AUTO_INCREMENT, 
+    bn_key VARCHAR(255) NOT NULL, 
+    data_type VARCHAR(32) NOT NULL, 
+    layout VARCHAR(16) NOT NULL, 
+    batchsize INTEGER NOT NULL, 
+    in_channels INTEGER NOT NULL, 
+    in_d INTEGER NOT NULL DEFAULT '0', 
+    in_h INTEGER NOT NULL, 
+    in_w INTEGER NOT NULL, 
+    mode SMALLINT NOT NULL, 
+    direction VARCHAR(16) NOT NULL, 
+    save BOOL NOT NULL DEFAULT '0', 
+    run BOOL NOT NULL DEFAULT '0', 
+    alpha DOUBLE NOT NULL DEFAULT '1', 
+    beta DOUBLE NOT NULL DEFAULT '0', 
+    driver MEDIUMTEXT NOT NULL, 
+    created DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP, 
+    CONSTRAINT pk_bn_config PRIMARY KEY (id), 
+    CONSTRAINT uq_bn_config_bn_key UNIQUE (bn_key)
+)ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci;
+
+CREATE TABLE golden_version (
+    version INTEGER NOT NULL, 
+    parent INTEGER, 
+    arch VARCHAR(64) NOT NULL, 
+    num_cu INTEGER NOT NULL, 
+    note TEXT, 
+    created DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP, 
+    CONSTRAINT pk_golden_version PRIMARY KEY (version), 
+    CONSTRAINT fk_golden_version_parent_golden_version FOREIGN KEY(parent) REFERENCES golden_version (version)
+)ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci;
+
+CREATE TABLE kernel_cache (
+    id BIGINT NOT NULL AUTO_INCREMENT, 
+    identity VARCHAR(64) NOT NULL, 
+    kernel_name VARCHAR(512) NOT NULL, 
+    kernel_args MEDIUMTEXT NOT NULL, 
+    kernel_hash VARCHAR(64) NOT NULL, 
+    uncompressed_size BIGINT NOT NULL, 
+    `blob` LONGBLOB NOT NULL, 
+    created DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP, 
+    CONSTRAINT pk_kernel_cache PRIMARY KEY (id), 
+    CONSTRAINT uq_kernel_cache_identity UNIQUE (identity)
+)ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci;
+
+CREATE INDEX ix_kernel_cache_kernel_hash ON kernel_cache (kernel_hash);
+
+CREATE TABLE machine (
+    id INTEGER NOT NULL AUTO_INCREMENT, 
+    hostname VARCHAR(255) NOT NULL, 
+    port INTEGER NOT NULL DEFAULT '22', 
+    user VARCHAR(64), 
+    arch VARCHAR(64), 
+    num_cu INTEGER, 
+    gpus JSON, 
+    available BOOL NOT NULL DEFAULT '1', 
+    key_file VARCHAR(512), 
+    docker_settings JSON, 
+    ipmi_address VARCHAR(255), 
+    last_seen DATETIME(6), 
+    CONSTRAINT pk_machine PRIMARY KEY (id), 
+    CONSTRAINT uq_machine_hostname_port UNIQUE (hostname, port)
+)ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci;
+
+CREATE TABLE session (
+    id INTEGER NOT NULL AUTO_INCREMENT, 
+    arch VARCHAR(64) NOT NULL, 
+    num_cu INTEGER NOT NULL, 
+    backend VARCHAR(32) NOT NULL, 
+    library_version VARCHAR(64), 
+    library_commit VARCHAR(64), 
+    toolchain VARCHAR(255), 
+    docker_image VARCHAR(255), 
+    docker_digest VARCHAR(128), 
+    label VARCHAR(128), 
+    ticket VARCHAR(64), 
+    environment JSON, 
+    fingerprint VARCHAR(64) NOT NULL, 
+    created DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP, 
+    CONSTRAINT pk_session PRIMARY KEY (id)
+)ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci;
+
+CREATE INDEX ix_session_fingerprint ON session (fingerprint);
+
+CREATE TABLE solver (
+    id INTEGER NOT NULL AUTO_INCREMENT, 
+    backend VARCHAR(32) NOT NULL, 
+    name VARCHAR(128) NOT NULL, 
+    tunable BOOL NOT NULL DEFAULT '0', 
+    numeric_id INTEGER, 
+    algorithm VARCHAR(64), 
+    valid BOOL NOT NULL DEFAULT '1', 
+    CONSTRAINT pk_solver PRIMARY KEY (id), 
+    CONSTRAINT uq_solver_backend_name UNIQUE (backend, name)
+)ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci;
+
+CREATE TABLE tensor (
+    id INTEGER NOT NULL AUTO_INCREMENT, 
+    num_dims SMALLINT NOT NULL, 
+    dim0 INTEGER NOT NULL, 
+    dim1 INTEGER NOT NULL, 
+    dim2 INTEGER NOT NULL, 
+    dim3 INTEGER NOT NULL, 
+    dim4 INTEGER NOT NULL DEFAULT '0', 
+    layout VARCHAR(16) NOT NULL, 
+    data_type VARCHAR(16) NOT NULL, 
+    CONSTRAINT pk_tensor PRIMARY KEY (id), 
+    CONSTRAINT uq_tensor_num_dims_dim0_dim1_dim2_dim3_dim4_layout_data_type UNIQUE (num_dims, dim0, dim1, dim2, dim3, dim4, layout, data_type)
+)ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci;
+
+CREATE TABLE bn_config_tag (
+    id INTEGER NOT NULL AUTO_INCREMENT, 
+    config INTEGER NOT NULL, 
+    tag VARCHAR(128) NOT NULL, 
+    recurrent BOOL NOT NULL DEFAULT '0', 
+    CONSTRAINT pk_bn_config_tag PRIMARY KEY (id), 
+    CONSTRAINT fk_bn_config_tag_config_bn_config FOREIGN KEY(config) REFERENCES bn_config (id) ON DELETE CASCADE, 
+    CONSTRAINT uq_bn_config_tag_config_tag UNIQUE (config, tag)
+)ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci;
+
+CREATE INDEX ix_bn_config_tag_tag ON bn_config_tag (tag);
+
+CREATE TABLE conv_config (
+    id INTEGER NOT NULL AUTO_INCREMENT, 
+    fdb_key VARCHAR(255) NOT NULL, 
+    spatial_dim SMALLINT NOT NULL, 
+    direction VARCHAR(1) NOT NULL, 
+    mode VARCHAR(8) NOT NULL DEFAULT 'conv', 
+    group_count INTEGER NOT NULL DEFAULT '1', 
+    pad_d INTEGER NOT NULL DEFAULT '0', 
+    pad_h INTEGER NOT NULL, 
+    pad_w INTEGER NOT NULL, 
+    conv_stride_d INTEGER NOT NULL DEFAULT '1', 
+    conv_stride_h INTEGER NOT NULL, 
+    conv_stride_w INTEGER NOT NULL, 
+    dilation_d INTEGER NOT NULL DEFAULT '1', 
+    dilation_h INTEGER NOT NULL, 
+    dilation_w INTEGER NOT NULL, 
+    trans_output_pad_d INTEGER NOT NULL DEFAULT '0', 
+    trans_output_pad_h INTEGER NOT NULL DEFAULT '0', 
+    trans_output_pad_w INTEGER NOT NULL DEFAULT '0', 
+    bias INTEGER NOT NULL DEFAULT '0', 
+    input_tensor INTEGER NOT NULL, 
+    weight_tensor INTEGER NOT NULL, 
+    out_layout VARCHAR(16) NOT NULL, 
+    out_type VARCHAR(16) NOT NULL, 
+    in_cast VARCHAR(8), 
+    wei_cast VARCHAR(8), 
+    out_cast VARCHAR(8), 
+    driver MEDIUMTEXT NOT NULL, 
+    created DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP, 
+    CONSTRAINT pk_conv_config PRIMARY KEY (id), 
+    CONSTRAINT fk_conv_config_input_tensor_tensor FOREIGN KEY(input_tensor) REFERENCES tensor (id), 
+    CONSTRAINT fk_conv_config_weight_tensor_tensor FOREIGN KEY(weight_tensor) REFERENCES tensor (id), 
+    CONSTRAINT uq_conv_config_fdb_key UNIQUE (fdb_key)
+)ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci;
+
+CREATE TABLE config_tag (
+    id INTEGER NOT NULL AUTO_INCREMENT, 
+    config INTEGER NOT NULL, 
+    tag VARCHAR(128) NOT NULL, 
+    recurrent BOOL NOT NULL DEFAULT '0', 
+    CONSTRAINT pk_config_tag PRIMARY KEY (id), 
+    CONSTRAINT fk_config_tag_config_conv_config FOREIGN KEY(config) REFERENCES conv_config (id) ON DELETE CASCADE, 
+    CONSTRAINT uq_config_tag_config_tag UNIQUE (config, tag)
+)ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci;
+
+CREATE INDEX ix_config_tag_tag ON config_tag (tag);
+
+CREATE TABLE golden (
+    id BIGINT NOT NULL AUTO_INCREMENT, 
+    golden_v INTEGER NOT NULL, 
+    session INTEGER NOT NULL, 
+    config INTEGER NOT NULL, 
+    solver INTEGER NOT NULL, 
+    fdb_key VARCHAR(255) NOT NULL, 
+    params TEXT, 
+    time_ms DOUBLE NOT NULL, 
+    workspace BIGINT NOT NULL, 
+    algorithm VARCHAR(64) NOT NULL, 
+    CONSTRAINT pk_golden PRIMARY KEY (id), 
+    CONSTRAINT fk_golden_config_conv_config FOREIGN KEY(config) REFERENCES conv_config (id), 
+    CONSTRAINT fk_golden_golden_v_golden_version FOREIGN KEY(golden_v) REFERENCES golden_version (version), 
+    CONSTRAINT fk_golden_session_session FOREIGN KEY(session) REFERENCES session (id), 
+    CONSTRAINT fk_golden_solver_solver FOREIGN KEY(solver) REFERENCES solver (id), 
+    CONSTRAINT uq_golden_golden_v_config_solver UNIQUE (golden_v, config, solver)
+)ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci;
+
+CREATE TABLE job (
+    id BIGINT NOT NULL AUTO_INCREMENT, 
+    session INTEGER NOT NULL, 
+    config INTEGER NOT NULL, 
+    solver INTEGER NOT NULL, 
+    step VARCHAR(20) NOT NULL, 
+    state VARCHAR(20) NOT NULL DEFAULT 'new', 
+    label VARCHAR(128), 
+    priority SMALLINT NOT NULL DEFAULT '0', 
+    attempt INTEGER NOT NULL DEFAULT '0', 
+    retries INTEGER NOT NULL DEFAULT '0', 
+    lease_owner VARCHAR(128), 
+    lease_expires DATETIME(6), 
+    machine INTEGER, 
+    gpu INTEGER, 
+    result MEDIUMTEXT, 
+    reason MEDIUMTEXT, 
+    compile_start DATETIME(6), 
+    compile_end DATETIME(6), 
+    eval_start DATETIME(6), 
+    eval_end DATETIME(6), 
+    created DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP, 
+    CONSTRAINT pk_job PRIMARY KEY (id), 
+    CONSTRAINT fk_job_config_conv_config FOREIGN KEY(config) REFERENCES conv_config (id), 
+    CONSTRAINT fk_job_machine_machine FOREIGN KEY(machine) REFERENCES machine (id), 
+    CONSTRAINT fk_job_session_session FOREIGN KEY(session) REFERENCES session (id), 
+    CONSTRAINT fk_job_solver_solver FOREIGN KEY(solver) REFERENCES solver (id), 
+    CONSTRAINT uq_job_session_config_solver_step UNIQUE (session, config, solver, step), 
+    CONSTRAINT ck_job_job_step CHECK (step IN ('perf', 'find', 'kernel')), 
+    CONSTRAINT ck_job_job_state CHECK (state IN ('new', 'compile_start', 'compiled', 'eval_start', 'evaluated', 'errored', 'not_applicable'))
+)ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci;
+
+CREATE INDEX ix_job_claim ON job (session, state, priority, id);
+
+CREATE INDEX ix_job_lease ON job (state, lease_expires);
+
+CREATE TABLE find_db (
+    id BIGINT NOT NULL AUTO_INCREMENT, 
+    session INTEGER NOT NULL, 
+    config INTEGER NOT NULL, 
+    solver INTEGER NOT NULL, 
+    time_ms DOUBLE NOT NULL, 
+    workspace BIGINT NOT NULL, 
+    algorithm VARCHAR(64) NOT NULL, 
+    params TEXT, 
+    job BIGINT, 
+    kernel BIGINT, 
+    created DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP, 
+    CONSTRAINT pk_find_db PRIMARY KEY (id), 
+    CONSTRAINT fk_find_db_config_conv_config FOREIGN KEY(config) REFERENCES conv_config (id), 
+    CONSTRAINT fk_find_db_job_job FOREIGN KEY(job) REFERENCES job (id) ON DELETE SET NULL, 
+    CONSTRAINT fk_find_db_kernel_kernel_cache FOREIGN KEY(kernel) REFERENCES kernel_cache (id), 
+    CONSTRAINT fk_find_db_session_session FOREIGN KEY(session) REFERENCES session (id), 
+    CONSTRAINT fk_find_db_solver_solver FOREIGN KEY(solver) REFERENCES solver (id), 
+    CONSTRAINT uq_find_db_session_config_solver UNIQUE (session, config, solver)
+)ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci;
+
+CREATE TABLE job_kernel (
+    id BIGINT NOT NULL AUTO_INCREMENT, 
+    job BIGINT NOT NULL, 
+    kernel BIGINT NOT NULL, 
+    CONSTRAINT pk_job_kernel PRIMARY KEY (id), 
+    CONSTRAINT fk_job_kernel_job_job FOREIGN KEY(job) REFERENCES job (id) ON DELETE CASCADE, 
+    CONSTRAINT fk_job_kernel_kernel_kernel_cache FOREIGN KEY(kernel) REFERENCES kernel_cache (id), 
+    CONSTRAINT uq_job_kernel_job_kernel UNIQUE (job, kernel)
+)ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci;
+
+CREATE INDEX ix_job_kernel_kernel ON job_kernel (kernel);
+
+CREATE TABLE perf_db (
+    id BIGINT NOT NULL AUTO_INCREMENT, 
+    session INTEGER NOT NULL, 
+    config INTEGER NOT NULL, 
+    solver INTEGER NOT NULL, 
+    params TEXT NOT NULL, 
+    job BIGINT, 
+    kernel BIGINT, 
+    created DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP, 
+    CONSTRAINT pk_perf_db PRIMARY KEY (id), 
+    CONSTRAINT fk_perf_db_config_conv_config FOREIGN KEY(config) REFERENCES conv_config (id), 
+    CONSTRAINT fk_perf_db_job_job FOREIGN KEY(job) REFERENCES job (id) ON DELETE SET NULL, 
+    CONSTRAINT fk_perf_db_kernel_kernel_cache FOREIGN KEY(kernel) REFERENCES kernel_cache (id), 
+    CONSTRAINT fk_perf_db_session_session FOREIGN KEY(session) REFERENCES session (id), 
+    CONSTRAINT fk_perf_db_solver_solver FOREIGN KEY(solver) REFERENCES solver (id), 
+    CONSTRAINT uq_perf_db_session_config_solver UNIQUE (session, config, solver)
+)ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci;
+
+INSERT INTO alembic_version (version_num) VALUES ('0001');
+

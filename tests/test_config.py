@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+import pytest
+
+from tuna.config import load_settings, mask_url
+from tuna.errors import ConfigurationError
+
+
+def test_embedded_sqlite_when_nothing_is_set(tmp_path):
+    s = load_settings({"TUNA_DATA_DIR": str(tmp_path)})
+    assert s.db_url.get_backend_name() == "sqlite"
+    assert s.db_url.database == str(tmp_path / "tuna.db")
+    assert s.source == "embedded default"
+
+
+def test_tuna_db_url_wins_over_predecessor_vars():
+    s = load_settings({"TUNA_DB_URL": "mysql://u:pw@h:3307/db", "TUNA_DB_HOSTNAME": "other"})
+    assert s.db_url.drivername == "mysql+pymysql"
+    assert (s.db_url.host, s.db_url.port, s.db_url.database) == ("h", 3307, "db")
+
+
+def test_predecessor_variables_build_a_mysql_url():
+    s = load_settings({"TUNA_DB_USER_NAME": "tuna", "TUNA_DB_USER_PASSWORD": "s3cret",
+                       "TUNA_DB_HOSTNAME": "head:3310", "TUNA_DB_NAME": "tunadb"})
+    assert s.db_url.drivername == "mysql+pymysql"
+    assert (s.db_url.username, s.db_url.host, s.db_url.port) == ("tuna", "head", 3310)
+    assert s.db_url.database == "tunadb"
+    assert "s3cret" not in s.db_url_masked
+    assert s.db_url_masked == "mysql+pymysql://tuna:***@head:3310/tunadb"
+
+
+def test_incomplete_predecessor_variables_name_what_is_missing():
+    with pytest.raises(ConfigurationError, match="TUNA_DB_NAME"):
+        load_settings({"TUNA_DB_HOSTNAME": "head", "TUNA_DB_USER_NAME": "u"})
+
+
+def test_bad_url_is_a_configuration_error_without_echoing_it():
+    with pytest.raises(ConfigurationError) as e:
+        load_settings({"TUNA_DB_URL": "not a url with secret"})
+    assert "secret" not in str(e.value)
+
+
+def test_mask_url_hides_password():
+    assert mask_url("mysql+pymysql://a:topsecret@h/db") == "mysql+pymysql://a:***@h/db"
