@@ -1,0 +1,163 @@
+"""Shared fixtures for Tuna's tests.
+
+Two tiers:
+
+* SQLite tier: always runs (``sqlite_url``).
+* MySQL tier: needs a real MariaDB/MySQL server given by ``TUNA_TEST_DB_URL`` (``bin/test``
+  starts a throwaway one). Without it these tests skip locally, and fail when
+  ``TUNA_REQUIRE_MYSQL=1`` or ``CI`` is set. Each test gets its own freshly created database
+  (``mysql_url``).
+
+``db_url`` runs a test on both backends.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import tempfile
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine, make_url
+
+# Users' own settings must not leak into the tests.
+_ISOLATED_VARS = (
+    "TUNA_DB_URL",
+    "TUNA_DB_USER_NAME",
+    "TUNA_DB_USER_PASSWORD",
+    "TUNA_DB_HOSTNAME",
+    "TUNA_DB_NAME",
+)
+_saved_env: dict[str, str | None] = {}
+_data_dir: str | None = None
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def _mysql_required() -> bool:
+    return os.environ.get("TUNA_REQUIRE_MYSQL", "").strip() == "1" or _truthy(os.environ.get("CI"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Isolate the run from the user's Tuna settings (before any test module is imported)."""
+    global _data_dir
+    names = {*_ISOLATED_VARS, *(k for k in os.environ if k.startswith("TUNA_DB_")), "TUNA_DATA_DIR"}
+    for name in names:
+        _saved_env[name] = os.environ.pop(name, None)
+    _data_dir = tempfile.mkdtemp(prefix="tuna-test-data-")
+    os.environ["TUNA_DATA_DIR"] = _data_dir
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for name, value in _saved_env.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    _saved_env.clear()
+    if _data_dir is not None:
+        shutil.rmtree(_data_dir, ignore_errors=True)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests that use the MySQL fixtures directly belong to the MySQL tier (``-m "not mysql"``)."""
+    for item in items:
+        fixtures = getattr(item, "fixturenames", ())
+        if "mysql_url" in fixtures or "mysql_server_url" in fixtures:
+            item.add_marker(pytest.mark.mysql)
+
+
+# --- MySQL tier -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def mysql_server_url() -> str:
+    """URL of the test server (``TUNA_TEST_DB_URL``), as a string with the password."""
+    url = os.environ.get("TUNA_TEST_DB_URL", "").strip()
+    if not url:
+        message = "MySQL tier: set TUNA_TEST_DB_URL or run bin/test"
+        if _mysql_required():
+            pytest.fail(
+                f"{message} (MySQL-tier tests never skip when TUNA_REQUIRE_MYSQL=1 or CI is set)",
+                pytrace=False,
+            )
+        pytest.skip(message)
+    return url
+
+
+@pytest.fixture(scope="session")
+def _mysql_admin_engine(mysql_server_url: str) -> Iterator[Engine]:
+    """One engine on the server, used to create and drop the per-test databases."""
+    engine = sa.create_engine(mysql_server_url, pool_pre_ping=True)
+    try:
+        with engine.connect() as conn:
+            conn.exec_driver_sql("SELECT 1")
+    except sa.exc.OperationalError as exc:
+        engine.dispose()
+        shown = make_url(mysql_server_url).render_as_string(hide_password=True)
+        pytest.fail(f"MySQL tier: cannot connect to TUNA_TEST_DB_URL={shown}: {exc}", pytrace=False)
+    yield engine
+    engine.dispose()
+
+
+def _drop_database(engine: Engine, name: str) -> None:
+    with engine.connect() as conn:
+        # Don't wait the default metadata-lock timeout (a day) if a test left a transaction open.
+        conn.exec_driver_sql("SET SESSION lock_wait_timeout = 10")
+        try:
+            conn.exec_driver_sql(f"DROP DATABASE IF EXISTS `{name}`")
+            return
+        except sa.exc.OperationalError:
+            pass
+        rows = conn.exec_driver_sql(
+            "SELECT id FROM information_schema.processlist WHERE db = %s AND id <> CONNECTION_ID()",
+            (name,),
+        ).fetchall()
+        for (conn_id,) in rows:
+            conn.exec_driver_sql(f"KILL {int(conn_id)}")
+        warnings.warn(
+            f"database {name} was still in use after the test (leaked connection/transaction?); "
+            f"killed {len(rows)} connection(s) to drop it",
+            stacklevel=1,
+        )
+        conn.exec_driver_sql(f"DROP DATABASE IF EXISTS `{name}`")
+
+
+@pytest.fixture
+def mysql_url(mysql_server_url: str, _mysql_admin_engine: Engine) -> Iterator[str]:
+    """URL (string, with password) of a fresh, empty utf8mb4 database, dropped after the test."""
+    name = f"tuna_t_{secrets.token_hex(6)}"
+    with _mysql_admin_engine.connect() as conn:
+        conn.exec_driver_sql(
+            f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"
+        )
+    try:
+        yield make_url(mysql_server_url).set(database=name).render_as_string(hide_password=False)
+    finally:
+        _drop_database(_mysql_admin_engine, name)
+
+
+# --- SQLite tier ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    """URL of a (not yet created) SQLite database file in the test's tmp_path."""
+    return f"sqlite:///{tmp_path / 'tuna.db'}"
+
+
+# --- both -----------------------------------------------------------------------------------------
+
+
+@pytest.fixture(params=["sqlite", pytest.param("mysql", marks=pytest.mark.mysql)])
+def db_url(request: pytest.FixtureRequest) -> str:
+    """Runs the test once on SQLite and once on MySQL (the MySQL one is in the MySQL tier)."""
+    url: str = request.getfixturevalue(f"{request.param}_url")
+    return url
