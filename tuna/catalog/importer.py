@@ -1,0 +1,297 @@
+"""import_configs: MIOpenDriver lines -> tagged catalogue rows, in bulk, all or nothing.
+
+Lines are parsed first; a bad line stops the import before anything is written unless
+the caller allows skipping. The writes then happen in one transaction with a handful of
+bulk statements (tensors, configs, tags), never a round trip per line.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import func, select, tuple_
+from sqlalchemy.orm import Session
+
+from tuna.catalog import records
+from tuna.catalog.bulk import chunks, insert_missing
+from tuna.db import Database
+from tuna.db.models import BnConfig, BnConfigTag, ConfigTag, ConvConfig, Tensor
+from tuna.errors import DriverLineError, ImportRefusedError, TunaError
+from tuna.problems.bnorm import BnProblem, bnorm_key, parse_bnorm_line
+from tuna.problems.conv import ConvProblem
+from tuna.problems.driver import line_kind, parse_driver_line, to_driver_line
+from tuna.problems.keys import find_db_key
+
+log = logging.getLogger(__name__)
+
+COMMANDS = ("conv", "convfp16", "convbfp16", "convint8")
+
+Progress = Callable[[str, int, int], None]
+"""Called as ``progress(stage, done, total)`` while an import runs."""
+
+
+@dataclass(frozen=True)
+class ConvEntry:
+    key: str
+    problem: ConvProblem
+    driver: str
+    line_no: int
+
+
+@dataclass(frozen=True)
+class BnEntry:
+    key: str
+    problem: BnProblem
+    driver: str
+    line_no: int
+
+
+Entry = ConvEntry | BnEntry
+
+
+@dataclass
+class ImportReport:
+    """What an import did. ``bad`` lists the lines that were skipped (``--skip-bad``)."""
+
+    lines: int = 0
+    configs: int = 0
+    inserted: int = 0
+    already_present: int = 0
+    tagged: int = 0
+    not_in_catalogue: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)  # other operations, by name
+    bad: list[DriverLineError] = field(default_factory=list)
+    entries: list[Entry] = field(default_factory=list)
+
+
+def read_lines(text: str) -> list[tuple[int, str]]:
+    """Number the lines of ``text`` from 1, dropping blank lines and ``#`` comments."""
+    out = []
+    for no, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if line and not line.startswith("#"):
+            out.append((no, line))
+    return out
+
+
+def parse_line(
+    line: str, *, batches: Sequence[int] | None = None, command: str | None = None
+) -> list[Entry]:
+    """The catalogue entries one conv or batch-norm driver line describes (after overrides)."""
+    if line_kind(line) == "bnorm":
+        bn = parse_bnorm_line(line)
+        bns = [bn] if not batches else [bn.with_batchsize(n) for n in batches]
+        return [BnEntry(bnorm_key(p), p, line if p == bn else p.to_driver_line(), 0) for p in bns]
+    entries: list[Entry] = []
+    for parsed in parse_driver_line(line):
+        variants = [parsed]
+        if command:
+            variants = [p.with_command(command) for p in variants]
+        if batches:
+            variants = [p.with_batchsize(n) for p in variants for n in batches]
+        for p in variants:
+            driver = line if p == parsed else to_driver_line(p)
+            entries.append(ConvEntry(find_db_key(p), p, driver, 0))
+    return entries
+
+
+@dataclass
+class Parsed:
+    """Numbered lines, parsed: entries (first occurrence of each key wins), one error per bad
+    line, and the count of lines of other operations (pool, lrn, ...) that Tuna does not tune."""
+
+    entries: list[Entry]
+    bad: list[DriverLineError]
+    skipped: dict[str, int]
+
+
+def parse_lines(
+    lines: Iterable[tuple[int, str]],
+    *,
+    batches: Sequence[int] | None = None,
+    command: str | None = None,
+) -> Parsed:
+    if command is not None and command not in COMMANDS:
+        raise TunaError(f"-c/--command: {command!r} is not one of {', '.join(COMMANDS)}")
+    entries: dict[str, Entry] = {}
+    bad: list[DriverLineError] = []
+    skipped: dict[str, int] = {}
+    for no, line in lines:
+        try:
+            kind = line_kind(line)
+            if kind not in ("conv", "bnorm"):
+                skipped[kind] = skipped.get(kind, 0) + 1
+                continue
+            found = parse_line(line, batches=batches, command=command)
+        except DriverLineError as e:
+            bad.append(e.at_line(no, line))
+            continue
+        except TunaError as e:
+            bad.append(DriverLineError(str(e), line_no=no, line=line))
+            continue
+        for entry in found:
+            if entry.key not in entries:
+                entries[entry.key] = type(entry)(
+                    entry.key,
+                    entry.problem,  # type: ignore[arg-type]
+                    entry.driver,
+                    no,
+                )
+    return Parsed(list(entries.values()), bad, skipped)
+
+
+def import_configs(
+    db: Database,
+    lines: Sequence[tuple[int, str]],
+    *,
+    tag: str | None,
+    source: str = "input",
+    tag_only: bool = False,
+    batches: Sequence[int] | None = None,
+    command: str | None = None,
+    recurrent: bool = False,
+    skip_bad: bool = False,
+    progress: Progress | None = None,
+) -> ImportReport:
+    """Import numbered driver lines into the catalogue, tagging them with ``tag``.
+
+    With bad lines and not ``skip_bad``: raises :class:`ImportRefusedError` listing every
+    bad line, and writes nothing. ``tag_only`` tags configs already in the catalogue and
+    inserts none.
+    """
+    if tag_only and not tag:
+        raise TunaError("-T/--tag_only needs a tag: pass -t TAG")
+    parsed = parse_lines(lines, batches=batches, command=command)
+    entries, bad = parsed.entries, parsed.bad
+    if bad and not skip_bad:
+        raise ImportRefusedError(bad, source)
+    report = ImportReport(
+        lines=len(lines), configs=len(entries), skipped=parsed.skipped, bad=bad, entries=entries
+    )
+    conv = [e for e in entries if isinstance(e, ConvEntry)]
+    bns = [e for e in entries if isinstance(e, BnEntry)]
+    with db.session() as session:
+        for model, key_col, group, make_rows in (
+            (ConvConfig, ConvConfig.fdb_key, conv, _conv_rows),
+            (BnConfig, BnConfig.bn_key, bns, _bn_rows),
+        ):
+            present, new = _store(
+                session, model, key_col, group, make_rows, tag_only, report, progress
+            )
+            if tag:
+                tag_model = ConfigTag if model is ConvConfig else BnConfigTag
+                report.tagged += _tag(session, tag_model, present, new, tag, recurrent)
+    log.info(
+        "import %s: %d configs, %d inserted, %d present, %d tagged, %d bad",
+        source,
+        report.configs,
+        report.inserted,
+        report.already_present,
+        report.tagged,
+        len(bad),
+    )
+    return report
+
+
+def _existing(session: Session, key_col: Any, keys: Sequence[str]) -> dict[str, int]:
+    """Map the given keys that are in the table to their row ids."""
+    found: dict[str, int] = {}
+    id_col = key_col.class_.id
+    for part in chunks(keys, 2000):
+        found.update({k: i for k, i in session.execute(select(key_col, id_col).where(key_col.in_(part)))})
+    return found
+
+
+def _store(
+    session: Session,
+    model: Any,
+    key_col: Any,
+    entries: Sequence[Entry],
+    make_rows: Callable[[Session, list[Any]], list[dict[str, Any]]],
+    tag_only: bool,
+    report: ImportReport,
+    progress: Progress | None,
+) -> tuple[list[int], list[int]]:
+    """Insert the entries not yet present; returns (ids already present, ids inserted)."""
+    if not entries:
+        return [], []
+    present = _existing(session, key_col, [e.key for e in entries])
+    missing = [e for e in entries if e.key not in present]
+    if tag_only:
+        report.already_present += len(present)
+        report.not_in_catalogue += len(missing)
+        return list(present.values()), []
+    new: dict[str, int] = {}
+    if missing:
+        # New rows are found again by id range rather than by sending every key back.
+        before = session.scalar(select(func.max(model.id))) or 0
+        insert_missing(
+            session,
+            model.__table__,
+            make_rows(session, missing),
+            progress=progress,
+            stage=f"{model.__tablename__} rows",
+        )
+        wanted = {e.key for e in missing}
+        for key, id_ in session.execute(select(key_col, model.id).where(model.id > before)):
+            if key in wanted:
+                new[key] = id_
+        if len(new) < len(missing):  # another import inserted some of them first
+            present.update(_existing(session, key_col, [k for k in wanted if k not in new]))
+    report.already_present += len(present)
+    report.inserted += len(new)
+    return list(present.values()), list(new.values())
+
+
+def _tensor_ids(session: Session, keys: set[records.TensorKey]) -> dict[records.TensorKey, int]:
+    cols = [getattr(Tensor, c) for c in records.TENSOR_COLUMNS]
+    wanted = sorted(keys)
+    insert_missing(session, Tensor.__table__, [records.tensor_row(k) for k in wanted])
+    ids: dict[records.TensorKey, int] = {}
+    for part in chunks(wanted, 500):
+        for row in session.execute(select(*cols, Tensor.id).where(tuple_(*cols).in_(part))):
+            ids[tuple(row[:-1])] = row[-1]  # type: ignore[assignment]
+    return ids
+
+
+def _conv_rows(session: Session, entries: list[ConvEntry]) -> list[dict[str, Any]]:
+    tensors: set[records.TensorKey] = set()
+    for e in entries:
+        tensors.add(records.input_tensor(e.problem))
+        tensors.add(records.weight_tensor(e.problem))
+    tensor_ids = _tensor_ids(session, tensors)
+    rows = []
+    for e in entries:
+        row = records.conv_config_values(e.problem, e.key, e.driver)
+        row["input_tensor"] = tensor_ids[records.input_tensor(e.problem)]
+        row["weight_tensor"] = tensor_ids[records.weight_tensor(e.problem)]
+        rows.append(row)
+    return rows
+
+
+def _bn_rows(_session: Session, entries: list[BnEntry]) -> list[dict[str, Any]]:
+    return [records.bn_config_values(e.problem, e.key, e.driver) for e in entries]
+
+
+def _tag(
+    session: Session,
+    model: type[ConfigTag] | type[BnConfigTag],
+    present: list[int],
+    new: list[int],
+    tag: str,
+    recurrent: bool,
+) -> int:
+    """Tag configs; only those already present can carry the tag already."""
+    already: set[int] = set()
+    for part in chunks(sorted(present), 2000):
+        already.update(
+            session.scalars(select(model.config).where(model.tag == tag, model.config.in_(part)))
+        )
+    todo = [i for i in present if i not in already] + new
+    insert_missing(
+        session, model.__table__, [{"config": i, "tag": tag, "recurrent": recurrent} for i in todo]
+    )
+    return len(todo)

@@ -1,0 +1,206 @@
+"""query_db: what the catalogue knows about driver lines or db keys.
+
+For each problem: whether its config exists, its tags, its jobs (state, session, solver,
+result) and its results (perf params, find times), and its db keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from sqlalchemy import select
+
+from tuna.catalog.importer import BnEntry, ConvEntry, parse_line
+from tuna.db import Database
+from tuna.db.models import (
+    BnConfig,
+    BnConfigTag,
+    ConfigTag,
+    ConvConfig,
+    FindDb,
+    Job,
+    PerfDb,
+    Solver,
+)
+from tuna.errors import DbKeyError, DriverLineError, TunaError
+from tuna.problems.driver import line_kind, to_driver_line
+from tuna.problems.keys import (
+    find_db_key,
+    parse_find_db_key,
+    parse_perf_db_key,
+    perf_db_key,
+)
+
+
+@dataclass(frozen=True)
+class JobRow:
+    id: int
+    session: int
+    solver: str
+    step: str
+    state: str
+    attempt: int
+    retries: int
+    note: str | None  # the result, or the reason it failed
+
+
+@dataclass(frozen=True)
+class PerfRow:
+    session: int
+    solver: str
+    params: str
+
+
+@dataclass(frozen=True)
+class FindRow:
+    session: int
+    solver: str
+    time_ms: float
+    workspace: int
+    algorithm: str
+
+
+@dataclass
+class ConfigReport:
+    """One problem asked about, and what the catalogue holds for it."""
+
+    line_no: int
+    kind: str  # "conv" or "bnorm"
+    key: str
+    perf_key: str | None
+    driver: str
+    config_id: int | None = None
+    tags: list[str] = field(default_factory=list)
+    jobs: list[JobRow] = field(default_factory=list)
+    perf: list[PerfRow] = field(default_factory=list)
+    find: list[FindRow] = field(default_factory=list)
+
+    @property
+    def exists(self) -> bool:
+        return self.config_id is not None
+
+
+def _key_entry(text: str, line_no: int) -> ConvEntry:
+    """A db key (or a whole db record ``KEY=...``) as a catalogue entry."""
+    key = text.split("=", 1)[0].strip()
+    errors = []
+    for parse in (parse_find_db_key, parse_perf_db_key):
+        try:
+            problem = parse(key)
+        except DbKeyError as e:
+            errors.append(str(e))
+            continue
+        return ConvEntry(find_db_key(problem), problem, to_driver_line(problem), line_no)
+    raise DriverLineError(
+        f"{key!r} is neither a MIOpenDriver line nor a find-db or perf-db key ({errors[0]})"
+    )
+
+
+def resolve(items: Sequence[tuple[int, str]]) -> list[ConvEntry | BnEntry]:
+    """Driver lines or db keys -> catalogue entries, one or more per item, in order.
+
+    Every item that is not understood is reported at once.
+    """
+    entries: list[ConvEntry | BnEntry] = []
+    bad: list[DriverLineError] = []
+    for no, text in items:
+        try:
+            if "MIOpenDriver" not in text and " -" not in text:
+                entries.append(_key_entry(text, no))
+                continue
+            kind = line_kind(text)
+            if kind not in ("conv", "bnorm"):
+                raise DriverLineError(f"{kind!r} problems are not in the catalogue")
+            entries.extend(replace(e, line_no=no) for e in parse_line(text))
+        except DriverLineError as e:
+            bad.append(e.at_line(no, text))
+        except TunaError as e:
+            bad.append(DriverLineError(str(e), line_no=no, line=text))
+    if bad:
+        listing = "\n".join(f"  {e}" for e in bad)
+        raise TunaError(f"{len(bad)} query line(s) not understood:\n{listing}")
+    return entries
+
+
+def query_configs(db: Database, items: Sequence[tuple[int, str]]) -> list[ConfigReport]:
+    entries = resolve(items)
+    reports: list[ConfigReport] = []
+    with db.session() as session:
+        for e in entries:
+            if isinstance(e, BnEntry):
+                report = ConfigReport(e.line_no, "bnorm", e.key, None, e.driver)
+                bn = session.scalars(select(BnConfig).where(BnConfig.bn_key == e.key)).first()
+                if bn is not None:
+                    report.config_id = bn.id
+                    report.driver = bn.driver
+                    report.tags = list(
+                        session.scalars(
+                            select(BnConfigTag.tag)
+                            .where(BnConfigTag.config == bn.id)
+                            .order_by(BnConfigTag.tag)
+                        )
+                    )
+                reports.append(report)
+                continue
+            report = ConfigReport(e.line_no, "conv", e.key, perf_db_key(e.problem), e.driver)
+            cfg = session.scalars(select(ConvConfig).where(ConvConfig.fdb_key == e.key)).first()
+            if cfg is not None:
+                report.config_id = cfg.id
+                report.driver = cfg.driver
+                report.tags = list(
+                    session.scalars(
+                        select(ConfigTag.tag)
+                        .where(ConfigTag.config == cfg.id)
+                        .order_by(ConfigTag.tag)
+                    )
+                )
+                report.jobs = [
+                    JobRow(
+                        j.id,
+                        j.session,
+                        name,
+                        j.step.value,
+                        j.state.value,
+                        j.attempt,
+                        j.retries,
+                        j.reason or j.result,
+                    )
+                    for j, name in session.execute(
+                        select(Job, Solver.name)
+                        .join(Solver, Solver.id == Job.solver)
+                        .where(Job.config == cfg.id)
+                        .order_by(Job.session, Job.id)
+                    )
+                ]
+                report.perf = [
+                    PerfRow(p.session, name, p.params)
+                    for p, name in session.execute(
+                        select(PerfDb, Solver.name)
+                        .join(Solver, Solver.id == PerfDb.solver)
+                        .where(PerfDb.config == cfg.id)
+                        .order_by(PerfDb.session, Solver.name)
+                    )
+                ]
+                report.find = [
+                    FindRow(f.session, name, f.time_ms, f.workspace, f.algorithm)
+                    for f, name in session.execute(
+                        select(FindDb, Solver.name)
+                        .join(Solver, Solver.id == FindDb.solver)
+                        .where(FindDb.config == cfg.id)
+                        .order_by(FindDb.session, FindDb.time_ms)
+                    )
+                ]
+            reports.append(report)
+    return reports
+
+
+__all__ = [
+    "ConfigReport",
+    "FindRow",
+    "JobRow",
+    "PerfRow",
+    "find_db_key",
+    "query_configs",
+    "resolve",
+]

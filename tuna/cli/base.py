@@ -1,0 +1,54 @@
+"""Click plumbing shared by every command: errors, output, logging, the database.
+
+The CLI is the only layer that prints or exits. A :class:`TunaError` becomes
+``Error: <message>`` on stderr and exit status 1.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import click
+from rich.console import Console
+
+from tuna.config import load_settings
+from tuna.db import Database, open_database
+from tuna.errors import TunaError
+
+console = Console(highlight=False, soft_wrap=False)
+err_console = Console(stderr=True, highlight=False)
+
+
+class _TunaErrors:
+    """Mixin: turn a TunaError raised by a command into click's ``Error: ...`` exit 1."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)  # type: ignore[misc]
+        except TunaError as e:
+            raise click.ClickException(str(e)) from e
+
+
+class TunaGroup(_TunaErrors, click.Group):
+    pass
+
+
+class TunaCommand(_TunaErrors, click.Command):
+    pass
+
+
+def setup_logging(verbose: int) -> None:
+    level = logging.WARNING - 10 * min(verbose, 2)
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def database() -> Database:
+    """The database from the settings, schema checked (SQLite upgraded on first use)."""
+    return open_database(load_settings().db_url)
+
+
+verbose_option = click.option(
+    "-v", "--verbose", count=True, help="Log more (-v info, -vv debug).",
+    callback=lambda _ctx, _p, v: setup_logging(v), expose_value=False, is_eager=True,
+)

@@ -1,0 +1,214 @@
+"""``import_configs`` and ``query_db``: the problem catalogue."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from tuna.catalog.importer import COMMANDS, ImportReport, import_configs, read_lines
+from tuna.catalog.query import ConfigReport, query_configs
+from tuna.cli.base import TunaCommand, console, database, err_console, verbose_option
+from tuna.errors import TunaError
+
+PROGRESS_MIN_LINES = 5000
+
+
+def _batches(value: str | None) -> list[int] | None:
+    if not value:
+        return None
+    try:
+        out = [int(v) for v in value.split(",") if v.strip()]
+    except ValueError as e:
+        raise TunaError(f"-b/--batches: {value!r} is not a comma-separated list of integers") from e
+    if not out or any(n <= 0 for n in out):
+        raise TunaError(f"-b/--batches: {value!r} must list positive batch sizes, e.g. 32,64")
+    return out
+
+
+def _read_input(file: str | None, driver: str | None) -> tuple[str, list[tuple[int, str]]]:
+    if (file is None) == (driver is None):
+        raise TunaError("give exactly one of -f FILE or -d 'DRIVER LINE'")
+    if driver is not None:
+        return "-d", [(1, driver.strip())]
+    assert file is not None
+    if file == "-":
+        return "<stdin>", read_lines(sys.stdin.read())
+    path = Path(file)
+    if not path.is_file():
+        raise TunaError(f"-f {file}: no such file")
+    return str(path), read_lines(path.read_text(errors="replace"))
+
+
+def print_import_report(report: ImportReport, source: str, tag: str | None, where: str) -> None:
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    table.add_row("lines read", str(report.lines))
+    table.add_row("distinct configs", str(report.configs))
+    table.add_row("inserted", str(report.inserted))
+    table.add_row("already present", str(report.already_present))
+    if report.not_in_catalogue:
+        table.add_row("not in catalogue", str(report.not_in_catalogue))
+    table.add_row(f"newly tagged {tag!r}" if tag else "tagged", str(report.tagged))
+    for op, n in sorted(report.skipped.items()):
+        table.add_row(f"{op} lines skipped", str(n))
+    if report.bad:
+        table.add_row("bad lines skipped", str(len(report.bad)))
+    console.print(f"{source} -> {where}")
+    console.print(table)
+    if report.skipped:
+        console.print("(skipped lines are MIOpenDriver operations Tuna does not tune: only "
+                      "convolution and batch-norm lines enter the catalogue)")
+    for e in report.bad:
+        err_console.print(f"skipped {e}")
+
+
+@click.command("import_configs", cls=TunaCommand)
+@click.option("-t", "--tag", help="Tag every imported config with TAG (e.g. the network).")
+@click.option("-f", "--file_name", "--file", "file", metavar="FILE",
+              help="File of MIOpenDriver lines, one per line ('-' reads stdin).")
+@click.option("-d", "--driver", metavar="LINE", help="A single MIOpenDriver line.")
+@click.option("-T", "--tag_only", is_flag=True,
+              help="Only tag configs already in the catalogue; insert nothing.")
+@click.option("-b", "--batches", metavar="N,N,...",
+              help="Import every line once per batch size, e.g. 32,64 (overrides -n).")
+@click.option("-c", "--command", type=click.Choice(COMMANDS),
+              help="Override every conv line's precision (conv, convfp16, ...).")
+@click.option("--mark_recurrent", is_flag=True, help="Mark the tag as a recurrent config list.")
+@click.option("--skip-bad", "--skip_bad", "skip_bad", is_flag=True,
+              help="Import the good lines and report the bad ones (default: import nothing).")
+@verbose_option
+def import_configs_cmd(tag: str | None, file: str | None, driver: str | None, tag_only: bool,
+                       batches: str | None, command: str | None, mark_recurrent: bool,
+                       skip_bad: bool) -> None:
+    """Import MIOpenDriver command lines into the problem catalogue.
+
+    Each line becomes one config per direction (-F 0 means F, B and W), deduplicated by
+    its MIOpen find-db key; the original line is kept. A file with a bad line imports
+    nothing and lists every bad line with its number and reason.
+
+    \b
+    Examples:
+      import_configs -t resnet50 -f resnet50.txt
+      import_configs -t resnet50 -f resnet50.txt -b 32,64 -c convfp16
+      import_configs -t smoke -d './bin/MIOpenDriver conv -n 16 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1'
+      import_configs -T -t recurrent -f resnet50.txt --mark_recurrent
+    """
+    source, lines = _read_input(file, driver)
+    batch_sizes = _batches(batches)
+    db = database()
+    try:
+        if len(lines) >= PROGRESS_MIN_LINES:
+            with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                          TimeElapsedColumn(), console=err_console, transient=True) as bar:
+                tasks: dict[str, int] = {}
+
+                def progress(stage: str, done: int, total: int) -> None:
+                    if stage not in tasks:
+                        tasks[stage] = bar.add_task(stage, total=total)
+                    bar.update(tasks[stage], completed=done)
+
+                report = import_configs(db, lines, tag=tag, source=source, tag_only=tag_only,
+                                        batches=batch_sizes, command=command,
+                                        recurrent=mark_recurrent, skip_bad=skip_bad,
+                                        progress=progress)
+        else:
+            report = import_configs(db, lines, tag=tag, source=source, tag_only=tag_only,
+                                    batches=batch_sizes, command=command,
+                                    recurrent=mark_recurrent, skip_bad=skip_bad)
+    finally:
+        db.dispose()
+    print_import_report(report, source, tag, db.url_masked)
+
+
+def _fmt_jobs(r: ConfigReport) -> str:
+    if not r.jobs:
+        return "-"
+    counts: dict[str, int] = {}
+    for j in r.jobs:
+        counts[j.state] = counts.get(j.state, 0) + 1
+    return ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+
+
+def print_query(reports: list[ConfigReport]) -> None:
+    table = Table(title="Catalogue", title_justify="left")
+    table.add_column("#", justify="right")
+    table.add_column("id", justify="right")
+    table.add_column("find-db key")
+    table.add_column("tags")
+    table.add_column("jobs")
+    table.add_column("results", justify="right")
+    for r in reports:
+        table.add_row(str(r.line_no), str(r.config_id) if r.exists else "[red]absent[/]",
+                      r.key, ", ".join(r.tags) or "-", _fmt_jobs(r),
+                      str(len(r.perf) + len(r.find)) if r.exists else "-")
+    console.print(table)
+    for r in reports:
+        if r.perf_key:
+            console.print(f"[bold]#{r.line_no}[/] perf-db key {r.perf_key}")
+        console.print(f"[bold]#{r.line_no}[/] driver {r.driver}")
+        if r.jobs:
+            jobs = Table(title=f"#{r.line_no} jobs", title_justify="left")
+            for col in ("job", "session", "solver", "step", "state", "attempt", "result"):
+                jobs.add_column(col)
+            for j in r.jobs:
+                jobs.add_row(str(j.id), str(j.session), j.solver, j.step, j.state,
+                             str(j.attempt), j.note or "-")
+            console.print(jobs)
+        if r.find or r.perf:
+            res = Table(title=f"#{r.line_no} results", title_justify="left")
+            for col in ("session", "solver", "time ms", "workspace", "algorithm", "params"):
+                res.add_column(col)
+            params = {(p.session, p.solver): p.params for p in r.perf}
+            for f in r.find:
+                res.add_row(str(f.session), f.solver, f"{f.time_ms:.4g}", str(f.workspace),
+                            f.algorithm, params.pop((f.session, f.solver), "-"))
+            for (session, solver), p in params.items():
+                res.add_row(str(session), solver, "-", "-", "-", p)
+            console.print(res)
+
+
+@click.command("query_db", cls=TunaCommand)
+@click.argument("queries", nargs=-1, metavar="[DRIVER_LINE | DB_KEY]...")
+@click.option("-f", "--file_name", "--file", "file", metavar="FILE",
+              help="File of driver lines or db keys, one per line.")
+@verbose_option
+def query_db_cmd(queries: tuple[str, ...], file: str | None) -> None:
+    """Show what the catalogue holds for driver lines or MIOpen db keys.
+
+    For each problem: whether its config exists, its tags, its jobs and results, and its
+    find-db and perf-db keys. Accepts what import_configs accepts, plus find-db dash keys
+    and perf-db x keys (a whole db line KEY=... works too).
+
+    \b
+    Examples:
+      query_db './bin/MIOpenDriver conv -n 128 -c 1024 -H 14 -W 14 -k 256 -y 1 -x 1 -F 1'
+      query_db 1024-14-14-1x1-256-14-14-128-0x0-1x1-1x1-0-NCHW-FP32-F
+      query_db -f resnet50.txt
+    """
+    items = [(i, q) for i, q in enumerate(queries, start=1)]
+    if file is not None:
+        path = Path(file)
+        if not path.is_file():
+            raise TunaError(f"-f {file}: no such file")
+        items += [(len(items) + no, line) for no, line in read_lines(path.read_text())]
+    if not items:
+        raise TunaError("nothing to query: give driver lines or db keys, or -f FILE")
+    db = database()
+    try:
+        reports = query_configs(db, items)
+    finally:
+        db.dispose()
+    print_query(reports)
+
+
+def import_configs_main() -> None:
+    import_configs_cmd(prog_name="import_configs")
+
+
+def query_db_main() -> None:
+    query_db_cmd(prog_name="query_db")
