@@ -9,7 +9,7 @@ from __future__ import annotations
 
 
 class TunaError(Exception):
-    """Raised for any failure Tuna reports to a user; the message says what, where and what to do."""
+    """Raised for any failure Tuna reports to a user: the message says what, where, what to do."""
 
 
 class ConfigurationError(TunaError):
@@ -51,7 +51,7 @@ class DbKeyError(TunaError):
 
 
 class DatabaseError(TunaError):
-    """Raised when the database cannot be reached or a statement fails for a reason not the user's."""
+    """Raised when the database cannot be reached or a statement fails, not by the user's fault."""
 
 
 class SchemaOutOfDateError(DatabaseError):

@@ -4,8 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from tuna.db import Database, open_database
-from tuna.db import migrate
+from tuna.db import Database, migrate, open_database
 from tuna.db.engine import make_engine
 
 SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"

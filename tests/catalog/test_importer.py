@@ -37,8 +37,7 @@ def test_resnet50_imports_and_reimport_changes_nothing(db, driver_dir):
 def test_every_shared_driver_file_imports(db, driver_dir):
     total = 0
     for path in sorted(driver_dir.glob("*.txt")):
-        report = import_configs(db, read_lines(path.read_text()), tag=path.stem,
-                                source=path.name)
+        report = import_configs(db, read_lines(path.read_text()), tag=path.stem, source=path.name)
         assert report.bad == [], path.name
         assert report.configs > 0, path.name
         total += report.inserted
@@ -47,8 +46,13 @@ def test_every_shared_driver_file_imports(db, driver_dir):
 
 
 def test_a_bad_line_imports_nothing_and_every_bad_line_is_named(db):
-    text = [LINE.format(f=1), LINE.format(f=2), LINE.format(f=1) + " --bogus 3",
-            LINE.format(f=4), LINE.format(f=1).replace("-n 128", "-n abc")]
+    text = [
+        LINE.format(f=1),
+        LINE.format(f=2),
+        LINE.format(f=1) + " --bogus 3",
+        LINE.format(f=4),
+        LINE.format(f=1).replace("-n 128", "-n abc"),
+    ]
     with pytest.raises(ImportRefusedError) as e:
         import_configs(db, lines_of(*text), tag="t", source="net.txt")
     bad = e.value.bad
@@ -77,8 +81,9 @@ def test_direction_zero_expands_to_three_configs_with_the_original_line(db):
 
 
 def test_batches_and_command_overrides(db):
-    report = import_configs(db, lines_of(LINE.format(f=1)), tag="t", batches=[32, 64],
-                            command="convfp16")
+    report = import_configs(
+        db, lines_of(LINE.format(f=1)), tag="t", batches=[32, 64], command="convfp16"
+    )
     assert report.inserted == 2
     with db.session() as s:
         keys = sorted(s.scalars(select(ConvConfig.fdb_key)))
@@ -90,8 +95,9 @@ def test_batches_and_command_overrides(db):
 
 def test_tag_only_tags_known_configs_and_inserts_nothing(db):
     import_configs(db, lines_of(LINE.format(f=1)), tag="a")
-    report = import_configs(db, lines_of(LINE.format(f=1), LINE.format(f=2)), tag="b",
-                            tag_only=True)
+    report = import_configs(
+        db, lines_of(LINE.format(f=1), LINE.format(f=2)), tag="b", tag_only=True
+    )
     assert (report.inserted, report.already_present, report.not_in_catalogue) == (0, 1, 1)
     assert report.tagged == 1
     assert count(db, ConvConfig) == 1

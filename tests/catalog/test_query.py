@@ -39,15 +39,37 @@ def test_jobs_and_results_are_listed(imported):
         solver = Solver(backend="noop", name="Direct", tunable=True)
         s.add_all([sess, solver])
         s.flush()
-        s.add(Job(session=sess.id, config=r.config_id, solver=solver.id, step=JobStep.PERF,
-                  state=JobState.ERRORED, attempt=3, retries=3, reason="verification failed"))
+        s.add(
+            Job(
+                session=sess.id,
+                config=r.config_id,
+                solver=solver.id,
+                step=JobStep.PERF,
+                state=JobState.ERRORED,
+                attempt=3,
+                retries=3,
+                reason="verification failed",
+            )
+        )
         s.add(PerfDb(session=sess.id, config=r.config_id, solver=solver.id, params="4,8"))
-        s.add(FindDb(session=sess.id, config=r.config_id, solver=solver.id, time_ms=1.5,
-                     workspace=0, algorithm="Direct"))
+        s.add(
+            FindDb(
+                session=sess.id,
+                config=r.config_id,
+                solver=solver.id,
+                time_ms=1.5,
+                workspace=0,
+                algorithm="Direct",
+            )
+        )
     [r] = query_configs(imported, [(1, LINE)])
     [job] = r.jobs
     assert (job.solver, job.state, job.attempt, job.note) == (
-        "Direct", "errored", 3, "verification failed")
+        "Direct",
+        "errored",
+        3,
+        "verification failed",
+    )
     assert [(p.solver, p.params) for p in r.perf] == [("Direct", "4,8")]
     assert [(f.solver, f.time_ms) for f in r.find] == [("Direct", 1.5)]
 

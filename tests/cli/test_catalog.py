@@ -50,7 +50,8 @@ def test_query_db_shows_key_tags_and_driver(runner):
     assert KEY in result.output and "resnet50" in result.output
     assert f"#1 driver {LINE}" in result.output
     assert "#1 perf-db key 2x1024x14x14x1x1x1x1x256x128x0x0x0x1x1x0x1x1x0x0x1xNCHWxFP32xF" in (
-        result.output)
+        result.output
+    )
 
 
 def test_quickstart_imports_the_sample(runner):

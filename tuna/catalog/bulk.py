@@ -11,13 +11,15 @@ parameter binding is in C and already fast).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pymysql import converters
 from pymysql.constants import SERVER_STATUS
 from sqlalchemy import Table
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.orm import Session
+
+from tuna.db.models import Base
 
 T = TypeVar("T")
 
@@ -31,19 +33,22 @@ def chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
 
 def insert_missing(
     session: Session,
-    table: Table,
+    model: type[Base],
     rows: Sequence[dict[str, Any]],
     *,
     progress: Callable[[str, int, int], None] | None = None,
     stage: str = "",
 ) -> None:
-    """Insert ``rows`` (all with the same keys), skipping any that collide with a unique key.
+    """Insert ``rows`` into ``model``'s table, skipping any that collide with a unique key.
+
+    The rows must all have the same keys.
 
     ``INSERT ... ON DUPLICATE KEY UPDATE id=id`` on MySQL (unlike INSERT IGNORE it does not
     hide truncation or other errors), ``INSERT ... ON CONFLICT DO NOTHING`` on SQLite.
     """
     if not rows:
         return
+    table = cast(Table, model.__table__)
     conn = session.connection()
     if conn.dialect.name == "sqlite":
         stmt = sqlite.insert(table).on_conflict_do_nothing()
@@ -79,7 +84,7 @@ def _string_escaper(dbapi: Any) -> Callable[[str], str]:
     """PyMySQL's escaping for the connection's current sql_mode (as its own ``escape`` does)."""
     if dbapi.server_status & SERVER_STATUS.SERVER_STATUS_NO_BACKSLASH_ESCAPES:
         return lambda s: s.replace("'", "''")
-    return converters.escape_string  # type: ignore[no-any-return]
+    return converters.escape_string
 
 
 def _quote(name: str) -> str:

@@ -201,7 +201,9 @@ def _existing(session: Session, key_col: Any, keys: Sequence[str]) -> dict[str, 
     found: dict[str, int] = {}
     id_col = key_col.class_.id
     for part in chunks(keys, 2000):
-        found.update({k: i for k, i in session.execute(select(key_col, id_col).where(key_col.in_(part)))})
+        found.update(
+            {k: i for k, i in session.execute(select(key_col, id_col).where(key_col.in_(part)))}
+        )
     return found
 
 
@@ -230,7 +232,7 @@ def _store(
         before = session.scalar(select(func.max(model.id))) or 0
         insert_missing(
             session,
-            model.__table__,
+            model,
             make_rows(session, missing),
             progress=progress,
             stage=f"{model.__tablename__} rows",
@@ -249,11 +251,11 @@ def _store(
 def _tensor_ids(session: Session, keys: set[records.TensorKey]) -> dict[records.TensorKey, int]:
     cols = [getattr(Tensor, c) for c in records.TENSOR_COLUMNS]
     wanted = sorted(keys)
-    insert_missing(session, Tensor.__table__, [records.tensor_row(k) for k in wanted])
+    insert_missing(session, Tensor, [records.tensor_row(k) for k in wanted])
     ids: dict[records.TensorKey, int] = {}
     for part in chunks(wanted, 500):
         for row in session.execute(select(*cols, Tensor.id).where(tuple_(*cols).in_(part))):
-            ids[tuple(row[:-1])] = row[-1]  # type: ignore[assignment]
+            ids[tuple(row[:-1])] = row[-1]
     return ids
 
 
@@ -292,6 +294,6 @@ def _tag(
         )
     todo = [i for i in present if i not in already] + new
     insert_missing(
-        session, model.__table__, [{"config": i, "tag": tag, "recurrent": recurrent} for i in todo]
+        session, model, [{"config": i, "tag": tag, "recurrent": recurrent} for i in todo]
     )
     return len(todo)

@@ -6,7 +6,15 @@ import sys
 from pathlib import Path
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from tuna.catalog.importer import COMMANDS, ImportReport, import_configs, read_lines
@@ -58,33 +66,65 @@ def print_import_report(report: ImportReport, source: str, tag: str | None, wher
         table.add_row(f"{op} lines skipped", str(n))
     if report.bad:
         table.add_row("bad lines skipped", str(len(report.bad)))
-    console.print(f"{source} -> {where}")
+    console.print(f"{source} -> {where}", markup=False, soft_wrap=True)
     console.print(table)
     if report.skipped:
-        console.print("(skipped lines are MIOpenDriver operations Tuna does not tune: only "
-                      "convolution and batch-norm lines enter the catalogue)")
+        console.print(
+            "(skipped lines are MIOpenDriver operations Tuna does not tune: only "
+            "convolution and batch-norm lines enter the catalogue)"
+        )
     for e in report.bad:
-        err_console.print(f"skipped {e}")
+        err_console.print(f"skipped {e}", markup=False, soft_wrap=True)
 
 
 @click.command("import_configs", cls=TunaCommand)
 @click.option("-t", "--tag", help="Tag every imported config with TAG (e.g. the network).")
-@click.option("-f", "--file_name", "--file", "file", metavar="FILE",
-              help="File of MIOpenDriver lines, one per line ('-' reads stdin).")
+@click.option(
+    "-f",
+    "--file_name",
+    "--file",
+    "file",
+    metavar="FILE",
+    help="File of MIOpenDriver lines, one per line ('-' reads stdin).",
+)
 @click.option("-d", "--driver", metavar="LINE", help="A single MIOpenDriver line.")
-@click.option("-T", "--tag_only", is_flag=True,
-              help="Only tag configs already in the catalogue; insert nothing.")
-@click.option("-b", "--batches", metavar="N,N,...",
-              help="Import every line once per batch size, e.g. 32,64 (overrides -n).")
-@click.option("-c", "--command", type=click.Choice(COMMANDS),
-              help="Override every conv line's precision (conv, convfp16, ...).")
+@click.option(
+    "-T",
+    "--tag_only",
+    is_flag=True,
+    help="Only tag configs already in the catalogue; insert nothing.",
+)
+@click.option(
+    "-b",
+    "--batches",
+    metavar="N,N,...",
+    help="Import every line once per batch size, e.g. 32,64 (overrides -n).",
+)
+@click.option(
+    "-c",
+    "--command",
+    type=click.Choice(COMMANDS),
+    help="Override every conv line's precision (conv, convfp16, ...).",
+)
 @click.option("--mark_recurrent", is_flag=True, help="Mark the tag as a recurrent config list.")
-@click.option("--skip-bad", "--skip_bad", "skip_bad", is_flag=True,
-              help="Import the good lines and report the bad ones (default: import nothing).")
+@click.option(
+    "--skip-bad",
+    "--skip_bad",
+    "skip_bad",
+    is_flag=True,
+    help="Import the good lines and report the bad ones (default: import nothing).",
+)
 @verbose_option
-def import_configs_cmd(tag: str | None, file: str | None, driver: str | None, tag_only: bool,
-                       batches: str | None, command: str | None, mark_recurrent: bool,
-                       skip_bad: bool) -> None:
+def import_configs_cmd(
+    tag: str | None,
+    file: str | None,
+    driver: str | None,
+    tag_only: bool,
+    batches: str | None,
+    command: str | None,
+    mark_recurrent: bool,
+    skip_bad: bool,
+) -> None:
     """Import MIOpenDriver command lines into the problem catalogue.
 
     Each line becomes one config per direction (-F 0 means F, B and W), deduplicated by
@@ -95,7 +135,7 @@ def import_configs_cmd(tag: str | None, file: str | None, driver: str | None, ta
     Examples:
       import_configs -t resnet50 -f resnet50.txt
       import_configs -t resnet50 -f resnet50.txt -b 32,64 -c convfp16
-      import_configs -t smoke -d './bin/MIOpenDriver conv -n 16 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1'
+      import_configs -t smoke -d 'MIOpenDriver conv -n 16 -c 64 -H 56 -W 56 -k 64 -F 1'
       import_configs -T -t recurrent -f resnet50.txt --mark_recurrent
     """
     source, lines = _read_input(file, driver)
@@ -103,23 +143,45 @@ def import_configs_cmd(tag: str | None, file: str | None, driver: str | None, ta
     db = database()
     try:
         if len(lines) >= PROGRESS_MIN_LINES:
-            with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                          TimeElapsedColumn(), console=err_console, transient=True) as bar:
-                tasks: dict[str, int] = {}
+            with Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=err_console,
+                transient=True,
+            ) as bar:
+                tasks: dict[str, TaskID] = {}
 
                 def progress(stage: str, done: int, total: int) -> None:
                     if stage not in tasks:
                         tasks[stage] = bar.add_task(stage, total=total)
                     bar.update(tasks[stage], completed=done)
 
-                report = import_configs(db, lines, tag=tag, source=source, tag_only=tag_only,
-                                        batches=batch_sizes, command=command,
-                                        recurrent=mark_recurrent, skip_bad=skip_bad,
-                                        progress=progress)
+                report = import_configs(
+                    db,
+                    lines,
+                    tag=tag,
+                    source=source,
+                    tag_only=tag_only,
+                    batches=batch_sizes,
+                    command=command,
+                    recurrent=mark_recurrent,
+                    skip_bad=skip_bad,
+                    progress=progress,
+                )
         else:
-            report = import_configs(db, lines, tag=tag, source=source, tag_only=tag_only,
-                                    batches=batch_sizes, command=command,
-                                    recurrent=mark_recurrent, skip_bad=skip_bad)
+            report = import_configs(
+                db,
+                lines,
+                tag=tag,
+                source=source,
+                tag_only=tag_only,
+                batches=batch_sizes,
+                command=command,
+                recurrent=mark_recurrent,
+                skip_bad=skip_bad,
+            )
     finally:
         db.dispose()
     print_import_report(report, source, tag, db.url_masked)
@@ -138,26 +200,39 @@ def print_query(reports: list[ConfigReport]) -> None:
     table = Table(title="Catalogue", title_justify="left")
     table.add_column("#", justify="right")
     table.add_column("id", justify="right")
-    table.add_column("find-db key")
-    table.add_column("tags")
+    # Keys are copied from here: never cut or fold them, let the other columns give way.
+    table.add_column("find-db key", no_wrap=True, min_width=max(len(r.key) for r in reports))
+    table.add_column("tags", overflow="fold")
     table.add_column("jobs")
     table.add_column("results", justify="right")
     for r in reports:
-        table.add_row(str(r.line_no), str(r.config_id) if r.exists else "[red]absent[/]",
-                      r.key, ", ".join(r.tags) or "-", _fmt_jobs(r),
-                      str(len(r.perf) + len(r.find)) if r.exists else "-")
+        table.add_row(
+            str(r.line_no),
+            str(r.config_id) if r.exists else "[red]absent[/]",
+            escape(r.key),
+            escape(", ".join(r.tags)) or "-",
+            _fmt_jobs(r),
+            str(len(r.perf) + len(r.find)) if r.exists else "-",
+        )
     console.print(table)
     for r in reports:
         if r.perf_key:
-            console.print(f"[bold]#{r.line_no}[/] perf-db key {r.perf_key}")
-        console.print(f"[bold]#{r.line_no}[/] driver {r.driver}")
+            console.print(f"#{r.line_no} perf-db key {r.perf_key}", soft_wrap=True, markup=False)
+        console.print(f"#{r.line_no} driver {r.driver}", soft_wrap=True, markup=False)
         if r.jobs:
             jobs = Table(title=f"#{r.line_no} jobs", title_justify="left")
             for col in ("job", "session", "solver", "step", "state", "attempt", "result"):
                 jobs.add_column(col)
             for j in r.jobs:
-                jobs.add_row(str(j.id), str(j.session), j.solver, j.step, j.state,
-                             str(j.attempt), j.note or "-")
+                jobs.add_row(
+                    str(j.id),
+                    str(j.session),
+                    escape(j.solver),
+                    j.step,
+                    j.state,
+                    str(j.attempt),
+                    escape(j.note or "-"),
+                )
             console.print(jobs)
         if r.find or r.perf:
             res = Table(title=f"#{r.line_no} results", title_justify="left")
@@ -165,17 +240,29 @@ def print_query(reports: list[ConfigReport]) -> None:
                 res.add_column(col)
             params = {(p.session, p.solver): p.params for p in r.perf}
             for f in r.find:
-                res.add_row(str(f.session), f.solver, f"{f.time_ms:.4g}", str(f.workspace),
-                            f.algorithm, params.pop((f.session, f.solver), "-"))
+                res.add_row(
+                    str(f.session),
+                    escape(f.solver),
+                    f"{f.time_ms:.4g}",
+                    str(f.workspace),
+                    escape(f.algorithm),
+                    escape(params.pop((f.session, f.solver), "-")),
+                )
             for (session, solver), p in params.items():
-                res.add_row(str(session), solver, "-", "-", "-", p)
+                res.add_row(str(session), escape(solver), "-", "-", "-", escape(p))
             console.print(res)
 
 
 @click.command("query_db", cls=TunaCommand)
 @click.argument("queries", nargs=-1, metavar="[DRIVER_LINE | DB_KEY]...")
-@click.option("-f", "--file_name", "--file", "file", metavar="FILE",
-              help="File of driver lines or db keys, one per line.")
+@click.option(
+    "-f",
+    "--file_name",
+    "--file",
+    "file",
+    metavar="FILE",
+    help="File of driver lines or db keys, one per line.",
+)
 @verbose_option
 def query_db_cmd(queries: tuple[str, ...], file: str | None) -> None:
     """Show what the catalogue holds for driver lines or MIOpen db keys.

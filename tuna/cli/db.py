@@ -42,9 +42,9 @@ def upgrade() -> None:
     finally:
         db.dispose()
     if before == after:
-        console.print(f"{db.url_masked}: already at revision {after}")
+        console.print(f"{db.url_masked}: already at revision {after}", markup=False)
     else:
-        console.print(f"{db.url_masked}: upgraded {before or '(empty)'} -> {after}")
+        console.print(f"{db.url_masked}: upgraded {before or '(empty)'} -> {after}", markup=False)
 
 
 @db_group.command("current")
@@ -63,14 +63,24 @@ def current() -> None:
         db.dispose()
     head = migrate.head_revision()
     state = "up to date" if rev == head else "needs `tuna db upgrade`"
-    console.print(f"{db.url_masked}: revision {rev or '(none)'}, head {head} ({state})")
+    console.print(
+        f"{db.url_masked}: revision {rev or '(none)'}, head {head} ({state})", markup=False
+    )
 
 
 @db_group.command("schema")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the DDL to this file instead of stdout.")
-@click.option("--check", "check", is_flag=True,
-              help="Fail if the file given with -o differs from the generated DDL.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the DDL to this file instead of stdout.",
+)
+@click.option(
+    "--check",
+    "check",
+    is_flag=True,
+    help="Fail if the file given with -o differs from the generated DDL.",
+)
 def schema(output: Path | None, check: bool) -> None:
     """Print the MySQL DDL of the head revision (what schema.sql holds).
 
@@ -85,7 +95,7 @@ def schema(output: Path | None, check: bool) -> None:
             raise TunaError("--check needs -o FILE to compare against")
         if not output.is_file() or output.read_text() != ddl:
             raise TunaError(f"{output} is stale; regenerate it with `tuna db schema -o {output}`")
-        console.print(f"{output} is current")
+        console.print(f"{output} is current", markup=False)
         return
     if output is None:
         click.echo(ddl, nl=False)

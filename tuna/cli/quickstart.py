@@ -11,14 +11,18 @@ from rich.table import Table
 from tuna.catalog.importer import ConvEntry, import_configs, read_lines
 from tuna.cli.base import TunaCommand, console, database, verbose_option
 from tuna.cli.catalog import print_import_report
-from tuna.problems.keys import perf_db_key
 
 SAMPLE = "resnet50.txt"
 
 
 @click.command("quickstart", cls=TunaCommand)
-@click.option("-b", "--batch", default=4, show_default=True,
-              help="Batch size the sample layers are imported at.")
+@click.option(
+    "-b",
+    "--batch",
+    default=4,
+    show_default=True,
+    help="Batch size the sample layers are imported at.",
+)
 @verbose_option
 def quickstart(batch: int) -> None:
     """Run the catalogue end to end on this machine, with no configuration.
@@ -36,22 +40,25 @@ def quickstart(batch: int) -> None:
     lines = read_lines(text)
     db = database()
     try:
-        report = import_configs(db, lines, tag="quickstart-resnet50", source=f"sample {SAMPLE}",
-                                batches=[batch])
+        report = import_configs(
+            db, lines, tag="quickstart-resnet50", source=f"sample {SAMPLE}", batches=[batch]
+        )
     finally:
         db.dispose()
-    print_import_report(report, f"sample {SAMPLE} at batch {batch}", "quickstart-resnet50",
-                        db.url_masked)
+    print_import_report(
+        report, f"sample {SAMPLE} at batch {batch}", "quickstart-resnet50", db.url_masked
+    )
     conv = [e for e in report.entries if isinstance(e, ConvEntry)]
     by_dir = Counter(e.problem.direction for e in conv)
-    table = Table(title=f"resnet50 at batch {batch}: {len(conv)} problems "
-                        f"({by_dir['F']} F, {by_dir['B']} B, {by_dir['W']} W)",
-                  title_justify="left")
+    table = Table(
+        title=f"resnet50 at batch {batch}: {len(conv)} problems "
+        f"({by_dir['F']} F, {by_dir['B']} B, {by_dir['W']} W)",
+        title_justify="left",
+    )
     table.add_column("line", justify="right")
-    table.add_column("find-db key")
-    table.add_column("perf-db key")
+    table.add_column("dir")
+    table.add_column("find-db key", overflow="fold")
     for e in conv:
-        table.add_row(str(e.line_no), e.key, perf_db_key(e.problem))
+        table.add_row(str(e.line_no), e.problem.direction, e.key)
     console.print(table)
-    console.print("Next: query_db -f FILE, import_configs -t TAG -f FILE "
-                  "(see `tuna --help`).")
+    console.print("Next: query_db -f FILE, import_configs -t TAG -f FILE (see `tuna --help`).")
