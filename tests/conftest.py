@@ -25,6 +25,9 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine, make_url
 
+from tuna.db import Database, migrate, open_database
+from tuna.db.engine import make_engine
+
 # Users' own settings must not leak into the tests.
 _ISOLATED_VARS = (
     "TUNA_DB_URL",
@@ -161,3 +164,18 @@ def db_url(request: pytest.FixtureRequest) -> str:
     """Runs the test once on SQLite and once on MySQL (the MySQL one is in the MySQL tier)."""
     url: str = request.getfixturevalue(f"{request.param}_url")
     return url
+
+
+# --- a migrated database on each backend ---------------------------------------------------------
+
+
+@pytest.fixture
+def db(db_url: str) -> Iterator[Database]:
+    """A database at the head revision, on SQLite and on MariaDB."""
+    engine = make_engine(db_url)
+    with engine.begin() as conn:
+        migrate.upgrade(conn)
+    engine.dispose()
+    database = open_database(db_url)
+    yield database
+    database.dispose()

@@ -16,7 +16,7 @@ from sqlalchemy import func, select, tuple_
 from sqlalchemy.orm import Session
 
 from tuna.catalog import records
-from tuna.catalog.bulk import chunks, insert_missing
+from tuna.db.bulk import chunks, insert_missing
 from tuna.db import Database
 from tuna.db.models import BnConfig, BnConfigTag, ConfigTag, ConvConfig, Tensor
 from tuna.errors import DriverLineError, ImportRefusedError, TunaError

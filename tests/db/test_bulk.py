@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from tuna.catalog.bulk import insert_missing
+from tuna.db.bulk import insert_missing
 from tuna.db.models import Solver
 
 NASTY = [
