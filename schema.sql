@@ -7,7 +7,7 @@ CREATE TABLE alembic_version (
 
 CREATE TABLE bn_config (
     id INTEGER NOT NULL AUTO_INCREMENT, 
-    bn_key VARCHAR(255) NOT NULL, 
+    bn_key VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, 
     data_type VARCHAR(32) NOT NULL, 
     layout VARCHAR(16) NOT NULL, 
     batchsize INTEGER NOT NULL, 
@@ -130,7 +130,7 @@ CREATE INDEX ix_bn_config_tag_tag ON bn_config_tag (tag);
 
 CREATE TABLE conv_config (
     id INTEGER NOT NULL AUTO_INCREMENT, 
-    fdb_key VARCHAR(255) NOT NULL, 
+    fdb_key VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, 
     spatial_dim SMALLINT NOT NULL, 
     direction VARCHAR(1) NOT NULL, 
     mode VARCHAR(8) NOT NULL DEFAULT 'conv', 
@@ -181,7 +181,7 @@ CREATE TABLE golden (
     session INTEGER NOT NULL, 
     config INTEGER NOT NULL, 
     solver INTEGER NOT NULL, 
-    fdb_key VARCHAR(255) NOT NULL, 
+    fdb_key VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, 
     params TEXT, 
     time_ms DOUBLE NOT NULL, 
     workspace BIGINT NOT NULL, 

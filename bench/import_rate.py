@@ -36,9 +36,14 @@ def driver_lines(n: int) -> list[tuple[int, str]]:
     )
     lines = []
     for no, (nb, c, hw, k, (f, p, u), d) in enumerate(itertools.islice(shapes, n), start=1):
-        lines.append((no, f"./bin/MIOpenDriver conv -n {nb} -c {c} -H {hw} -W {hw} -k {k} "
-                          f"-y {f} -x {f} -p {p} -q {p} -u {u} -v {u} -l 1 -j 1 -m conv "
-                          f"-g 1 -F {d} -t 1"))
+        lines.append(
+            (
+                no,
+                f"./bin/MIOpenDriver conv -n {nb} -c {c} -H {hw} -W {hw} -k {k} "
+                f"-y {f} -x {f} -p {p} -q {p} -u {u} -v {u} -l 1 -j 1 -m conv "
+                f"-g 1 -F {d} -t 1",
+            )
+        )
     if len(lines) < n:
         raise SystemExit(f"only {len(lines)} distinct shapes available")
     return lines

@@ -20,8 +20,14 @@ def test_tuna_db_url_wins_over_predecessor_vars():
 
 
 def test_predecessor_variables_build_a_mysql_url():
-    s = load_settings({"TUNA_DB_USER_NAME": "tuna", "TUNA_DB_USER_PASSWORD": "s3cret",
-                       "TUNA_DB_HOSTNAME": "head:3310", "TUNA_DB_NAME": "tunadb"})
+    s = load_settings(
+        {
+            "TUNA_DB_USER_NAME": "tuna",
+            "TUNA_DB_USER_PASSWORD": "s3cret",
+            "TUNA_DB_HOSTNAME": "head:3310",
+            "TUNA_DB_NAME": "tunadb",
+        }
+    )
     assert s.db_url.drivername == "mysql+pymysql"
     assert (s.db_url.username, s.db_url.host, s.db_url.port) == ("tuna", "head", 3310)
     assert s.db_url.database == "tunadb"

@@ -28,7 +28,17 @@ def upgrade() -> None:
     op.create_table(
         "bn_config",
         sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("bn_key", sa.String(length=255), nullable=False),
+        sa.Column(
+            "bn_key",
+            sa.String(length=255)
+            .with_variant(
+                mysql.VARCHAR(charset="ascii", collation="ascii_bin", length=255), "mariadb"
+            )
+            .with_variant(
+                mysql.VARCHAR(charset="ascii", collation="ascii_bin", length=255), "mysql"
+            ),
+            nullable=False,
+        ),
         sa.Column("data_type", sa.String(length=32), nullable=False),
         sa.Column("layout", sa.String(length=16), nullable=False),
         sa.Column("batchsize", sa.Integer(), nullable=False),
@@ -209,7 +219,17 @@ def upgrade() -> None:
     op.create_table(
         "conv_config",
         sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("fdb_key", sa.String(length=255), nullable=False),
+        sa.Column(
+            "fdb_key",
+            sa.String(length=255)
+            .with_variant(
+                mysql.VARCHAR(charset="ascii", collation="ascii_bin", length=255), "mariadb"
+            )
+            .with_variant(
+                mysql.VARCHAR(charset="ascii", collation="ascii_bin", length=255), "mysql"
+            ),
+            nullable=False,
+        ),
         sa.Column("spatial_dim", sa.SmallInteger(), nullable=False),
         sa.Column("direction", sa.String(length=1), nullable=False),
         sa.Column("mode", sa.String(length=8), server_default="conv", nullable=False),
@@ -278,7 +298,17 @@ def upgrade() -> None:
         sa.Column("session", sa.Integer(), nullable=False),
         sa.Column("config", sa.Integer(), nullable=False),
         sa.Column("solver", sa.Integer(), nullable=False),
-        sa.Column("fdb_key", sa.String(length=255), nullable=False),
+        sa.Column(
+            "fdb_key",
+            sa.String(length=255)
+            .with_variant(
+                mysql.VARCHAR(charset="ascii", collation="ascii_bin", length=255), "mariadb"
+            )
+            .with_variant(
+                mysql.VARCHAR(charset="ascii", collation="ascii_bin", length=255), "mysql"
+            ),
+            nullable=False,
+        ),
         sa.Column("params", sa.Text(), nullable=True),
         sa.Column("time_ms", sa.Double(), nullable=False),
         sa.Column("workspace", sa.BigInteger(), nullable=False),

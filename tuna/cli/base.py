@@ -49,6 +49,11 @@ def database() -> Database:
 
 
 verbose_option = click.option(
-    "-v", "--verbose", count=True, help="Log more (-v info, -vv debug).",
-    callback=lambda _ctx, _p, v: setup_logging(v), expose_value=False, is_eager=True,
+    "-v",
+    "--verbose",
+    count=True,
+    help="Log more (-v info, -vv debug).",
+    callback=lambda _ctx, _p, v: setup_logging(v),
+    expose_value=False,
+    is_eager=True,
 )

@@ -47,6 +47,11 @@ BigId = BigInteger().with_variant(Integer(), "sqlite")
 Timestamp = DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
 # Kernel binaries and other blobs: LONGBLOB on MySQL (BLOB stops at 64 KiB).
 Blob = LargeBinary().with_variant(mysql.LONGBLOB(), "mysql", "mariadb")
+# Db keys are ASCII and compared byte for byte: a binary ASCII collation keeps their
+# unique indexes small and their comparisons cheap on MySQL.
+KeyString = String(255).with_variant(
+    mysql.VARCHAR(255, charset="ascii", collation="ascii_bin"), "mysql", "mariadb"
+)
 # Long free text (driver lines, reasons): TEXT holds 64 KiB, enough and indexable by prefix.
 LongText = Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
 
@@ -151,7 +156,7 @@ class ConvConfig(Base):
     __tablename__ = "conv_config"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    fdb_key: Mapped[str] = mapped_column(String(255), unique=True)
+    fdb_key: Mapped[str] = mapped_column(KeyString, unique=True)
     spatial_dim: Mapped[int] = mapped_column(SmallInteger)
     direction: Mapped[str] = mapped_column(String(1))
     mode: Mapped[str] = mapped_column(String(8), default="conv", server_default="conv")
@@ -198,7 +203,7 @@ class BnConfig(Base):
     __tablename__ = "bn_config"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    bn_key: Mapped[str] = mapped_column(String(255), unique=True)
+    bn_key: Mapped[str] = mapped_column(KeyString, unique=True)
     data_type: Mapped[str] = mapped_column(String(32))
     layout: Mapped[str] = mapped_column(String(16))
     batchsize: Mapped[int] = mapped_column(Integer)
@@ -370,7 +375,7 @@ class Golden(Base):
     session: Mapped[int] = mapped_column(ForeignKey("session.id"))
     config: Mapped[int] = mapped_column(ForeignKey("conv_config.id"))
     solver: Mapped[int] = mapped_column(ForeignKey("solver.id"))
-    fdb_key: Mapped[str] = mapped_column(String(255))
+    fdb_key: Mapped[str] = mapped_column(KeyString)
     params: Mapped[str | None] = mapped_column(Text)
     time_ms: Mapped[float] = mapped_column(Double)
     workspace: Mapped[int] = mapped_column(BigInteger)
