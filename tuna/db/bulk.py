@@ -94,11 +94,13 @@ def _quote(name: str) -> str:
 
 
 def _literal(value: Any, escape: Callable[[str], str]) -> str:
-    if value is None:
-        return "NULL"
-    kind = type(value)
+    # Ordered by frequency in catalogue rows (ints, then NULLs, then strings): this runs
+    # once per value of a bulk insert.
+    kind = value.__class__
     if kind is int:
         return str(value)
+    if value is None:
+        return "NULL"
     if kind is str:
         return "'" + escape(value) + "'"
     if kind is bool:
