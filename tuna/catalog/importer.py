@@ -16,8 +16,8 @@ from sqlalchemy import func, select, tuple_
 from sqlalchemy.orm import Session
 
 from tuna.catalog import records
-from tuna.db.bulk import chunks, insert_missing
 from tuna.db import Database
+from tuna.db.bulk import chunks, insert_missing
 from tuna.db.models import BnConfig, BnConfigTag, ConfigTag, ConvConfig, Tensor
 from tuna.errors import DriverLineError, ImportRefusedError, TunaError
 from tuna.problems.bnorm import BnProblem, bnorm_key, parse_bnorm_line

@@ -1,0 +1,480 @@
+"""MIOpen db keys for a ``ConvProblem`` (reference §2) and the text-db record grammar (§3.3).
+
+MIOpen builds a ``ProblemDescription(in, weights, out, direction)`` and keys it by its "in" and
+"out" tensors, which are not x and y for every direction:
+
+=============  =========  ========  ===========  ===========================
+driver mode    direction  key dir   key "in"     key "out"
+=============  =========  ========  ===========  ===========================
+conv           F          F         x (C, x)     y (K, y)
+conv           B          B         dy (K, y)    dx (C, x)
+conv           W          W         dy (K, y)    x (C, x)
+trans          F          B         x (C, x)     y (K, y)
+trans          B          F         dy (K, y)    dx (C, x)
+trans          W          W         x (C, x)     dy (K, y)
+=============  =========  ========  ===========  ===========================
+
+(C, x) means channels C and x's spatial dims; y is ``p.out_size`` (the trans formula in mode
+trans). Layouts, data types and cast types follow the same tensors. A key therefore never says
+"trans": parsing one gives the mode-conv problem with the same key (a trans F problem comes back
+as the conv B problem whose x is the trans y).
+
+Keys are checked for consistency when parsed: the out dims must be what the conv formula gives
+from the key's x-side dims, or ``DbKeyError`` is raised; a parsed key always serialises back to
+the same bytes.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from tuna.errors import DbKeyError
+from tuna.problems.conv import (
+    DATA_TYPES,
+    DIRECTIONS,
+    ConvProblem,
+    Direction,
+    InvalidProblemError,
+    conv_out_size,
+    default_layout,
+)
+
+_INT = re.compile(r"0|[1-9][0-9]*")
+_DIR_SUFFIX = re.compile(
+    r"(?P<dir>[FBW])(?:_g(?P<g>[1-9][0-9]*))?"
+    r"(?:_ci(?P<ci>[A-Z0-9]+?))?(?:_cw(?P<cw>[A-Z0-9]+?))?(?:_co(?P<co>[A-Z0-9]+?))?"
+)
+_TYPES_LONGEST_FIRST = sorted(DATA_TYPES, key=len, reverse=True)
+_TRANS_KEY_DIRECTION: dict[Direction, Direction] = {"F": "B", "B": "F", "W": "W"}
+
+
+class _Side(NamedTuple):
+    """One of the key's "in" and "out" tensors."""
+
+    channels: int
+    spatial: tuple[int, ...]
+    layout: str
+    type: str
+    cast: str | None
+
+
+class _KeyView(NamedTuple):
+    """A problem as MIOpen's ``ProblemDescription`` sees it: in/out in the key's sense."""
+
+    spatial_dim: int
+    key_in: _Side
+    key_out: _Side
+    wei: tuple[str, str, str | None]  # layout, type, cast
+    fil: tuple[int, ...]
+    n: int
+    pad: tuple[int, ...]
+    stride: tuple[int, ...]
+    dil: tuple[int, ...]
+    bias: int
+    direction: Direction
+    groups: int
+
+    @property
+    def layouts(self) -> tuple[str, str, str]:
+        return (self.key_in.layout, self.wei[0], self.key_out.layout)
+
+    @property
+    def types(self) -> tuple[str, str, str]:
+        return (self.key_in.type, self.wei[1], self.key_out.type)
+
+    @property
+    def casts(self) -> tuple[str | None, str | None, str | None]:
+        return (self.key_in.cast, self.wei[2], self.key_out.cast)
+
+
+def _key_direction(p: ConvProblem) -> tuple[Direction, bool]:
+    """The key's direction, and whether the key's "in" is y (so its "out" is x)."""
+    if p.mode == "trans":
+        return _TRANS_KEY_DIRECTION[p.direction], p.direction == "B"
+    return p.direction, p.direction != "F"
+
+
+def _view(p: ConvProblem) -> _KeyView:
+    key_dir, swapped = _key_direction(p)
+    x = _Side(p.in_channels, p.in_size, p.in_layout, p.in_type, p.in_cast)
+    y = _Side(p.out_channels, p.out_size, p.out_layout, p.out_type, p.out_cast)
+    key_in, key_out = (y, x) if swapped else (x, y)
+    wei = (p.fil_layout, p.wei_type, p.wei_cast)
+    return _KeyView(p.spatial_dim, key_in, key_out, wei, p.fil_size, p.batchsize, p.pad,
+                    p.stride, p.dilation, p.bias, key_dir, p.group_count)  # fmt: skip
+
+
+def _problem(v: _KeyView) -> ConvProblem:
+    """The mode-conv problem behind a key view; ``InvalidProblemError`` if there is none."""
+    x, y = (v.key_out, v.key_in) if v.direction != "F" else (v.key_in, v.key_out)
+    p = ConvProblem(
+        spatial_dim=v.spatial_dim,
+        batchsize=v.n,
+        in_channels=x.channels,
+        out_channels=y.channels,
+        in_size=x.spatial,
+        fil_size=v.fil,
+        pad=v.pad,
+        stride=v.stride,
+        dilation=v.dil,
+        group_count=v.groups,
+        direction=v.direction,
+        in_layout=x.layout,
+        fil_layout=v.wei[0],
+        out_layout=y.layout,
+        in_type=x.type,
+        wei_type=v.wei[1],
+        out_type=y.type,
+        in_cast=x.cast,
+        wei_cast=v.wei[2],
+        out_cast=y.cast,
+        bias=v.bias,
+    )
+    if p.out_size != y.spatial:
+        raise InvalidProblemError(
+            f"y dims {_dims(y.spatial)} do not follow from x {_dims(x.spatial)}, "
+            f"filter {_dims(v.fil)}, pads {_dims(v.pad)}, strides {_dims(v.stride)}, "
+            f"dilations {_dims(v.dil)} (the conv formula gives {_dims(p.out_size)})"
+        )
+    return p
+
+
+def _dims(values: tuple[int, ...], sep: str = "x") -> str:
+    if len(values) == 2:  # an f-string takes a third of the time of join(map(str, ...))
+        return f"{values[0]}{sep}{values[1]}"
+    if len(values) == 3:
+        return f"{values[0]}{sep}{values[1]}{sep}{values[2]}"
+    return sep.join(map(str, values))
+
+
+def encode_data_types(types: tuple[str, str, str]) -> str:
+    """``EncodeDataTypesForKey``: one name when all three agree, else the three concatenated."""
+    return types[0] if types[0] == types[1] == types[2] else "".join(types)
+
+
+def decode_data_types(field: str) -> tuple[str, str, str]:
+    """Invert ``encode_data_types``; ``ValueError`` for anything it would not write."""
+    names: list[str] = []
+    rest = field
+    while rest:
+        name = next((t for t in _TYPES_LONGEST_FIRST if rest.startswith(t)), None)
+        if name is None:
+            raise ValueError(f"{field!r} is not a data type ({', '.join(DATA_TYPES)})")
+        names.append(name)
+        rest = rest[len(name) :]
+    if len(names) == 1:
+        return (names[0], names[0], names[0])
+    if len(names) != 3 or names[0] == names[1] == names[2]:
+        raise ValueError(f"{field!r} is not one data type or three different ones")
+    return (names[0], names[1], names[2])
+
+
+def _layout_fields(v: _KeyView) -> list[str]:
+    if v.layouts[0] == v.layouts[1] == v.layouts[2] == default_layout(v.spatial_dim):
+        return [v.layouts[0]]
+    return list(v.layouts)
+
+
+def find_db_key(p: ConvProblem) -> str:
+    """The find-db / legacy perf-db dash key (``ProblemDescription::Serialize``).
+
+    >>> from tuna.problems.driver import parse_driver_line
+    >>> find_db_key(parse_driver_line("conv -n 128 -c 1024 -H 14 -W 14 -k 2048 -y 1 -x 1 "
+    ...                               "-u 2 -v 2 -F 2")[0])
+    '2048-7-7-1x1-1024-14-14-128-0x0-2x2-1x1-0-NCHW-FP32-B'
+    """
+    # What _view does, written out: this runs once per imported line, and the views'
+    # named tuples were a third of its time.
+    key_dir, swapped = _key_direction(p)
+    x = f"{p.in_channels}-{_dims(p.in_size, '-')}"
+    y = f"{p.out_channels}-{_dims(p.out_size, '-')}"
+    if swapped:
+        sides = f"{y}-{_dims(p.fil_size)}-{x}"
+        layouts = (p.out_layout, p.fil_layout, p.in_layout)
+        types = (p.out_type, p.wei_type, p.in_type)
+        casts = (p.out_cast, p.wei_cast, p.in_cast)
+    else:
+        sides = f"{x}-{_dims(p.fil_size)}-{y}"
+        layouts = (p.in_layout, p.fil_layout, p.out_layout)
+        types = (p.in_type, p.wei_type, p.out_type)
+        casts = (p.in_cast, p.wei_cast, p.out_cast)
+    if layouts[0] == layouts[1] == layouts[2] == default_layout(p.spatial_dim):
+        layout = layouts[0]
+    else:
+        layout = "-".join(layouts)
+    key = (
+        f"{sides}-{p.batchsize}-{_dims(p.pad)}-{_dims(p.stride)}-{_dims(p.dilation)}-{p.bias}-"
+        f"{layout}-{encode_data_types(types)}-{key_dir}"
+    )
+    if p.group_count != 1:
+        key += f"_g{p.group_count}"
+    if casts != (None, None, None):
+        for tag, cast in zip(("_ci", "_cw", "_co"), casts, strict=True):
+            if cast is not None:
+                key += tag + cast
+    return key
+
+
+def parse_find_db_key(key: str) -> ConvProblem:
+    """The mode-conv problem behind a dash key; ``DbKeyError`` naming the key and the bad field.
+
+    Accepts 15 fields (2D), 17 (3D, or 2D with three layouts) and 19 (3D with three layouts),
+    with the ``_g<G>`` and ``_ci/_cw/_co`` suffixes.
+    """
+
+    def fail(what: str) -> DbKeyError:
+        return DbKeyError(f"find-db key {key!r}: {what}")
+
+    f = key.split("-")
+    if len(f) < 4:
+        raise fail(f"has {len(f)} dash fields; expected 15, 17 or 19")
+    dims = 2 if "x" in f[3] else 3
+    n_layouts = len(f) - (2 * dims + 10)
+    if n_layouts not in (1, 3):
+        raise fail(
+            f"has {len(f)} dash fields; a {dims}D key has {2 * dims + 11} or {2 * dims + 13}"
+        )
+
+    def ints(i: int, name: str, raws: list[str]) -> tuple[int, ...]:
+        if not all(_INT.fullmatch(r) for r in raws):
+            raise fail(f"field {i + 1} ({name}) {'-'.join(raws)!r} is not canonical integers")
+        return tuple(int(r) for r in raws)
+
+    def dhw(i: int, name: str) -> tuple[int, ...]:
+        raws = f[i].split("x")
+        if len(raws) != dims:
+            raise fail(f"field {i + 1} ({name}) {f[i]!r} is not {dims} values joined by 'x'")
+        return ints(i, name, raws)
+
+    d = dims
+    in_c = ints(0, "in channels", f[0:1])[0]
+    in_sp = ints(1, "in spatial dims", f[1 : 1 + d])
+    fil = dhw(1 + d, "filter")
+    out_c = ints(2 + d, "out channels", f[2 + d : 3 + d])[0]
+    out_sp = ints(3 + d, "out spatial dims", f[3 + d : 3 + 2 * d])
+    n = ints(3 + 2 * d, "batch size", f[3 + 2 * d : 4 + 2 * d])[0]
+    pad = dhw(4 + 2 * d, "pads")
+    stride = dhw(5 + 2 * d, "strides")
+    dil = dhw(6 + 2 * d, "dilations")
+    bias = ints(7 + 2 * d, "bias", f[7 + 2 * d : 8 + 2 * d])[0]
+    pos = 8 + 2 * d
+    layouts = tuple(f[pos : pos + n_layouts])
+    if n_layouts == 1:
+        if layouts[0] != default_layout(dims):
+            raise fail(
+                f"single layout {layouts[0]!r}; MIOpen writes one layout only when all three "
+                f"are {default_layout(dims)}"
+            )
+        layouts = layouts * 3
+    pos += n_layouts
+    try:
+        types = decode_data_types(f[pos])
+    except ValueError as e:
+        raise fail(f"field {pos + 1} (data type): {e}") from e
+    m = _DIR_SUFFIX.fullmatch(f[pos + 1])
+    if m is None:
+        raise fail(
+            f"field {pos + 2} (direction) {f[pos + 1]!r} is not F, B or W with optional "
+            "_g<G>, _ci<T>, _cw<T>, _co<T>"
+        )
+    key_in = _Side(in_c, in_sp, layouts[0], types[0], m["ci"])
+    key_out = _Side(out_c, out_sp, layouts[2], types[2], m["co"])
+    wei = (layouts[1], types[1], m["cw"])
+    groups = int(m["g"] or 1)
+    view = _KeyView(dims, key_in, key_out, wei, fil, n, pad, stride, dil, bias,
+                    DIRECTIONS[m["dir"]], groups)  # fmt: skip
+    try:
+        p = _problem(view)
+    except InvalidProblemError as e:
+        raise fail(str(e)) from e
+    again = find_db_key(p)
+    if again != key:
+        raise fail(f"is not in MIOpen's canonical form (it would be written {again!r})")
+    return p
+
+
+PERF_DB_COLUMNS: tuple[str, ...] = (
+    "layout", "data_type", "direction", "spatial_dim", "in_channels", "in_h", "in_w", "in_d",
+    "fil_h", "fil_w", "fil_d", "out_channels", "batchsize", "pad_h", "pad_w", "pad_d",
+    "conv_stride_h", "conv_stride_w", "conv_stride_d", "dilation_h", "dilation_w", "dilation_d",
+    "bias", "group_count",
+)  # fmt: skip
+_PERF_KEY_ORDER = PERF_DB_COLUMNS[3:] + PERF_DB_COLUMNS[:3]
+
+
+def perf_db_columns(p: ConvProblem) -> dict[str, int | str]:
+    """The sqlite ``config`` row of ``p`` (§3.1), in DDL column order.
+
+    2D problems get ``in_d = fil_d = 1`` and ``pad_d = conv_stride_d = dilation_d = 0`` as in
+    MIOpen's shipped rows. Only the key-"in" layout is kept, and no cast types.
+    """
+    v = _view(p)
+
+    def hwd(values: tuple[int, ...], d2: int) -> tuple[int, int, int]:
+        return (values[-2], values[-1], values[0] if v.spatial_dim == 3 else d2)
+
+    ints = (
+        v.spatial_dim, v.key_in.channels, *hwd(v.key_in.spatial, 1), *hwd(v.fil, 1),
+        v.key_out.channels, v.n, *hwd(v.pad, 0), *hwd(v.stride, 0), *hwd(v.dil, 0), v.bias,
+        v.groups,
+    )  # fmt: skip
+    values: tuple[int | str, ...] = (v.layouts[0], encode_data_types(v.types), v.direction, *ints)
+    return dict(zip(PERF_DB_COLUMNS, values, strict=True))
+
+
+def perf_db_key(p: ConvProblem) -> str:
+    """The text perf-db key of ROCm >= 6.2: the ``Visit`` columns joined by ``x`` (§2.3).
+
+    >>> from tuna.problems.driver import parse_driver_line
+    >>> perf_db_key(parse_driver_line("conv -n 2 -c 3 -H 224 -W 224 -k 64 -y 7 -x 7 -p 3 -q 3 "
+    ...                               "-u 2 -v 2 -F 1")[0])
+    '2x3x224x224x1x7x7x1x64x2x3x3x0x2x2x0x1x1x0x0x1xNCHWxFP32xF'
+    """
+    columns = perf_db_columns(p)
+    return "x".join(str(columns[name]) for name in _PERF_KEY_ORDER)
+
+
+def parse_perf_db_key(key: str) -> ConvProblem:
+    """The mode-conv problem behind an x-joined perf-db key.
+
+    The key holds one layout (used for all three tensors) and no out dims. For B and W it so
+    holds y but not x, which several x sizes share when a stride is above 1; the smallest such
+    x is returned. ``perf_db_key`` of the result is ``key``.
+    """
+
+    def fail(what: str) -> DbKeyError:
+        return DbKeyError(f"perf-db key {key!r}: {what}")
+
+    f = key.split("x")
+    if len(f) != len(_PERF_KEY_ORDER):
+        raise fail(f"has {len(f)} x-separated fields; expected {len(_PERF_KEY_ORDER)}")
+    col: dict[str, int] = {}
+    for i, (name, raw) in enumerate(zip(_PERF_KEY_ORDER[:-3], f[:-3], strict=True)):
+        if not _INT.fullmatch(raw):
+            raise fail(f"field {i + 1} ({name}) {raw!r} is not a canonical integer")
+        col[name] = int(raw)
+    layout, type_field, direction = f[-3:]
+    dims = col["spatial_dim"]
+    if dims not in (2, 3):
+        raise fail(f"field 1 (spatial_dim) {dims} is not 2 or 3")
+    if direction not in DIRECTIONS:
+        raise fail(f"field {len(f)} (direction) {direction!r} is not F, B or W")
+    try:
+        types = decode_data_types(type_field)
+    except ValueError as e:
+        raise fail(f"field {len(f) - 1} (data type): {e}") from e
+
+    def dhw(stem: str) -> tuple[int, ...]:
+        hw = (col[f"{stem}_h"], col[f"{stem}_w"])
+        return (col[f"{stem}_d"], *hw) if dims == 3 else hw
+
+    in_sp, fil, pad = dhw("in"), dhw("fil"), dhw("pad")
+    stride, dil = dhw("conv_stride"), dhw("dilation")
+    geometry = list(zip(in_sp, fil, pad, stride, dil, strict=True))
+    if direction == "F":
+        out_sp = tuple(conv_out_size(*g) for g in geometry)
+    else:  # in_sp is y: take the smallest x that gives it
+        out_sp = tuple(_smallest_x(*g) for g in geometry)
+    key_in = _Side(col["in_channels"], in_sp, layout, types[0], None)
+    key_out = _Side(col["out_channels"], out_sp, layout, types[2], None)
+    view = _KeyView(dims, key_in, key_out, (layout, types[1], None), fil, col["batchsize"], pad,
+                    stride, dil, col["bias"], DIRECTIONS[direction],
+                    col["group_count"])  # fmt: skip
+    try:
+        p = _problem(view)
+    except InvalidProblemError as e:
+        raise fail(str(e)) from e
+    again = perf_db_key(p)
+    if again != key:
+        raise fail(f"is not in MIOpen's canonical form (it would be written {again!r})")
+    return p
+
+
+def _smallest_x(y: int, fil: int, pad: int, stride: int, dil: int) -> int:
+    """The smallest x whose conv y is ``y`` (if any x has it: the caller checks)."""
+    return 1 if y == 1 else max(1, (y - 1) * stride + dil * (fil - 1) + 1 - 2 * pad)
+
+
+def network_config(p: ConvProblem, *, alpha_beta_case: str | None = None) -> str:
+    """``MakeNetworkConfig``: the in-memory kernel-cache key (§2.2), in/out as for the dash key.
+
+    MIOpen 3.x appends the alpha/beta case (``Default`` for the driver's alpha 1, beta 0); older
+    versions do not. It is left off unless ``alpha_beta_case`` is given, since no file holds
+    this key and a problem carries no alpha/beta.
+    """
+    v = _view(p)
+    i, o = v.key_in, v.key_out
+    fields = [
+        str(i.channels), _dims(i.spatial), _dims(v.fil), str(o.channels), _dims(o.spatial),
+        str(v.n), *_layout_fields(v), encode_data_types(v.types),
+    ]  # fmt: skip
+    casts = "".join(
+        f"{tag}{c}" for tag, c in zip(("ci", "cw", "co"), v.casts, strict=True) if c is not None
+    )
+    if casts:
+        fields.append(casts)
+    fields += [_dims(v.pad), _dims(v.stride), _dims(v.dil), str(v.groups), v.direction]
+    if alpha_beta_case is not None:
+        fields.append(alpha_beta_case)
+    return "x".join(fields)
+
+
+# --- text db records (§3.3) -----------------------------------------------------------------------
+
+_ALGORITHM = re.compile(
+    r"miopen(Convolution(Fwd|BwdData|BwdWeights)Algo(Direct|GEMM|FFT|Winograd|ImplicitGEMM)"
+    r"|TransposeBwdDataAlgoGEMM)"
+)
+
+
+def parse_text_db_line(line: str) -> tuple[str, list[tuple[str, str]]]:
+    """Split ``KEY=ID:VALUES;ID:VALUES...`` into the key and its (id, values) entries, in order.
+
+    ``;``, ``:`` and ``=`` may not appear inside a key, id or values; ids are unique in a record.
+    """
+    text = line.rstrip("\r\n")
+
+    def fail(what: str) -> DbKeyError:
+        shown = text if len(text) <= 120 else text[:117] + "..."
+        return DbKeyError(f"text db record {shown!r}: {what}")
+
+    key, eq, body = text.partition("=")
+    if not eq:
+        raise fail("has no '=' between key and entries")
+    if not key or ":" in key or ";" in key:
+        raise fail(f"key {key!r} is empty or holds ':' or ';'")
+    if "=" in body:
+        raise fail("holds a second '='")
+    entries: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for i, entry in enumerate(body.split(";"), 1):
+        entry_id, colon, values = entry.partition(":")
+        if not colon or not entry_id:
+            raise fail(f"entry {i} {entry!r} is not ID:VALUES")
+        if ":" in values:
+            raise fail(f"entry {i} {entry!r} holds a second ':'")
+        if entry_id in seen:
+            raise fail(f"entry {i}: id {entry_id!r} appears twice")
+        seen.add(entry_id)
+        entries.append((entry_id, values))
+    return key, entries
+
+
+def is_legacy_find_entry(entry_id: str) -> bool:
+    """Whether a find-db entry is in the v1.0 format, whose id is an algorithm name (§4.3)."""
+    return _ALGORITHM.fullmatch(entry_id) is not None
+
+
+def legacy_find_entry_as_v2(entry_id: str, values: str) -> tuple[str, str]:
+    """A v1.0 entry ``algo:solver,time,ws,kcache_algo,kcache_config`` as the v2.0 entry
+    ``(solver, "time,ws,algo")``, dropping the two kernel-cache fields as MIOpen does."""
+    if not is_legacy_find_entry(entry_id):
+        raise DbKeyError(f"find-db entry {entry_id!r}: the id is not an algorithm name")
+    parts = values.split(",")
+    if len(parts) != 5 or not parts[0]:
+        raise DbKeyError(
+            f"find-db entry {entry_id}:{values}: expected solver,time,workspace,algo,config"
+        )
+    solver, time_ms, workspace = parts[:3]
+    return solver, f"{time_ms},{workspace},{entry_id}"
