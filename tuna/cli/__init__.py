@@ -8,7 +8,11 @@ from tuna import __version__
 from tuna.cli.base import TunaGroup, verbose_option
 from tuna.cli.catalog import import_configs_cmd, query_db_cmd
 from tuna.cli.db import db_group
+from tuna.cli.jobs import jobs_group
+from tuna.cli.load import load_jobs_cmd
 from tuna.cli.quickstart import quickstart
+from tuna.cli.session import session_group
+from tuna.cli.worker import worker_cmd
 
 
 @click.group(cls=TunaGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -34,3 +38,7 @@ main.add_command(quickstart)
 main.add_command(import_configs_cmd)
 main.add_command(query_db_cmd)
 main.add_command(db_group)
+main.add_command(session_group)
+main.add_command(load_jobs_cmd)
+main.add_command(worker_cmd)
+main.add_command(jobs_group)

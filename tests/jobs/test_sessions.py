@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import select
+
+from tuna.backends import UnknownBackendError
+from tuna.db.models import Solver
+from tuna.errors import NotFoundError
+from tuna.jobs.sessions import SessionSpec, create_session, fingerprint, get_session, list_sessions
+
+SPEC = SessionSpec(
+    arch="gfx90a",
+    num_cu=104,
+    backend="noop",
+    library_version="3.3.0",
+    library_commit="2d1fd997",
+    environment={"MIOPEN_FIND_MODE": "1"},
+)
+
+
+def test_fingerprint_covers_what_makes_results_comparable():
+    base = fingerprint(SPEC)
+    assert fingerprint(SessionSpec(**{**SPEC.__dict__, "label": "x", "ticket": "T-1"})) == base
+    for change in (
+        {"arch": "gfx942"},
+        {"num_cu": 110},
+        {"library_commit": "abc"},
+        {"environment": {"MIOPEN_FIND_MODE": "3"}},
+        {"toolchain": "rocm-6.3"},
+        {"docker_image": "tuna:1"},
+    ):
+        assert fingerprint(SessionSpec(**{**SPEC.__dict__, **change})) != base, change
+
+
+def test_digest_wins_over_image_name():
+    a = SessionSpec(**{**SPEC.__dict__, "docker_image": "tuna:1", "docker_digest": "sha256:1"})
+    b = SessionSpec(**{**SPEC.__dict__, "docker_image": "tuna:2", "docker_digest": "sha256:1"})
+    assert fingerprint(a) == fingerprint(b)
+
+
+def test_create_records_the_session_and_its_backends_solvers(db):
+    row = create_session(db, SPEC)
+    again = get_session(db, row.id)
+    assert again == row
+    assert (row.arch, row.num_cu, row.environment) == ("gfx90a", 104, {"MIOPEN_FIND_MODE": "1"})
+    assert row.fingerprint == fingerprint(SPEC)
+    with db.session() as s:
+        names = set(s.scalars(select(Solver.name).where(Solver.backend == "noop")))
+    assert {"NoopDirect", "NoopTunable"} <= names
+    create_session(db, SPEC)
+    assert [r.id for r in list_sessions(db)] == [row.id, row.id + 1]
+
+
+def test_unknown_backend_and_missing_session_are_clear_errors(db):
+    with pytest.raises(UnknownBackendError, match="noop"):
+        create_session(db, SessionSpec(arch="x", num_cu=1, backend="nope"))
+    with pytest.raises(NotFoundError, match="tuna session list"):
+        get_session(db, 999)

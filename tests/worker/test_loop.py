@@ -1,0 +1,287 @@
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+
+import pytest
+from sqlalchemy import func, select
+
+from tests.jobs.seed import ALL_NOOP_SOLVERS, expire_leases, job_row, seed
+from tests.worker.procs import calls, join_all, reports, start_workers
+from tuna.backends.noop import NoopBackend
+from tuna.db.enums import JobState
+from tuna.db.models import FindDb, Job, JobKernel, PerfDb
+from tuna.errors import NotFoundError
+from tuna.jobs import reap_expired
+from tuna.worker import Hook, TimeLimit, run_worker
+
+S = JobState
+
+
+def states(db, session):
+    with db.session() as s:
+        return dict(
+            s.execute(
+                select(Job.state, func.count()).where(Job.session == session).group_by(Job.state)
+            ).all()
+        )
+
+
+def count(db, model):
+    with db.session() as s:
+        return s.execute(select(func.count()).select_from(model)).scalar_one()
+
+
+def run(db, session, phase, **kw):
+    kw.setdefault("backend", NoopBackend())
+    kw.setdefault("idle_sleep", 0.01)
+    return run_worker(db, session, phase, burst=True, handle_signals=False, **kw)
+
+
+def test_burst_workers_drain_a_session_through_both_phases(lite):
+    sd = seed(lite, configs=10, solvers=ALL_NOOP_SOLVERS)
+    c = run(lite, sd.session, "compile", claim_batch=7)
+    assert (c.claimed, c.done, c.not_applicable, c.retried, c.lost, c.stopped) == (
+        40,
+        30,
+        10,
+        0,
+        0,
+        "drained",
+    )
+    e = run(lite, sd.session, "eval", claim_batch=7)
+    assert (e.claimed, e.done, e.stopped) == (30, 30, "drained")
+    assert states(lite, sd.session) == {S.EVALUATED: 30, S.NOT_APPLICABLE: 10}
+    assert count(lite, FindDb) == 30 and count(lite, PerfDb) == 10 and count(lite, JobKernel) == 30
+    with lite.session() as s:
+        attempts = set(s.execute(select(Job.attempt).where(Job.state == S.EVALUATED)).scalars())
+    assert attempts == {2}
+
+
+def test_an_unknown_session_is_an_error(lite):
+    with pytest.raises(NotFoundError, match="session 42 does not exist"):
+        run(lite, 42, "compile")
+
+
+def test_max_jobs_stops_after_claiming_that_many(lite):
+    sd = seed(lite, configs=5, solvers=["NoopDirect"])
+    r = run(lite, sd.session, "compile", claim_batch=3, max_jobs=4)
+    assert (r.claimed, r.done, r.stopped) == (4, 4, "max_jobs")
+    assert states(lite, sd.session) == {S.COMPILED: 4, S.NEW: 1}
+
+
+def test_failures_are_retried_then_errored(lite):
+    sd = seed(lite, configs=2, solvers=["NoopDirect"])
+    r = run(lite, sd.session, "compile", backend=NoopBackend(fail="cc: error"), max_retries=2)
+    assert (r.claimed, r.retried, r.errored) == (6, 4, 2)
+    row = job_row(lite, sd.jobs[0])
+    assert (row.state, row.attempt, row.reason) == (
+        S.ERRORED,
+        3,
+        "cc: error (gave up after 3 tries)",
+    )
+
+
+def test_a_crashing_backend_fails_the_job_not_the_worker(lite):
+    sd = seed(lite, configs=1, solvers=["NoopDirect"])
+    r = run(lite, sd.session, "compile", backend=NoopBackend(crash=True), max_retries=0)
+    assert r.errored == 1
+    assert job_row(lite, sd.jobs[0]).reason == (
+        f"RuntimeError: noop backend crashed on job {sd.jobs[0]} (gave up after 1 try)"
+    )
+
+
+class StopAfterFirst(Hook):
+    def __init__(self, stop: threading.Event) -> None:
+        self.stop = stop
+
+    def after_job(self, work, outcome, seconds):
+        self.stop.set()
+
+
+def test_a_stop_request_records_the_current_job_and_hands_back_the_rest(lite):
+    sd = seed(lite, configs=5, solvers=["NoopDirect"])
+    stop = threading.Event()
+    r = run(lite, sd.session, "compile", claim_batch=5, stop=stop, hooks=[StopAfterFirst(stop)])
+    assert (r.claimed, r.done, r.released, r.stopped) == (5, 1, 4, "signal")
+    assert states(lite, sd.session) == {S.COMPILED: 1, S.NEW: 4}
+    with lite.session() as s:
+        rows = s.execute(select(Job.retries, Job.lease_owner).where(Job.state == S.NEW)).all()
+    assert set(rows) == {(0, None)}
+
+
+class LoseLeaseOnce(Hook):
+    """Plays a reaper that finds the worker's lease expired while the backend runs."""
+
+    def __init__(self, db) -> None:
+        self.db, self.done = db, False
+
+    def before_job(self, work):
+        if not self.done:
+            self.done = True
+            expire_leases(self.db, [work.job_id])
+            reap_expired(self.db)
+
+
+def test_a_lease_lost_mid_job_drops_the_result_and_the_job_is_redone(lite):
+    sd = seed(lite, configs=1, solvers=["NoopDirect"])
+    r = run(lite, sd.session, "compile", hooks=[LoseLeaseOnce(lite)])
+    assert (r.claimed, r.lost, r.done, r.reaped) == (2, 1, 1, 0)
+    row = job_row(lite, sd.jobs[0])
+    assert (row.state, row.attempt, row.retries) == (S.COMPILED, 2, 0)
+    assert count(lite, JobKernel) == 1
+
+
+class Reaper(Hook):
+    """Another worker's reaper, running all the time the backend works."""
+
+    def __init__(self, db) -> None:
+        self.db, self.stop, self.thread = db, threading.Event(), None
+
+    def before_job(self, work):
+        def reap():
+            while not self.stop.wait(0.05):
+                reap_expired(self.db)
+
+        self.thread = threading.Thread(target=reap)
+        self.thread.start()
+
+    def after_job(self, work, outcome, seconds):
+        self.stop.set()
+        self.thread.join()
+
+
+def test_heartbeats_keep_a_job_longer_than_its_lease(lite):
+    sd = seed(lite, configs=1, solvers=["NoopDirect"])
+    r = run(
+        lite,
+        sd.session,
+        "compile",
+        backend=NoopBackend(sleep_s=3.0),
+        lease_seconds=2,
+        heartbeat_interval=0.1,
+        hooks=[Reaper(lite)],
+    )
+    assert (r.done, r.lost) == (1, 0)
+    row = job_row(lite, sd.jobs[0])
+    assert (row.state, row.attempt, row.retries) == (S.COMPILED, 1, 0)
+
+
+def test_without_heartbeats_the_reaper_takes_the_job_back(lite):
+    sd = seed(lite, configs=1, solvers=["NoopDirect"])
+    r = run(
+        lite,
+        sd.session,
+        "compile",
+        backend=NoopBackend(sleep_s=3.0),
+        lease_seconds=1,
+        heartbeat_interval=60,
+        hooks=[Reaper(lite)],
+        max_jobs=1,
+    )
+    assert (r.done, r.lost) == (0, 1)
+    row = job_row(lite, sd.jobs[0])
+    assert (row.state, row.attempt, row.retries) == (S.NEW, 1, 1)
+
+
+def test_a_time_limit_fails_the_job(lite):
+    sd = seed(lite, configs=1, solvers=["NoopDirect"])
+    r = run(
+        lite,
+        sd.session,
+        "compile",
+        backend=NoopBackend(sleep_s=30),
+        max_retries=0,
+        hooks=[TimeLimit(0.2)],
+    )
+    assert r.errored == 1
+    reason = job_row(lite, sd.jobs[0]).reason
+    assert reason == "TimeLimitExceeded: time limit of 0.2 s exceeded (gave up after 1 try)"
+
+
+def test_concurrent_worker_processes_on_sqlite_do_every_job_once(lite, sqlite_url, tmp_path):
+    sd = seed(lite, configs=100, solvers=["NoopDirect", "NoopTunable"])
+    for phase in ("compile", "eval"):
+        lite.dispose()
+        procs = start_workers(4, sqlite_url, sd.session, phase, tmp_path, claim_batch=5)
+        assert join_all(procs, 120) == [0, 0, 0, 0]
+    per_job = Counter((phase, job) for phase, job, _ in calls(tmp_path))
+    assert len(per_job) == 400 and set(per_job.values()) == {1}
+    assert states(lite, sd.session) == {S.EVALUATED: 200}
+    assert sum(r["done"] for r in reports(tmp_path)) == 400
+    assert count(lite, FindDb) == 200
+
+
+# --- signals, in a real worker process ------------------------------------------------------------
+
+
+def start_cli_worker(url, session, *args):
+    env = {**os.environ, "TUNA_DB_URL": url}
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from tuna.cli import main; main()",
+            "worker",
+            "--session",
+            str(session),
+            "--phase",
+            "compile",
+            *args,
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for(predicate, what, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(0.05)
+
+
+def test_sigterm_finishes_the_current_job_hands_back_the_rest_and_exits_0(
+    lite, sqlite_url, tmp_path
+):
+    log = tmp_path / "calls.log"
+    env = {"NOOP_SLEEP_S": 1.0, "NOOP_LOG": str(log)}
+    sd = seed(lite, configs=2, solvers=["NoopDirect"], environment=env)
+    proc = start_cli_worker(sqlite_url, sd.session, "--claim-batch", "2")
+    wait_for(log.exists, "the backend to start the first job")
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "stopped: signal; 2 claimed, 1 done, 0 retried" in out and "1 released" in out
+    first, second = (job_row(lite, j) for j in sd.jobs)
+    assert (first.state, first.attempt, first.lease_owner) == (S.COMPILED, 1, None)
+    assert (second.state, second.attempt, second.retries, second.lease_owner) == (S.NEW, 1, 0, None)
+    assert len(log.read_text().splitlines()) == 1
+
+
+def test_a_second_ctrl_c_aborts_the_job_and_hands_it_back(lite, sqlite_url, tmp_path):
+    log = tmp_path / "calls.log"
+    sd = seed(
+        lite,
+        configs=1,
+        solvers=["NoopDirect"],
+        environment={"NOOP_SLEEP_S": 60, "NOOP_LOG": str(log)},
+    )
+    proc = start_cli_worker(sqlite_url, sd.session)
+    wait_for(log.exists, "the backend to start the job")
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "stopped: aborted; 1 claimed, 0 done" in out
+    row = job_row(lite, sd.jobs[0])
+    assert (row.state, row.retries, row.lease_owner) == (S.NEW, 0, None)

@@ -1,0 +1,180 @@
+"""The backend protocol: what "compile" and "evaluate" mean for one kernel library.
+
+A backend answers, for its library: which solvers exist (:meth:`Backend.solvers`), which
+apply to a problem (:meth:`Backend.applicability`), what a tunable solver's parameter space
+is (:meth:`Backend.tuning_space`), how to build a job's candidates without a device
+(:meth:`Backend.compile`, the compile phase) and how to check and time them on the device
+(:meth:`Backend.evaluate`, the evaluate phase).
+
+Backends never touch the database. The worker hands them a :class:`JobWork` built from the
+database (the problem, the session, what the compile phase produced) and records the
+outcome they return in one fenced transaction: a :class:`CompileOutcome` becomes
+``kernel_cache`` rows (content-addressed) linked from the job plus an opaque payload kept
+for the evaluate phase; an :class:`EvalOutcome` becomes a ``perf_db`` row (the best
+parameters) and/or a ``find_db`` row (time, workspace, algorithm).
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeVar
+
+from tuna.problems.conv import ConvProblem
+
+
+@dataclass(frozen=True)
+class SolverInfo:
+    """A solver as its backend knows it; ``numeric_id`` is the library's id where it has one."""
+
+    name: str
+    tunable: bool = False
+    numeric_id: int | None = None
+    algorithm: str | None = None
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """The values of a session row a backend may need: target, library build, environment."""
+
+    id: int
+    arch: str
+    num_cu: int
+    backend: str
+    library_version: str | None = None
+    library_commit: str | None = None
+    toolchain: str | None = None
+    docker_image: str | None = None
+    environment: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class KernelBinary:
+    """A compiled kernel: name, build arguments and the (uncompressed) code object bytes."""
+
+    name: str
+    args: str
+    binary: bytes
+
+
+@dataclass(frozen=True)
+class JobWork:
+    """Everything a backend needs for one job's phase, taken from the database.
+
+    ``attempt`` is the job's fence for this claim (a backend may use it to name scratch
+    directories uniquely). In the evaluate phase, ``kernels`` and ``payload`` are what the
+    job's compile phase produced; in the compile phase they are empty.
+    """
+
+    job_id: int
+    attempt: int
+    phase: str
+    session: SessionInfo
+    config_id: int
+    problem: ConvProblem
+    solver: str
+    step: str
+    kernels: tuple[KernelBinary, ...] = ()
+    payload: str | None = None
+
+
+@dataclass(frozen=True)
+class PerfResult:
+    """The best parameters a tunable solver found: a ``perf_db`` row."""
+
+    params: str
+
+
+@dataclass(frozen=True)
+class FindResult:
+    """What one solver costs on a problem: a ``find_db`` row."""
+
+    time_ms: float
+    workspace: int
+    algorithm: str
+    params: str | None = None
+
+
+OutcomeT = TypeVar("OutcomeT", bound="_Outcome")
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    ok: bool = True
+    reason: str | None = None
+    not_applicable: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.ok and not self.reason:
+            raise ValueError("a failed or not-applicable outcome needs a reason")
+        if self.ok and self.not_applicable:
+            raise ValueError("an outcome cannot be both ok and not applicable")
+
+    @classmethod
+    def failed(cls: type[OutcomeT], reason: str) -> OutcomeT:
+        """The phase failed; the job is retried (or errored past its retry cap)."""
+        return cls(ok=False, reason=reason)
+
+    @classmethod
+    def inapplicable(cls: type[OutcomeT], reason: str) -> OutcomeT:
+        """The solver does not apply to the problem; the job ends ``not_applicable``."""
+        return cls(ok=False, not_applicable=True, reason=reason)
+
+
+@dataclass(frozen=True)
+class CompileOutcome(_Outcome):
+    """The compile phase's result: kernels to store and a payload for the evaluate phase."""
+
+    kernels: tuple[KernelBinary, ...] = ()
+    payload: str | None = None
+
+
+@dataclass(frozen=True)
+class EvalOutcome(_Outcome):
+    """The evaluate phase's result: the perf-db and/or find-db row to upsert."""
+
+    perf: PerfResult | None = None
+    find: FindResult | None = None
+
+
+Outcome = CompileOutcome | EvalOutcome
+
+
+class Backend(abc.ABC):
+    """One kernel library's meaning of "compile" and "evaluate".
+
+    Contract:
+
+    * Instances are created by :func:`tuna.backends.get_backend` with no arguments and
+      used by one worker process, one job at a time; they may cache across jobs.
+    * :meth:`compile` and :meth:`evaluate` report an ordinary failure (a kernel that does
+      not build, a wrong result) as ``Outcome.failed(reason)`` and a solver that turns out
+      not to apply as ``Outcome.inapplicable(reason)``. An exception they raise is also
+      recorded as a failure of the job, with the exception as its reason.
+    * They must be safe to repeat: a job whose worker died is run again, possibly on
+      another host, and only the write of the run that still holds the lease counts.
+    * :meth:`compile` must not need the device; :meth:`evaluate` may.
+    """
+
+    name: ClassVar[str]
+
+    @abc.abstractmethod
+    def solvers(self) -> list[SolverInfo]:
+        """Every solver of the library, tunable or not."""
+
+    @abc.abstractmethod
+    def applicability(self, problem: ConvProblem, solver: str) -> str | None:
+        """None when ``solver`` applies to ``problem``, otherwise the reason it does not."""
+
+    def tuning_space(self, problem: ConvProblem, solver: str) -> list[str]:
+        """The candidate parameter strings of a tunable solver (empty for the others)."""
+        return []
+
+    @abc.abstractmethod
+    def compile(self, work: JobWork) -> CompileOutcome:
+        """Build the job's kernels (every candidate, for a tunable solver's perf step)."""
+
+    @abc.abstractmethod
+    def evaluate(self, work: JobWork) -> EvalOutcome:
+        """Check and time the job's compiled kernels; pick the best parameters."""

@@ -1,0 +1,147 @@
+"""``tuna jobs``: where a session's jobs stand; operator resets and requeues."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from tuna.cli.base import TunaGroup, console, database, verbose_option
+from tuna.db.enums import JobState
+from tuna.jobs import JobCounts, JobFilter, job_counts, requeue_jobs, reset_jobs
+
+STATE_NAMES = [s.value for s in JobState]
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@click.group("jobs", cls=TunaGroup)
+def jobs_group() -> None:
+    """Inspect a session's jobs; send failed or finished ones round again.
+
+    \b
+    Examples:
+      tuna jobs status --session 3
+      tuna jobs reset --session 3 --reason "lease expired"
+      tuna jobs requeue --session 3 --label nightly
+    """
+
+
+def print_counts(c: JobCounts) -> None:
+    table = Table(title=f"Session {c.session}: {c.total} jobs", title_justify="left")
+    table.add_column("state")
+    table.add_column("jobs", justify="right")
+    for state, n in c.by_state.items():
+        table.add_row(state.value, str(n))
+    console.print(table)
+    if c.expired:
+        console.print(
+            f"{c.expired} in-flight job(s) have an expired lease; "
+            "a worker's reaper will return them"
+        )
+    if c.reasons:
+        reasons = Table(title="Why jobs failed", title_justify="left")
+        reasons.add_column("state")
+        reasons.add_column("jobs", justify="right")
+        reasons.add_column("reason")
+        for state, reason, n in c.reasons:
+            reasons.add_row(state.value, str(n), escape(reason))
+        console.print(reasons)
+
+
+@jobs_group.command("status")
+@click.option("-s", "--session", "session_id", type=int, required=True, help="Session to show.")
+@verbose_option
+def status(session_id: int) -> None:
+    """Count a session's jobs by state and group the failures by reason.
+
+    \b
+    Example:
+      tuna jobs status --session 3
+    """
+    db = database()
+    try:
+        counts = job_counts(db, session_id)
+    finally:
+        db.dispose()
+    print_counts(counts)
+
+
+def _filter_options(default_states: str) -> Callable[[F], F]:
+    def decorate(f: F) -> F:
+        f = click.option(
+            "-s",
+            "--session",
+            "session_id",
+            type=int,
+            required=True,
+            help="Session whose jobs to move.",
+        )(f)
+        f = click.option(
+            "--state",
+            "states",
+            multiple=True,
+            type=click.Choice(STATE_NAMES),
+            help=f"Move jobs in this state (repeatable; default {default_states}).",
+        )(f)
+        f = click.option("-l", "--label", help="Only jobs with this label.")(f)
+        f = click.option("--reason", metavar="TEXT", help="Only jobs whose reason contains TEXT.")(
+            f
+        )
+        return verbose_option(f)
+
+    return decorate
+
+
+def _job_filter(
+    session_id: int, states: tuple[str, ...], label: str | None, reason: str | None
+) -> JobFilter:
+    return JobFilter(
+        session=session_id, states=tuple(JobState(s) for s in states), label=label, reason=reason
+    )
+
+
+@jobs_group.command("reset")
+@_filter_options("errored")
+def reset(session_id: int, states: tuple[str, ...], label: str | None, reason: str | None) -> None:
+    """Send jobs back to new, to be compiled and evaluated again.
+
+    Allowed from errored, not_applicable, compiled and evaluated. Retries and the
+    failure reason are cleared.
+
+    \b
+    Examples:
+      tuna jobs reset --session 3                        # every errored job
+      tuna jobs reset --session 3 --reason "time limit"  # errored ones that timed out
+      tuna jobs reset --session 3 --state not_applicable --label retest
+    """
+    db = database()
+    try:
+        n = reset_jobs(db, _job_filter(session_id, states, label, reason))
+    finally:
+        db.dispose()
+    console.print(f"session {session_id}: {n} job(s) reset to new")
+
+
+@jobs_group.command("requeue")
+@_filter_options("evaluated and errored")
+def requeue(
+    session_id: int, states: tuple[str, ...], label: str | None, reason: str | None
+) -> None:
+    """Send compiled jobs back to be evaluated again (their kernels are kept).
+
+    Allowed from evaluated and from errored jobs whose compile phase had completed.
+
+    \b
+    Examples:
+      tuna jobs requeue --session 3                     # evaluate everything again
+      tuna jobs requeue --session 3 --state errored --reason "wrong result"
+    """
+    db = database()
+    try:
+        n = requeue_jobs(db, _job_filter(session_id, states, label, reason))
+    finally:
+        db.dispose()
+    console.print(f"session {session_id}: {n} job(s) requeued to compiled")

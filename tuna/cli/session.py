@@ -1,0 +1,128 @@
+"""``tuna session``: create and list tuning sessions."""
+
+from __future__ import annotations
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from tuna.cli.base import TunaGroup, console, database
+from tuna.errors import TunaError
+from tuna.jobs.sessions import SessionSpec, create_session, list_sessions
+
+
+def _environment(pairs: tuple[str, ...]) -> dict[str, str]:
+    env = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise TunaError(f"--env {pair!r}: write KEY=VALUE, e.g. --env MIOPEN_FIND_MODE=1")
+        env[key] = value
+    return env
+
+
+@click.group("session", cls=TunaGroup)
+def session_group() -> None:
+    """Tuning sessions: what is tuned, where, with which library build.
+
+    \b
+    Examples:
+      tuna session create --arch gfx90a --num-cu 104 --backend miopen --library-version 3.3.0
+      tuna session list
+    """
+
+
+@session_group.command("create")
+@click.option("--arch", required=True, help="Target architecture, e.g. gfx90a.")
+@click.option(
+    "--num-cu", "--num_cu", "num_cu", type=int, required=True, help="Compute units of the target."
+)
+@click.option("--backend", required=True, help="Backend that compiles and evaluates.")
+@click.option("--library-version", help="Version of the tuned library.")
+@click.option("--library-commit", help="Commit of the tuned library.")
+@click.option("--toolchain", help="Compiler / ROCm version.")
+@click.option("--docker-image", help="Worker image name.")
+@click.option("--docker-digest", help="Worker image digest (sha256:...).")
+@click.option("-l", "--label", help="Why this session exists (free text).")
+@click.option("--ticket", help="Ticket the work is for.")
+@click.option(
+    "--env",
+    "env",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Environment the tuning runs with (repeatable); part of the fingerprint.",
+)
+def create(
+    arch: str,
+    num_cu: int,
+    backend: str,
+    library_version: str | None,
+    library_commit: str | None,
+    toolchain: str | None,
+    docker_image: str | None,
+    docker_digest: str | None,
+    label: str | None,
+    ticket: str | None,
+    env: tuple[str, ...],
+) -> None:
+    """Create a session and print its id.
+
+    \b
+    Example:
+      tuna session create --arch gfx90a --num-cu 104 --backend miopen \\
+          --library-version 3.3.0 --library-commit 2d1fd997 -l "resnet50 retune"
+    """
+    spec = SessionSpec(
+        arch=arch,
+        num_cu=num_cu,
+        backend=backend,
+        library_version=library_version,
+        library_commit=library_commit,
+        toolchain=toolchain,
+        docker_image=docker_image,
+        docker_digest=docker_digest,
+        label=label,
+        ticket=ticket,
+        environment=_environment(env),
+    )
+    db = database()
+    try:
+        row = create_session(db, spec)
+    finally:
+        db.dispose()
+    console.print(
+        f"session {row.id}: {row.arch} {row.num_cu} CUs, backend {row.backend}, "
+        f"fingerprint {row.fingerprint[:12]}",
+        markup=False,
+    )
+
+
+@session_group.command("list")
+def list_cmd() -> None:
+    """List the sessions.
+
+    \b
+    Example:
+      tuna session list
+    """
+    db = database()
+    try:
+        rows = list_sessions(db)
+    finally:
+        db.dispose()
+    table = Table(title="Sessions", title_justify="left")
+    for col in ("id", "arch", "CUs", "backend", "library", "label", "fingerprint", "created"):
+        table.add_column(col)
+    for r in rows:
+        lib = " ".join(v for v in (r.library_version, r.library_commit) if v) or "-"
+        table.add_row(
+            str(r.id),
+            escape(r.arch),
+            str(r.num_cu),
+            escape(r.backend),
+            escape(lib),
+            escape(r.label or "-"),
+            r.fingerprint[:12],
+            r.created.strftime("%Y-%m-%d %H:%M"),
+        )
+    console.print(table)

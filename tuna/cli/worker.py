@@ -1,0 +1,105 @@
+"""``tuna worker``: work one phase of a session's jobs in this process."""
+
+from __future__ import annotations
+
+import click
+
+from tuna.cli.base import TunaCommand, console, database, verbose_option
+from tuna.jobs import DEFAULT_LEASE_SECONDS, DEFAULT_MAX_RETRIES, Phase
+from tuna.worker import JobLog, TimeLimit, WorkerReport, run_worker
+from tuna.worker.hooks import Hook
+
+
+def print_worker_report(r: WorkerReport) -> None:
+    console.print(
+        f"worker {r.owner} ({r.phase.value}, session {r.session}) stopped: {r.stopped}; "
+        f"{r.claimed} claimed, {r.done} done, {r.retried} retried, {r.errored} errored, "
+        f"{r.not_applicable} not applicable, {r.lost} lost, {r.released} released, "
+        f"{r.reaped} reaped, in {r.seconds:.1f} s",
+        soft_wrap=True,
+    )
+
+
+@click.command("worker", cls=TunaCommand)
+@click.option(
+    "-s", "--session", "session_id", type=int, required=True, help="Session whose jobs to work."
+)
+@click.option(
+    "--phase",
+    type=click.Choice([p.value for p in Phase]),
+    required=True,
+    help="compile (no device needed) or eval (times kernels on the device).",
+)
+@click.option("--burst", is_flag=True, help="Exit once no job of this phase is ready or in flight.")
+@click.option("--max-jobs", type=click.IntRange(min=1), help="Exit after claiming N jobs.")
+@click.option("--gpu", type=int, help="GPU index this worker uses (recorded on its jobs).")
+@click.option(
+    "--claim-batch",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Jobs claimed per transaction (more is cheaper for short jobs).",
+)
+@click.option(
+    "--lease-seconds",
+    type=click.FloatRange(min=1),
+    default=DEFAULT_LEASE_SECONDS,
+    show_default=True,
+    help="Lease length; the heartbeat renews it at a third.",
+)
+@click.option(
+    "--max-retries",
+    type=click.IntRange(min=0),
+    default=DEFAULT_MAX_RETRIES,
+    show_default=True,
+    help="Failed tries of a phase retried before a job errors.",
+)
+@click.option(
+    "--time-limit",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Fail a job whose compile or evaluation runs longer than this (seconds).",
+)
+@verbose_option
+def worker_cmd(
+    session_id: int,
+    phase: str,
+    burst: bool,
+    max_jobs: int | None,
+    gpu: int | None,
+    claim_batch: int,
+    lease_seconds: float,
+    max_retries: int,
+    time_limit: float | None,
+) -> None:
+    """Claim jobs of one phase of a session and run its backend on them.
+
+    Runs until stopped (or, with --burst, until the phase is drained). SIGTERM or
+    Ctrl-C finishes the current job and hands the others back; a killed worker's jobs
+    return to the queue when their leases expire.
+
+    \b
+    Examples:
+      tuna worker --session 3 --phase compile
+      tuna worker --session 3 --phase eval --gpu 0
+      tuna worker --session 3 --phase compile --burst --claim-batch 16
+    """
+    hooks: list[Hook] = [JobLog()]
+    if time_limit is not None:
+        hooks.append(TimeLimit(time_limit))
+    db = database()
+    try:
+        report = run_worker(
+            db,
+            session_id,
+            Phase(phase),
+            burst=burst,
+            max_jobs=max_jobs,
+            gpu=gpu,
+            claim_batch=claim_batch,
+            lease_seconds=lease_seconds,
+            max_retries=max_retries,
+            hooks=hooks,
+        )
+    finally:
+        db.dispose()
+    print_worker_report(report)

@@ -1,0 +1,149 @@
+"""load_jobs: one job per (config, applicable solver) of a session, never duplicated.
+
+Applicability comes from the session's backend. A (session, config, solver, step) that is
+already queued is left alone; work an earlier session with the same fingerprint already
+finished is skipped unless forced, and the report says how much and why.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from sqlalchemy import select
+from sqlalchemy.orm import aliased
+
+from tuna.backends import get_backend
+from tuna.catalog.records import conv_problem
+from tuna.db import Database
+from tuna.db.bulk import chunks, insert_missing
+from tuna.db.enums import JobState, JobStep
+from tuna.db.models import ConfigTag, ConvConfig, Job, Tensor, TuningSession
+from tuna.errors import NotFoundError, TunaError
+from tuna.jobs.sessions import sync_solvers
+
+
+@dataclass
+class LoadReport:
+    configs: int = 0
+    candidates: int = 0  # (config, solver) pairs considered
+    inserted: int = 0
+    already_queued: int = 0
+    done_elsewhere: dict[int, int] = field(default_factory=dict)  # session -> jobs skipped
+    not_applicable: Counter[str] = field(default_factory=Counter)  # reason -> pairs
+    by_solver: Counter[str] = field(default_factory=Counter)  # jobs inserted per solver
+
+
+def load_jobs(
+    db: Database,
+    session_id: int,
+    *,
+    step: str,
+    tag: str | None = None,
+    all_configs: bool = False,
+    solvers: Sequence[str] | None = None,
+    only_tunable: bool = False,
+    label: str | None = None,
+    priority: int = 0,
+    force: bool = False,
+) -> LoadReport:
+    """Queue jobs for the configs tagged ``tag`` (or all) and the applicable solvers."""
+    if (tag is None) == (not all_configs):
+        raise TunaError("give exactly one of -t TAG or --all_configs")
+    try:
+        job_step = JobStep(step)
+    except ValueError as e:
+        raise TunaError(f"--step {step!r}: use perf, find or kernel") from e
+    report = LoadReport()
+    with db.session() as session:
+        sess = session.get(TuningSession, session_id)
+        if sess is None:
+            raise NotFoundError(
+                f"session {session_id} does not exist; `tuna session list` shows the sessions"
+            )
+        backend = get_backend(sess.backend)
+        solver_ids = sync_solvers(session, sess.backend)
+        infos = {s.name: s for s in backend.solvers()}
+        chosen = list(solvers) if solvers else sorted(infos)
+        unknown = [s for s in chosen if s not in infos]
+        if unknown:
+            raise TunaError(
+                f"solver(s) {', '.join(unknown)} unknown to backend {sess.backend!r}; "
+                f"known: {', '.join(sorted(infos))}"
+            )
+        if only_tunable:
+            chosen = [s for s in chosen if infos[s].tunable]
+
+        x, w = aliased(Tensor), aliased(Tensor)
+        query = (
+            select(ConvConfig, x, w)
+            .join(x, x.id == ConvConfig.input_tensor)
+            .join(w, w.id == ConvConfig.weight_tensor)
+            .order_by(ConvConfig.id)
+        )
+        if tag is not None:
+            query = query.join(ConfigTag, ConfigTag.config == ConvConfig.id).where(
+                ConfigTag.tag == tag
+            )
+        configs = session.execute(query).all()
+        if tag is not None and not configs:
+            raise NotFoundError(f"no config is tagged {tag!r}; import_configs -t {tag} -f FILE")
+        report.configs = len(configs)
+
+        wanted: list[tuple[int, int]] = []
+        for cfg, xt, wt in configs:
+            problem = conv_problem(cfg, xt, wt)
+            for name in chosen:
+                report.candidates += 1
+                reason = backend.applicability(problem, name)
+                if reason is None:
+                    wanted.append((cfg.id, solver_ids[name]))
+                else:
+                    report.not_applicable[reason] += 1
+
+        config_ids = sorted({c for c, _ in wanted})
+        queued: set[tuple[int, int]] = set()
+        done: dict[tuple[int, int], int] = {}
+        same_fingerprint = select(TuningSession.id).where(
+            TuningSession.fingerprint == sess.fingerprint, TuningSession.id != sess.id
+        )
+        for part in chunks(config_ids, 1000):
+            for cfg_id, solver_id in session.execute(
+                select(Job.config, Job.solver).where(
+                    Job.session == sess.id, Job.step == job_step, Job.config.in_(part)
+                )
+            ):
+                queued.add((cfg_id, solver_id))
+            if not force:
+                for cfg_id, solver_id, other in session.execute(
+                    select(Job.config, Job.solver, Job.session).where(
+                        Job.session.in_(same_fingerprint),
+                        Job.step == job_step,
+                        Job.state == JobState.EVALUATED,
+                        Job.config.in_(part),
+                    )
+                ):
+                    done[(cfg_id, solver_id)] = other
+        names = {v: k for k, v in solver_ids.items()}
+        rows = []
+        for pair in wanted:
+            if pair in queued:
+                report.already_queued += 1
+            elif pair in done:
+                report.done_elsewhere[done[pair]] = report.done_elsewhere.get(done[pair], 0) + 1
+            else:
+                rows.append(
+                    {
+                        "session": sess.id,
+                        "config": pair[0],
+                        "solver": pair[1],
+                        "step": job_step.value,
+                        "label": label,
+                        "priority": priority,
+                    }
+                )
+                report.by_solver[names[pair[1]]] += 1
+        insert_missing(session, Job, rows)  # state: the column's default, "new"
+        report.inserted = len(rows)
+    return report

@@ -1,0 +1,169 @@
+"""Result rows a phase writes, inside the fenced transaction that completes the job.
+
+* compile: kernels go to ``kernel_cache``, content-addressed by ``identity`` (identical
+  binaries are stored once: insert the missing ones, reuse the rest) and are linked from
+  the job (``job_kernel``, replaced on every compile);
+* evaluate: ``perf_db`` and ``find_db`` rows are upserted, keyed (session, config, solver),
+  with the id of the job that produced them.
+
+Everything is written in a few multi-row statements per batch, never a round trip per row.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zlib
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import delete, insert, select
+from sqlalchemy.dialects import mysql, sqlite
+from sqlalchemy.orm import Session
+
+from tuna.backends.base import CompileOutcome, EvalOutcome, KernelBinary
+from tuna.db.models import Base, FindDb, JobKernel, KernelCache, PerfDb
+
+if TYPE_CHECKING:
+    from tuna.jobs.states import ClaimedJob
+
+_ROWS_PER_STATEMENT = 200
+
+
+def kernel_identity(kernel: KernelBinary) -> str:
+    """The content address of a kernel: sha256 over its name, args and bytes."""
+    h = hashlib.sha256()
+    for part in (kernel.name.encode(), kernel.args.encode(), kernel.binary):
+        h.update(len(part).to_bytes(8, "big"))
+        h.update(part)
+    return h.hexdigest()
+
+
+def pack_kernel(binary: bytes) -> tuple[bytes, int]:
+    """(blob, uncompressed size) as ``kernel_cache`` stores a kernel; size 0: not compressed."""
+    if not binary:
+        return b"", 0
+    return zlib.compress(binary, 6), len(binary)
+
+
+def unpack_kernel(blob: bytes, uncompressed_size: int) -> bytes:
+    return zlib.decompress(blob) if uncompressed_size else bytes(blob)
+
+
+def _is_mysql(s: Session) -> bool:
+    return s.get_bind().dialect.name in ("mysql", "mariadb")
+
+
+def _chunks(rows: Sequence[Any]) -> list[Sequence[Any]]:
+    return [rows[i : i + _ROWS_PER_STATEMENT] for i in range(0, len(rows), _ROWS_PER_STATEMENT)]
+
+
+def _insert_missing(s: Session, model: type[Base], rows: list[dict[str, Any]], key: str) -> None:
+    """Insert ``rows``; a row whose unique ``key`` exists already (a racing writer) is kept."""
+    for chunk in _chunks(rows):
+        if _is_mysql(s):
+            ins = mysql.insert(model).values(list(chunk))
+            s.connection().execute(ins.on_duplicate_key_update({key: ins.inserted[key]}))
+        else:
+            s.connection().execute(
+                sqlite.insert(model)
+                .values(list(chunk))
+                .on_conflict_do_nothing(index_elements=[key])
+            )
+
+
+def _upsert(s: Session, model: type[Base], rows: list[dict[str, Any]], keys: Sequence[str]) -> None:
+    """Insert ``rows`` or, where their ``keys`` exist, overwrite the other columns given."""
+    if not rows:
+        return
+    columns = [c for c in rows[0] if c not in keys]
+    for chunk in _chunks(rows):
+        if _is_mysql(s):
+            ins = mysql.insert(model).values(list(chunk))
+            s.connection().execute(
+                ins.on_duplicate_key_update({c: ins.inserted[c] for c in columns})
+            )
+        else:
+            lite = sqlite.insert(model).values(list(chunk))
+            s.connection().execute(
+                lite.on_conflict_do_update(
+                    index_elements=list(keys), set_={c: lite.excluded[c] for c in columns}
+                )
+            )
+
+
+def store_kernels(s: Session, kernels: Sequence[KernelBinary]) -> dict[str, int]:
+    """Store ``kernels`` once each; returns identity -> ``kernel_cache.id`` for all of them."""
+    wanted = {kernel_identity(k): k for k in kernels}
+    if not wanted:
+        return {}
+    ids = _kernel_ids(s, list(wanted))
+    missing = [ident for ident in wanted if ident not in ids]
+    if missing:
+        rows = []
+        for ident in missing:
+            k = wanted[ident]
+            blob, size = pack_kernel(k.binary)
+            rows.append(
+                {
+                    "identity": ident,
+                    "kernel_name": k.name,
+                    "kernel_args": k.args,
+                    "kernel_hash": hashlib.md5(k.binary).hexdigest(),
+                    "uncompressed_size": size,
+                    "blob": blob,
+                }
+            )
+        _insert_missing(s, KernelCache, rows, "identity")
+        ids.update(_kernel_ids(s, missing))
+    return ids
+
+
+def _kernel_ids(s: Session, identities: list[str]) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for chunk in _chunks(identities):
+        q = select(KernelCache.identity, KernelCache.id).where(KernelCache.identity.in_(chunk))
+        found.update({ident: kid for ident, kid in s.connection().execute(q)})
+    return found
+
+
+def write_compile_results(s: Session, done: Sequence[tuple[ClaimedJob, CompileOutcome]]) -> None:
+    """Kernels of completed compile phases, linked from their jobs (old links replaced)."""
+    if not done:
+        return
+    ids = store_kernels(s, [k for _, o in done for k in o.kernels])
+    # A job's first claim has attempt 1: only a job claimed before can have old links.
+    again = [job.id for job, _ in done if job.attempt > 1]
+    for chunk in _chunks(again):
+        s.connection().execute(delete(JobKernel).where(JobKernel.job.in_(chunk)))
+    links = {(job.id, ids[kernel_identity(k)]) for job, outcome in done for k in outcome.kernels}
+    rows = [{"job": j, "kernel": k} for j, k in sorted(links)]
+    for chunk in _chunks(rows):
+        s.connection().execute(insert(JobKernel), list(chunk))
+
+
+def write_eval_results(s: Session, done: Sequence[tuple[ClaimedJob, EvalOutcome]]) -> None:
+    """perf_db and find_db rows of completed evaluate phases, upserted."""
+    perf: dict[tuple[int, int, int], dict[str, Any]] = {}
+    find: dict[tuple[int, int, int], dict[str, Any]] = {}
+    for job, outcome in done:
+        key = (job.session, job.config, job.solver)
+        base: Mapping[str, Any] = {
+            "session": job.session,
+            "config": job.config,
+            "solver": job.solver,
+        }
+        if outcome.perf is not None:
+            perf[key] = {**base, "params": outcome.perf.params, "job": job.id}
+        if outcome.find is not None:
+            f = outcome.find
+            find[key] = {
+                **base,
+                "time_ms": f.time_ms,
+                "workspace": f.workspace,
+                "algorithm": f.algorithm,
+                "params": f.params,
+                "job": job.id,
+            }
+    keys = ("session", "config", "solver")
+    _upsert(s, PerfDb, [perf[k] for k in sorted(perf)], keys)
+    _upsert(s, FindDb, [find[k] for k in sorted(find)], keys)

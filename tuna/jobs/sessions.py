@@ -1,0 +1,142 @@
+"""Tuning sessions: what is tuned, where, with which library build.
+
+A session's *fingerprint* hashes what makes its results comparable with another's: the
+target (arch, CUs), the backend, the library build (version, commit), the toolchain, the
+image (its digest when known) and the environment. Label and ticket are bookkeeping and
+leave it unchanged. ``load_jobs`` skips work an earlier session with the same fingerprint
+already finished.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session as OrmSession
+
+from tuna.backends import get_backend
+from tuna.db import Database
+from tuna.db.bulk import insert_missing
+from tuna.db.models import Solver, TuningSession
+from tuna.errors import NotFoundError, TunaError
+
+
+@dataclass(frozen=True)
+class SessionSpec:
+    """What a new session records."""
+
+    arch: str
+    num_cu: int
+    backend: str
+    library_version: str | None = None
+    library_commit: str | None = None
+    toolchain: str | None = None
+    docker_image: str | None = None
+    docker_digest: str | None = None
+    label: str | None = None
+    ticket: str | None = None
+    environment: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    id: int
+    arch: str
+    num_cu: int
+    backend: str
+    library_version: str | None
+    library_commit: str | None
+    toolchain: str | None
+    docker_image: str | None
+    docker_digest: str | None
+    label: str | None
+    ticket: str | None
+    environment: dict[str, Any]
+    fingerprint: str
+    created: dt.datetime
+
+
+def fingerprint(spec: SessionSpec) -> str:
+    """sha256 of the comparable part of a session, in a canonical JSON form."""
+    comparable = {
+        "arch": spec.arch,
+        "num_cu": spec.num_cu,
+        "backend": spec.backend,
+        "library_version": spec.library_version,
+        "library_commit": spec.library_commit,
+        "toolchain": spec.toolchain,
+        "image": spec.docker_digest or spec.docker_image,
+        "environment": dict(sorted(spec.environment.items())),
+    }
+    text = json.dumps(comparable, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def sync_solvers(session: OrmSession, backend_name: str) -> dict[str, int]:
+    """Make the solver table hold the backend's solvers; return their ids by name."""
+    backend = get_backend(backend_name)
+    rows = [
+        {
+            "backend": backend_name,
+            "name": s.name,
+            "tunable": s.tunable,
+            "numeric_id": s.numeric_id,
+            "algorithm": s.algorithm,
+        }
+        for s in backend.solvers()
+    ]
+    insert_missing(session, Solver, rows)
+    found = session.execute(select(Solver.name, Solver.id).where(Solver.backend == backend_name))
+    return {name: id_ for name, id_ in found}
+
+
+def create_session(db: Database, spec: SessionSpec) -> SessionRow:
+    """Record a new session (and its backend's solvers); returns it with its id."""
+    if spec.num_cu <= 0:
+        raise TunaError(f"--num-cu must be positive, not {spec.num_cu}")
+    get_backend(spec.backend)  # unknown backend: a clear error naming the known ones
+    with db.session() as session:
+        sync_solvers(session, spec.backend)
+        row = TuningSession(**asdict(spec), fingerprint=fingerprint(spec))
+        session.add(row)
+        session.flush()
+        session.refresh(row)
+        return _row(row)
+
+
+def get_session(db: Database, session_id: int) -> SessionRow:
+    with db.session() as session:
+        row = session.get(TuningSession, session_id)
+        if row is None:
+            raise NotFoundError(
+                f"session {session_id} does not exist; `tuna session list` shows the sessions"
+            )
+        return _row(row)
+
+
+def list_sessions(db: Database) -> list[SessionRow]:
+    with db.session() as session:
+        return [_row(r) for r in session.scalars(select(TuningSession).order_by(TuningSession.id))]
+
+
+def _row(r: TuningSession) -> SessionRow:
+    return SessionRow(
+        id=r.id,
+        arch=r.arch,
+        num_cu=r.num_cu,
+        backend=r.backend,
+        library_version=r.library_version,
+        library_commit=r.library_commit,
+        toolchain=r.toolchain,
+        docker_image=r.docker_image,
+        docker_digest=r.docker_digest,
+        label=r.label,
+        ticket=r.ticket,
+        environment=dict(r.environment or {}),
+        fingerprint=r.fingerprint,
+        created=r.created,
+    )

@@ -1,0 +1,797 @@
+"""The job state machine: the only module that assigns ``job.state``.
+
+::
+
+    new --claim--> compile_start --done--> compiled --claim--> eval_start --done--> evaluated
+     ^                  | retry                   ^                    | retry
+     +------------------+                         +--------------------+
+    a failure past the retry cap -> errored        the solver does not apply -> not_applicable
+
+The allowed (from, to) pairs are data (:data:`TRANSITIONS`); every write goes through
+:func:`compare_and_set`, which refuses any other pair and is an
+``UPDATE job SET state=... WHERE id IN (...) AND state=? [AND attempt=?]``.
+
+* **Claims** (:func:`claim_jobs`) take a batch in one transaction: ``SELECT ... ORDER BY
+  priority, id LIMIT n FOR UPDATE SKIP LOCKED`` through ``ix_job_claim`` (an immediate
+  transaction on SQLite), then move the rows, by primary key, to ``*_start`` with
+  ``attempt + 1`` (the fence), the lease owner and a lease expiry on the database clock.
+* **Leases** are extended by the worker's heartbeat (:func:`extend_leases`); the reaper
+  (:func:`reap_expired`) returns expired ones to ``new`` / ``compiled``, counting a retry.
+  A lease that expired but was not reaped yet still counts: the job is nobody else's.
+* **Results** (:func:`record_outcomes`) are written in the transaction that moves the job
+  on, fenced by (id, attempt, state): a worker that lost its lease writes nothing.
+* **Retries**: ``retries`` counts the failed tries of the current phase (a completed phase
+  resets it). A failure beyond ``max_retries`` retries ends ``errored``, its reason kept.
+* **Operators** reset jobs to ``new`` (:func:`reset_jobs`) or requeue them for another
+  evaluation (:func:`requeue_jobs`); ``attempt`` keeps growing, it is a fence.
+
+``job.result`` holds the compile phase's payload for the evaluate phase; ``job.reason``
+why the job is not (yet) done: the last failure, or why it errored or does not apply.
+
+Every public function is one transaction, retried as a whole on deadlocks, lock-wait
+timeouts and a busy SQLite (:mod:`tuna.jobs.retry`).
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections import defaultdict
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from sqlalchemy import ColumnElement, Select, func, select, update
+from sqlalchemy.orm import Session
+
+from tuna.backends.base import CompileOutcome, EvalOutcome, Outcome
+from tuna.db import Database
+from tuna.db.enums import JobState, JobStep
+from tuna.db.models import Job, TuningSession
+from tuna.errors import DatabaseError, NotFoundError
+from tuna.jobs.clock import db_now
+from tuna.jobs.errors import IllegalTransition, LostLease
+from tuna.jobs.results import write_compile_results, write_eval_results
+from tuna.jobs.retry import with_retry
+
+log = logging.getLogger(__name__)
+
+S = JobState
+
+DEFAULT_MAX_RETRIES = 3
+DEFAULT_LEASE_SECONDS = 60.0
+_CHUNK = 500  # ids per IN list / per operator transaction
+
+TRANSITIONS: dict[tuple[JobState, JobState], str] = {
+    (S.NEW, S.COMPILE_START): "claim",
+    (S.COMPILE_START, S.COMPILED): "complete",
+    (S.COMPILE_START, S.NEW): "retry",  # failed, lease expired or released
+    (S.COMPILE_START, S.ERRORED): "give_up",
+    (S.COMPILE_START, S.NOT_APPLICABLE): "not_applicable",
+    (S.COMPILED, S.EVAL_START): "claim",
+    (S.EVAL_START, S.EVALUATED): "complete",
+    (S.EVAL_START, S.COMPILED): "retry",
+    (S.EVAL_START, S.ERRORED): "give_up",
+    (S.EVAL_START, S.NOT_APPLICABLE): "not_applicable",
+    (S.ERRORED, S.NEW): "reset",
+    (S.NOT_APPLICABLE, S.NEW): "reset",
+    (S.COMPILED, S.NEW): "reset",
+    (S.EVALUATED, S.NEW): "reset",
+    (S.EVALUATED, S.COMPILED): "requeue",
+    (S.ERRORED, S.COMPILED): "requeue",
+}
+"""Every allowed (from, to) pair and the event that makes it."""
+
+
+class Phase(str, enum.Enum):
+    """The two halves of a job: compile (no device) and evaluate (on the device)."""
+
+    COMPILE = "compile"
+    EVAL = "eval"
+
+    @property
+    def ready(self) -> JobState:
+        """The state a job waits in for this phase (claims read it; retries return to it)."""
+        return S.NEW if self is Phase.COMPILE else S.COMPILED
+
+    @property
+    def running(self) -> JobState:
+        """The state of a job held (leased) by a worker in this phase."""
+        return S.COMPILE_START if self is Phase.COMPILE else S.EVAL_START
+
+    @property
+    def done(self) -> JobState:
+        return S.COMPILED if self is Phase.COMPILE else S.EVALUATED
+
+    @property
+    def started_column(self) -> str:
+        return "compile_start" if self is Phase.COMPILE else "eval_start"
+
+    @property
+    def ended_column(self) -> str:
+        return "compile_end" if self is Phase.COMPILE else "eval_end"
+
+    @classmethod
+    def holding(cls, state: JobState) -> Phase | None:
+        """The phase whose workers hold a job in ``state``, if any."""
+        return {S.COMPILE_START: cls.COMPILE, S.EVAL_START: cls.EVAL}.get(state)
+
+
+@dataclass(frozen=True)
+class ClaimedJob:
+    """A job a worker holds: its fence (``attempt``) and what the work is about.
+
+    ``payload`` is what the compile phase left for the evaluate phase (eval claims only).
+    """
+
+    id: int
+    attempt: int
+    phase: Phase
+    session: int
+    config: int
+    solver: int
+    step: JobStep
+    payload: str | None = None
+
+
+@dataclass
+class Recorded:
+    """What :func:`record_outcomes` did: each recorded job's new state; the lost ones."""
+
+    states: dict[int, JobState] = field(default_factory=dict)
+    lost: list[int] = field(default_factory=list)
+
+    def count(self, state: JobState) -> int:
+        return sum(1 for s in self.states.values() if s is state)
+
+
+@dataclass(frozen=True)
+class Reaped:
+    """Jobs whose lease had expired: returned to their stable state, or errored."""
+
+    returned: list[int] = field(default_factory=list)
+    errored: list[int] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.returned) + len(self.errored)
+
+
+@dataclass(frozen=True)
+class JobFilter:
+    """Which jobs an operator transition applies to. Unset fields match everything.
+
+    ``reason`` matches a substring of ``job.reason``; ``states`` defaults per operation.
+    """
+
+    session: int | None = None
+    states: tuple[JobState, ...] = ()
+    label: str | None = None
+    reason: str | None = None
+
+    def where(self) -> list[ColumnElement[bool]]:
+        conds: list[ColumnElement[bool]] = []
+        if self.session is not None:
+            conds.append(Job.session == self.session)
+        if self.label is not None:
+            conds.append(Job.label == self.label)
+        if self.reason:
+            conds.append(Job.reason.contains(self.reason, autoescape=True))
+        return conds
+
+
+@dataclass(frozen=True)
+class JobCounts:
+    """A session's jobs by state, in-flight jobs whose lease expired, and why jobs failed.
+
+    ``reasons`` holds (state, reason, jobs) for errored and not-applicable jobs, most
+    frequent first.
+    """
+
+    session: int
+    by_state: dict[JobState, int]
+    expired: int
+    reasons: list[tuple[JobState, str, int]]
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_state.values())
+
+
+# --- the one write path ---------------------------------------------------------------------------
+
+
+def check_transition(from_state: JobState, to_state: JobState, event: str | None = None) -> str:
+    """The event that moves a job from ``from_state`` to ``to_state``; raises if none does.
+
+    With ``event``, the pair must also be made by that event (an operator's reset may not
+    do what only a worker's retry may).
+    """
+    found = TRANSITIONS.get((from_state, to_state))
+    if found is None or (event is not None and found != event):
+        allowed = [
+            to for (frm, to), ev in TRANSITIONS.items() if frm is from_state and event in (None, ev)
+        ]
+        raise IllegalTransition(from_state, to_state, allowed, event)
+    return found
+
+
+def compare_and_set(
+    s: Session,
+    ids: Collection[int],
+    *,
+    from_state: JobState,
+    to_state: JobState,
+    attempt: int | None = None,
+    values: Mapping[str, Any] | None = None,
+    where: Sequence[ColumnElement[bool]] = (),
+    event: str | None = None,
+) -> int:
+    """Move the jobs ``ids`` that are in ``from_state`` (at ``attempt``) to ``to_state``.
+
+    ``UPDATE job SET state=:to, <values> WHERE id IN (:ids) AND state=:from
+    [AND attempt=:attempt] [AND <where>]``, by primary key (no gap locks). Returns how many
+    rows changed; the caller decides what a shortfall means. Raises
+    :class:`IllegalTransition` for a pair (or an ``event``) the machine does not allow.
+    """
+    check_transition(from_state, to_state, event)
+    changed = 0
+    ordered = sorted(ids)
+    for i in range(0, len(ordered), _CHUNK):
+        stmt = update(Job).where(Job.id.in_(ordered[i : i + _CHUNK]), Job.state == from_state)
+        if attempt is not None:
+            stmt = stmt.where(Job.attempt == attempt)
+        if where:
+            stmt = stmt.where(*where)
+        stmt = stmt.values(state=to_state, **(values or {}))
+        result = s.connection().execute(stmt)
+        changed += result.rowcount
+    return changed
+
+
+_Change = tuple[int, int, JobState, JobState, dict[str, Any]]
+"""(job id, attempt, from, to, plain values): one fenced move of one job."""
+
+
+def _apply(s: Session, changes: Iterable[_Change]) -> int:
+    """Apply fenced moves, one UPDATE per group of jobs with equal (from, to, attempt, values).
+
+    Every move out of a running state also clears the lease; a completion stamps the
+    phase's end time on the database clock.
+    """
+    groups: dict[tuple[Any, ...], list[int]] = defaultdict(list)
+    for job_id, attempt, frm, to, values in changes:
+        groups[(frm, to, attempt, tuple(sorted(values.items())))].append(job_id)
+    changed = 0
+    for (frm, to, attempt, items), ids in groups.items():
+        changed += compare_and_set(
+            s,
+            ids,
+            from_state=frm,
+            to_state=to,
+            attempt=attempt,
+            values={**_leaving_running(frm, to), **dict(items)},
+        )
+    return changed
+
+
+def _lease_cleared() -> dict[str, Any]:
+    return {"lease_owner": None, "lease_expires": None}
+
+
+def _leaving_running(from_state: JobState, to_state: JobState) -> dict[str, Any]:
+    phase = Phase.holding(from_state)
+    if phase is None:
+        return {}
+    values = _lease_cleared()
+    if TRANSITIONS[(from_state, to_state)] == "complete":
+        values[phase.ended_column] = db_now()
+    return values
+
+
+# --- workers --------------------------------------------------------------------------------------
+
+
+def claim_query(session_id: int, phase: Phase, limit: int) -> Select[Any]:
+    """The claim's SELECT: ready jobs of the session, lowest (priority, id) first, skipping
+    rows other claims hold. ``ix_job_claim`` (session, state, priority, id) serves it
+    without a sort, whatever the table's size."""
+    cols: list[Any] = [Job.id, Job.attempt, Job.config, Job.solver, Job.step]
+    if phase is Phase.EVAL:
+        cols.append(Job.result)
+    return (
+        select(*cols)
+        .where(Job.session == session_id, Job.state == phase.ready)
+        .order_by(Job.priority, Job.id)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
+
+
+def claim_jobs(
+    db: Database,
+    session_id: int,
+    phase: Phase,
+    *,
+    owner: str,
+    limit: int = 1,
+    lease_seconds: float = DEFAULT_LEASE_SECONDS,
+    gpu: int | None = None,
+    machine: int | None = None,
+) -> list[ClaimedJob]:
+    """Claim up to ``limit`` jobs of ``session_id`` ready for ``phase``, lowest priority first.
+
+    One transaction: the claim query skips rows other claims hold locked, then the rows
+    move (by primary key) to the phase's running state with a new attempt, the lease
+    and the phase's start time, all on the database clock.
+    """
+
+    def claim() -> list[ClaimedJob]:
+        with db.session(immediate=True) as s:
+            rows = s.connection().execute(claim_query(session_id, phase, limit)).all()
+            if not rows:
+                return []
+            ids = [r.id for r in rows]
+            values = {
+                "attempt": Job.attempt + 1,
+                "lease_owner": owner,
+                "lease_expires": db_now(lease_seconds),
+                phase.started_column: db_now(),
+                phase.ended_column: None,
+                "gpu": gpu,
+                "machine": machine,
+            }
+            changed = compare_and_set(
+                s,
+                ids,
+                from_state=phase.ready,
+                to_state=phase.running,
+                values=values,
+                event="claim",
+            )
+            if changed != len(ids):
+                raise DatabaseError(
+                    f"claim of {len(ids)} locked job(s) changed {changed}; is the database "
+                    "running without row locks (MyISAM, or a READ UNCOMMITTED session)?"
+                )
+            return [
+                ClaimedJob(
+                    id=r.id,
+                    attempt=r.attempt + 1,
+                    phase=phase,
+                    session=session_id,
+                    config=r.config,
+                    solver=r.solver,
+                    step=r.step,
+                    payload=r.result if phase is Phase.EVAL else None,
+                )
+                for r in rows
+            ]
+
+    claimed = with_retry(claim, what=f"session {session_id}: claim {phase.value} jobs")
+    if claimed:
+        log.debug(
+            "session %d: %s claimed %d %s job(s)", session_id, owner, len(claimed), phase.value
+        )
+    return claimed
+
+
+def _by_attempt(jobs: Iterable[ClaimedJob]) -> dict[tuple[Phase, int], list[int]]:
+    groups: dict[tuple[Phase, int], list[int]] = defaultdict(list)
+    for j in jobs:
+        groups[(j.phase, j.attempt)].append(j.id)
+    return groups
+
+
+def extend_leases(
+    db: Database,
+    owner: str,
+    jobs: Sequence[ClaimedJob],
+    lease_seconds: float = DEFAULT_LEASE_SECONDS,
+) -> list[int]:
+    """Extend the leases ``owner`` holds on ``jobs`` to now + ``lease_seconds``.
+
+    Fenced by owner, attempt and state. Returns the ids of the jobs no longer held (their
+    lease expired and was reaped, or an operator moved them): their results will not be
+    recorded, so the worker may as well stop working on them.
+    """
+    if not jobs:
+        return []
+
+    def extend() -> list[int]:
+        with db.session(immediate=True) as s:
+            changed = 0
+            for (phase, attempt), ids in _by_attempt(jobs).items():
+                result = s.connection().execute(
+                    update(Job)
+                    .where(
+                        Job.id.in_(ids),
+                        Job.attempt == attempt,
+                        Job.state == phase.running,
+                        Job.lease_owner == owner,
+                    )
+                    .values(lease_expires=db_now(lease_seconds))
+                )
+                changed += result.rowcount
+            if changed == len(jobs):
+                return []
+            held = {
+                (r.id, r.attempt)
+                for r in s.connection().execute(
+                    select(Job.id, Job.attempt).where(
+                        Job.id.in_([j.id for j in jobs]),
+                        Job.lease_owner == owner,
+                        Job.state.in_([S.COMPILE_START, S.EVAL_START]),
+                    )
+                )
+            }
+            return [j.id for j in jobs if (j.id, j.attempt) not in held]
+
+    lost = with_retry(extend, what=f"{owner}: extend {len(jobs)} lease(s)")
+    for job_id in lost:
+        log.warning("job %d: lease lost by %s", job_id, owner)
+    return lost
+
+
+def release_jobs(db: Database, owner: str, jobs: Sequence[ClaimedJob]) -> list[int]:
+    """Hand ``jobs`` back to their stable state without counting a retry (a clean stop).
+
+    Returns the ids released; jobs no longer held are left alone.
+    """
+    if not jobs:
+        return []
+
+    def release() -> list[int]:
+        with db.session(immediate=True) as s:
+            held = {
+                (r.id, r.attempt, r.state)
+                for r in s.connection().execute(
+                    select(Job.id, Job.attempt, Job.state)
+                    .where(Job.id.in_([j.id for j in jobs]), Job.lease_owner == owner)
+                    .order_by(Job.id)
+                    .with_for_update()
+                )
+            }
+            mine = [j for j in jobs if (j.id, j.attempt, j.phase.running) in held]
+            for (phase, attempt), ids in _by_attempt(mine).items():
+                compare_and_set(
+                    s,
+                    ids,
+                    from_state=phase.running,
+                    to_state=phase.ready,
+                    attempt=attempt,
+                    values=_lease_cleared(),
+                )
+            return [j.id for j in mine]
+
+    released = with_retry(release, what=f"{owner}: release {len(jobs)} job(s)")
+    if released:
+        log.info("%s: released %d job(s)", owner, len(released))
+    return released
+
+
+def record_outcomes(
+    db: Database,
+    owner: str,
+    outcomes: Sequence[tuple[ClaimedJob, Outcome]],
+    *,
+    max_retries: int = DEFAULT_MAX_RETRIES,
+) -> Recorded:
+    """Record phase outcomes and their result rows in one fenced transaction.
+
+    Every move is fenced by (id, attempt, running state); a job that is no longer there is
+    *lost*: nothing is written for it. For the others:
+
+    * ok: to ``compiled`` / ``evaluated``; kernels + job links (compile) or perf/find rows
+      (evaluate) are written; ``retries`` and ``reason`` are cleared;
+    * not applicable: to ``not_applicable`` with the reason;
+    * failed: back to ``new`` / ``compiled`` with ``retries + 1`` and the reason, or
+      ``errored`` once that exceeds ``max_retries``.
+    """
+    if not outcomes:
+        return Recorded()
+
+    def record() -> Recorded:
+        with db.session(immediate=True) as s:
+            return _record(s, outcomes, max_retries)
+
+    rec = with_retry(record, what=f"{owner}: record {len(outcomes)} outcome(s)")
+    for job_id in rec.lost:
+        log.warning("job %d: lease lost by %s; result dropped", job_id, owner)
+    return rec
+
+
+def _record(
+    s: Session, outcomes: Sequence[tuple[ClaimedJob, Outcome]], max_retries: int
+) -> Recorded:
+    rec = Recorded()
+    failed = [(j, o) for j, o in outcomes if not o.ok and not o.not_applicable]
+    settled = [(j, o) for j, o in outcomes if o.ok or o.not_applicable]
+    changes: list[_Change] = []
+    # A failure's next state depends on the retries so far: lock and read those rows first.
+    if failed:
+        current = {
+            r.id: r
+            for r in s.connection().execute(
+                select(Job.id, Job.state, Job.attempt, Job.retries)
+                .where(Job.id.in_(sorted(j.id for j, _ in failed)))
+                .order_by(Job.id)
+                .with_for_update()
+            )
+        }
+        for job, outcome in failed:
+            row = current.get(job.id)
+            if row is None or row.state != job.phase.running or row.attempt != job.attempt:
+                rec.lost.append(job.id)
+                continue
+            to, values = _failed(job.phase, row.retries, outcome.reason or "failed", max_retries)
+            changes.append((job.id, job.attempt, job.phase.running, to, values))
+    for job, outcome in settled:
+        if outcome.ok:
+            values = {"reason": None, "retries": 0}
+            if isinstance(outcome, CompileOutcome):
+                values["result"] = outcome.payload
+            changes.append((job.id, job.attempt, job.phase.running, job.phase.done, values))
+        else:
+            values = {"reason": outcome.reason}
+            changes.append((job.id, job.attempt, job.phase.running, S.NOT_APPLICABLE, values))
+
+    changed = _apply(s, changes)
+    moved = {c[0]: c[3] for c in changes}
+    if changed != len(changes):
+        # Some settled jobs were no longer held (the locked failures cannot miss). Only the
+        # holder of attempt N moves a job to a done or not-applicable state at attempt N, so
+        # the jobs found there now are exactly the ones this transaction moved.
+        rows = s.connection().execute(
+            select(Job.id, Job.state, Job.attempt).where(
+                Job.id.in_(sorted(j.id for j, _ in settled))
+            )
+        )
+        now = {r.id: (r.state, r.attempt) for r in rows}
+        for job, _ in settled:
+            if now.get(job.id) != (moved[job.id], job.attempt):
+                rec.lost.append(job.id)
+                del moved[job.id]
+        if changed != len(moved):
+            raise DatabaseError(f"recording {len(changes)} job(s) changed {changed}; rolled back")
+    rec.states = moved
+    write_compile_results(
+        s, [(j, o) for j, o in settled if o.ok and j.id in moved and isinstance(o, CompileOutcome)]
+    )
+    write_eval_results(
+        s, [(j, o) for j, o in settled if o.ok and j.id in moved and isinstance(o, EvalOutcome)]
+    )
+    return rec
+
+
+def _failed(
+    phase: Phase, retries: int, reason: str, max_retries: int
+) -> tuple[JobState, dict[str, Any]]:
+    tries = retries + 1
+    if tries > max_retries:
+        gave_up = f"{reason} (gave up after {tries} {'try' if tries == 1 else 'tries'})"
+        return S.ERRORED, {"reason": gave_up, "retries": tries}
+    return phase.ready, {"reason": reason, "retries": tries}
+
+
+def record_outcome(
+    db: Database,
+    owner: str,
+    job: ClaimedJob,
+    outcome: Outcome,
+    *,
+    max_retries: int = DEFAULT_MAX_RETRIES,
+) -> JobState:
+    """Record one job's outcome (see :func:`record_outcomes`); returns its new state.
+
+    Raises :class:`LostLease` (having written nothing) when ``owner`` no longer holds it.
+    """
+    rec = record_outcomes(db, owner, [(job, outcome)], max_retries=max_retries)
+    if rec.lost:
+        raise LostLease(rec.lost, owner)
+    return rec.states[job.id]
+
+
+def reap_expired(
+    db: Database,
+    *,
+    max_retries: int = DEFAULT_MAX_RETRIES,
+    limit: int = _CHUNK,
+    session_id: int | None = None,
+) -> Reaped:
+    """Return in-flight jobs whose lease expired to ``new`` / ``compiled``, counting a retry.
+
+    A job past ``max_retries`` ends ``errored``. Reads ``ix_job_lease``; rows another
+    reaper or worker holds locked are skipped, not waited for. At most ``limit`` jobs per
+    phase and call.
+    """
+
+    def reap() -> Reaped:
+        with db.session(immediate=True) as s:
+            changes: list[_Change] = []
+            for phase in Phase:
+                q = (
+                    select(Job.id, Job.attempt, Job.retries, Job.lease_owner)
+                    .where(Job.state == phase.running, Job.lease_expires < db_now())
+                    .limit(limit)
+                    .with_for_update(skip_locked=True)
+                )
+                if session_id is not None:
+                    q = q.where(Job.session == session_id)
+                for r in s.connection().execute(q):
+                    reason = f"lease expired; last owner {r.lease_owner}"
+                    to, values = _failed(phase, r.retries, reason, max_retries)
+                    changes.append((r.id, r.attempt, phase.running, to, values))
+            changed = _apply(s, changes)
+            if changed != len(changes):
+                raise DatabaseError(f"reaping {len(changes)} locked job(s) changed {changed}")
+            return Reaped(
+                returned=[c[0] for c in changes if c[3] is not S.ERRORED],
+                errored=[c[0] for c in changes if c[3] is S.ERRORED],
+            )
+
+    reaped = with_retry(reap, what="reap expired leases")
+    if reaped:
+        log.info(
+            "reaper: %d expired lease(s): %d returned, %d errored",
+            len(reaped),
+            len(reaped.returned),
+            len(reaped.errored),
+        )
+    return reaped
+
+
+def count_jobs(db: Database, session_id: int, states: Iterable[JobState]) -> dict[JobState, int]:
+    """How many jobs of the session are in each of ``states`` (through the claim index)."""
+    wanted = list(states)
+    with db.session() as s:
+        rows = (
+            s.connection()
+            .execute(
+                select(Job.state, func.count())
+                .where(Job.session == session_id, Job.state.in_(wanted))
+                .group_by(Job.state)
+            )
+            .all()
+        )
+    found = {JobState(r[0]): int(r[1]) for r in rows}
+    return {st: found.get(st, 0) for st in wanted}
+
+
+# --- operators ------------------------------------------------------------------------------------
+
+
+def _operator_move(
+    db: Database,
+    flt: JobFilter,
+    to_state: JobState,
+    event: str,
+    default_states: tuple[JobState, ...],
+    values: dict[str, Any],
+    extra_where: Callable[[JobState], list[ColumnElement[bool]]] = lambda _s: [],
+) -> int:
+    """Move every job matching ``flt`` to ``to_state``, a chunk of ids per transaction."""
+    states = flt.states or default_states
+    for st in states:
+        check_transition(st, to_state, event)  # refuse before writing anything
+    moved = 0
+    for st in states:
+        conds = [Job.state == st, *flt.where(), *extra_where(st)]
+        after: int | None = 0
+        while after is not None:
+            n, after = with_retry(
+                partial(_move_chunk, db, st, to_state, event, conds, values, after),
+                what=f"move {st.value} jobs to {to_state.value}",
+            )
+            moved += n
+    return moved
+
+
+def _move_chunk(
+    db: Database,
+    from_state: JobState,
+    to_state: JobState,
+    event: str,
+    conds: list[ColumnElement[bool]],
+    values: dict[str, Any],
+    after: int,
+) -> tuple[int, int | None]:
+    """Move the next chunk of matching jobs with ids above ``after``; (moved, last id)."""
+    with db.session(immediate=True) as s:
+        ids = list(
+            s.connection()
+            .execute(select(Job.id).where(Job.id > after, *conds).order_by(Job.id).limit(_CHUNK))
+            .scalars()
+        )
+        if not ids:
+            return 0, None
+        n = compare_and_set(
+            s,
+            ids,
+            from_state=from_state,
+            to_state=to_state,
+            values=values,
+            where=conds,
+            event=event,
+        )
+        return n, ids[-1]
+
+
+def reset_jobs(db: Database, flt: JobFilter) -> int:
+    """Send matching jobs back to ``new`` for a fresh compile; returns how many moved.
+
+    Default states: ``errored``. Allowed from errored, not_applicable, compiled and
+    evaluated; never from an in-flight state (the reaper owns those). Retries, reason,
+    compile payload and phase times are cleared; ``attempt`` is kept (it is the fence).
+    """
+    values = {
+        **_lease_cleared(),
+        "retries": 0,
+        "reason": None,
+        "result": None,
+        "compile_start": None,
+        "compile_end": None,
+        "eval_start": None,
+        "eval_end": None,
+    }
+    n = _operator_move(db, flt, S.NEW, "reset", (S.ERRORED,), values)
+    log.info("reset %d job(s) to new (%s)", n, flt)
+    return n
+
+
+def requeue_jobs(db: Database, flt: JobFilter) -> int:
+    """Send matching jobs back to ``compiled`` to evaluate them again; returns how many.
+
+    Default states: ``evaluated`` and ``errored``. An errored job is requeued only if its
+    compile phase had completed (the others need :func:`reset_jobs`).
+    """
+    values = {
+        **_lease_cleared(),
+        "retries": 0,
+        "reason": None,
+        "eval_start": None,
+        "eval_end": None,
+    }
+
+    def compiled_only(st: JobState) -> list[ColumnElement[bool]]:
+        return [Job.compile_end.is_not(None)] if st is S.ERRORED else []
+
+    n = _operator_move(
+        db, flt, S.COMPILED, "requeue", (S.EVALUATED, S.ERRORED), values, compiled_only
+    )
+    log.info("requeued %d job(s) to compiled (%s)", n, flt)
+    return n
+
+
+def job_counts(db: Database, session_id: int, *, top_reasons: int = 20) -> JobCounts:
+    """The session's jobs by state, expired in-flight leases, and failure reasons."""
+    with db.session() as s:
+        if s.get(TuningSession, session_id) is None:
+            raise NotFoundError(f"session {session_id} does not exist")
+        by_state = {st: 0 for st in JobState}
+        for st, n in s.connection().execute(
+            select(Job.state, func.count()).where(Job.session == session_id).group_by(Job.state)
+        ):
+            by_state[JobState(st)] = int(n)
+        expired = (
+            s.connection()
+            .execute(
+                select(func.count()).where(
+                    Job.session == session_id,
+                    Job.state.in_([S.COMPILE_START, S.EVAL_START]),
+                    Job.lease_expires < db_now(),
+                )
+            )
+            .scalar_one()
+        )
+        reasons = [
+            (JobState(st), reason or "(no reason)", int(n))
+            for st, reason, n in s.connection().execute(
+                select(Job.state, Job.reason, func.count().label("n"))
+                .where(Job.session == session_id, Job.state.in_([S.ERRORED, S.NOT_APPLICABLE]))
+                .group_by(Job.state, Job.reason)
+                .order_by(func.count().desc(), Job.state)
+                .limit(top_reasons)
+            )
+        ]
+    return JobCounts(session_id, by_state, int(expired), reasons)

@@ -1,0 +1,16 @@
+"""Workers: the loop that claims jobs, runs a backend on them and records the outcomes."""
+
+from __future__ import annotations
+
+from tuna.worker.hooks import Hook, JobLog, TimeLimit, TimeLimitExceeded
+from tuna.worker.loop import WorkerReport, make_owner, run_worker
+
+__all__ = [
+    "Hook",
+    "JobLog",
+    "TimeLimit",
+    "TimeLimitExceeded",
+    "WorkerReport",
+    "make_owner",
+    "run_worker",
+]

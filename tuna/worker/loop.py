@@ -1,0 +1,384 @@
+"""The worker loop, backend-agnostic: stop? -> reap -> claim -> run -> record -> repeat.
+
+One worker process works one phase (compile or eval) of one session. It claims a batch
+of jobs, keeps their leases alive from a heartbeat thread, runs the backend on each job
+and records the outcomes through the state machine, fenced by the claim's attempt.
+
+* **Stopping**: SIGTERM or Ctrl-C lets the current job finish and be recorded, hands the
+  claimed jobs it had not started back (no retry counted) and returns normally. A second
+  signal while the backend runs aborts the job, which is handed back too.
+* **Crashes**: a killed worker leaves only leases behind; any worker's reaper returns
+  them once they expire.
+* **Burst** (tests, one-off runs): exit once a claim finds nothing and no job of this
+  phase of the session is in flight anywhere (in-flight jobs could still come back to
+  this phase through a failure or an expired lease). It does not wait for jobs still in
+  an earlier phase: run the compile workers first, or run eval workers without ``burst``.
+* **Batches**: outcomes are recorded when the batch is done or ``record_interval``
+  seconds after the last record, whichever comes first, so fast jobs share transactions
+  and slow jobs are recorded as soon as they finish.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import random
+import signal
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from types import FrameType
+
+from tuna.backends import Backend, get_backend
+from tuna.backends.base import CompileOutcome, EvalOutcome, JobWork, Outcome
+from tuna.db import Database
+from tuna.db.enums import JobState
+from tuna.jobs import states
+from tuna.jobs.states import (
+    DEFAULT_LEASE_SECONDS,
+    DEFAULT_MAX_RETRIES,
+    ClaimedJob,
+    Phase,
+)
+from tuna.worker.hooks import Hook
+from tuna.worker.work import WorkLoader, load_session
+
+log = logging.getLogger(__name__)
+
+
+def make_owner() -> str:
+    """A worker's lease owner id: ``host:pid:random``, unique even across restarts."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+@dataclass
+class WorkerReport:
+    """What a worker did. ``stopped`` says why it ended: drained, max_jobs, signal, aborted."""
+
+    owner: str
+    session: int
+    phase: Phase
+    claimed: int = 0
+    done: int = 0
+    retried: int = 0
+    errored: int = 0
+    not_applicable: int = 0
+    lost: int = 0
+    released: int = 0
+    reaped: int = 0
+    backend_seconds: float = 0.0
+    seconds: float = 0.0
+    stopped: str = ""
+
+
+class _Abort(BaseException):
+    """A second stop signal while the backend runs: abandon the job (it is handed back)."""
+
+
+class _Heartbeat:
+    """Extends the leases of the jobs a worker holds, from its own thread."""
+
+    def __init__(self, db: Database, owner: str, lease_seconds: float, interval: float) -> None:
+        self.db, self.owner = db, owner
+        self.lease_seconds, self.interval = lease_seconds, interval
+        self._held: dict[int, ClaimedJob] = {}
+        self._lost: set[int] = set()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tuna-heartbeat", daemon=True)
+
+    def hold(self, jobs: Sequence[ClaimedJob]) -> None:
+        with self._lock:
+            self._held.update((j.id, j) for j in jobs)
+
+    def forget(self, ids: Sequence[int]) -> None:
+        with self._lock:
+            for i in ids:
+                self._held.pop(i, None)
+                self._lost.discard(i)
+
+    def held(self) -> list[ClaimedJob]:
+        with self._lock:
+            return list(self._held.values())
+
+    def is_lost(self, job_id: int) -> bool:
+        with self._lock:
+            return job_id in self._lost
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            jobs = self.held()
+            if not jobs:
+                continue
+            try:
+                lost = states.extend_leases(self.db, self.owner, jobs, self.lease_seconds)
+            except Exception:  # the database may be back by the next beat; the lease has slack
+                log.warning("%s: heartbeat failed", self.owner, exc_info=True)
+                continue
+            with self._lock:
+                self._lost.update(i for i in lost if i in self._held)
+
+
+class Worker:
+    """One worker's loop; use :func:`run_worker`."""
+
+    def __init__(
+        self,
+        db: Database,
+        session_id: int,
+        phase: Phase,
+        *,
+        backend: Backend | None,
+        burst: bool,
+        max_jobs: int | None,
+        gpu: int | None,
+        owner: str | None,
+        claim_batch: int,
+        lease_seconds: float,
+        heartbeat_interval: float | None,
+        max_retries: int,
+        reap_interval: float | None,
+        idle_sleep: float,
+        record_interval: float,
+        hooks: Sequence[Hook],
+        stop: threading.Event | None,
+        handle_signals: bool,
+    ) -> None:
+        self.db, self.session_id, self.phase = db, session_id, phase
+        self.burst, self.max_jobs, self.gpu = burst, max_jobs, gpu
+        self.owner = owner or make_owner()
+        self.claim_batch = max(1, claim_batch)
+        self.lease_seconds, self.max_retries = lease_seconds, max_retries
+        self.reap_interval = reap_interval if reap_interval is not None else lease_seconds
+        self.idle_sleep, self.record_interval = idle_sleep, record_interval
+        self.hooks = list(hooks)
+        self.stop = stop or threading.Event()
+        self.handle_signals = handle_signals
+        session = load_session(db, session_id)
+        self.backend = backend or get_backend(session.backend)
+        self.loader = WorkLoader(db, session)
+        self.heartbeat = _Heartbeat(
+            db, self.owner, lease_seconds, heartbeat_interval or lease_seconds / 3
+        )
+        self.report = WorkerReport(self.owner, session_id, phase)
+        self._in_backend = False
+        self._next_reap = 0.0
+
+    def run(self) -> WorkerReport:
+        started = time.monotonic()
+        log.info(
+            "%s: %s worker for session %d starting", self.owner, self.phase.value, self.session_id
+        )
+        with self._signals():
+            self.heartbeat.start()
+            try:
+                self.report.stopped = self._loop()
+            except _Abort:
+                self.report.stopped = "aborted"
+            finally:
+                self.heartbeat.stop()
+                self._release(self.heartbeat.held())
+        self.report.seconds = time.monotonic() - started
+        log.info("%s: stopped (%s): %s", self.owner, self.report.stopped, self.report)
+        return self.report
+
+    def _loop(self) -> str:
+        while True:
+            if self.stop.is_set():
+                return "signal"
+            if self.max_jobs is not None and self.report.claimed >= self.max_jobs:
+                return "max_jobs"
+            self._reap()
+            jobs = self._claim()
+            if jobs:
+                self._work(jobs)
+            elif self.burst and self._drained():
+                return "drained"
+            else:
+                self.stop.wait(self.idle_sleep)
+
+    def _reap(self, *, now: bool = False) -> int:
+        if not now and time.monotonic() < self._next_reap:
+            return 0
+        # Jitter, so a fleet started together does not reap in lock step.
+        self._next_reap = time.monotonic() + self.reap_interval * random.uniform(0.5, 1.5)
+        reaped = len(states.reap_expired(self.db, max_retries=self.max_retries))
+        self.report.reaped += reaped
+        return reaped
+
+    def _claim(self) -> list[ClaimedJob]:
+        limit = self.claim_batch
+        if self.max_jobs is not None:
+            limit = min(limit, self.max_jobs - self.report.claimed)
+        jobs = states.claim_jobs(
+            self.db,
+            self.session_id,
+            self.phase,
+            owner=self.owner,
+            limit=limit,
+            lease_seconds=self.lease_seconds,
+            gpu=self.gpu,
+        )
+        self.heartbeat.hold(jobs)
+        self.report.claimed += len(jobs)
+        return jobs
+
+    def _drained(self) -> bool:
+        if self._reap(now=True):
+            return False
+        counts = states.count_jobs(self.db, self.session_id, [self.phase.ready, self.phase.running])
+        return not any(counts.values())
+
+    def _work(self, jobs: list[ClaimedJob]) -> None:
+        works = self.loader.load(jobs)
+        pending: list[tuple[ClaimedJob, Outcome]] = []
+        last_record = time.monotonic()
+        for job in jobs:
+            if self.stop.is_set():
+                break
+            if self.heartbeat.is_lost(job.id):
+                continue  # recorded as lost below, without running it
+            work = works[job.id]
+            if isinstance(work, JobWork):
+                outcome = self._execute(work)
+            else:
+                outcome = _outcome_type(job.phase).failed(work)
+            pending.append((job, outcome))
+            if time.monotonic() - last_record >= self.record_interval:
+                self._record(pending)
+                pending, last_record = [], time.monotonic()
+        self._record(pending)
+        lost = [j for j in self.heartbeat.held() if self.heartbeat.is_lost(j.id)]
+        self.report.lost += len(lost)
+        self.heartbeat.forget([j.id for j in lost])
+        self._release(self.heartbeat.held())  # claimed but not started: we are stopping
+
+    def _execute(self, work: JobWork) -> Outcome:
+        for hook in self.hooks:
+            hook.before_job(work)
+        started = time.monotonic()
+        outcome: Outcome | None = None
+        self._in_backend = True
+        try:
+            if self.phase is Phase.COMPILE:
+                outcome = self.backend.compile(work)
+            else:
+                outcome = self.backend.evaluate(work)
+        except Exception as e:  # a backend's crash is the job's failure, not the worker's
+            log.warning("job %d: backend %s raised", work.job_id, self.backend.name, exc_info=True)
+            outcome = _outcome_type(self.phase).failed(f"{type(e).__name__}: {e}")
+        finally:
+            self._in_backend = False
+            elapsed = time.monotonic() - started
+            self.report.backend_seconds += elapsed
+            for hook in reversed(self.hooks):
+                hook.after_job(work, outcome, elapsed)
+        return outcome
+
+    def _record(self, pending: list[tuple[ClaimedJob, Outcome]]) -> None:
+        if not pending:
+            return
+        rec = states.record_outcomes(self.db, self.owner, pending, max_retries=self.max_retries)
+        self.heartbeat.forget([j.id for j, _ in pending])
+        r = self.report
+        r.done += rec.count(self.phase.done)
+        r.retried += rec.count(self.phase.ready)
+        r.errored += rec.count(JobState.ERRORED)
+        r.not_applicable += rec.count(JobState.NOT_APPLICABLE)
+        r.lost += len(rec.lost)
+
+    def _release(self, jobs: list[ClaimedJob]) -> None:
+        if not jobs:
+            return
+        released = states.release_jobs(self.db, self.owner, jobs)
+        self.heartbeat.forget([j.id for j in jobs])
+        self.report.released += len(released)
+        self.report.lost += len(jobs) - len(released)
+
+    @contextlib.contextmanager
+    def _signals(self) -> Iterator[None]:
+        if not self.handle_signals or threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def on_signal(signum: int, _frame: FrameType | None) -> None:
+            name = signal.Signals(signum).name
+            if self.stop.is_set() and self._in_backend:
+                log.warning("%s: %s again, aborting the current job", self.owner, name)
+                raise _Abort
+            log.warning("%s: %s, stopping after the current job", self.owner, name)
+            self.stop.set()
+
+        previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+
+def _outcome_type(phase: Phase) -> type[CompileOutcome] | type[EvalOutcome]:
+    return CompileOutcome if phase is Phase.COMPILE else EvalOutcome
+
+
+def run_worker(
+    db: Database,
+    session_id: int,
+    phase: Phase | str,
+    *,
+    backend: Backend | None = None,
+    burst: bool = False,
+    max_jobs: int | None = None,
+    gpu: int | None = None,
+    owner: str | None = None,
+    claim_batch: int = 1,
+    lease_seconds: float = DEFAULT_LEASE_SECONDS,
+    heartbeat_interval: float | None = None,
+    max_retries: int = DEFAULT_MAX_RETRIES,
+    reap_interval: float | None = None,
+    idle_sleep: float = 1.0,
+    record_interval: float = 1.0,
+    hooks: Sequence[Hook] = (),
+    stop: threading.Event | None = None,
+    handle_signals: bool = True,
+) -> WorkerReport:
+    """Work ``phase`` of session ``session_id`` until stopped (or drained, with ``burst``).
+
+    ``backend`` defaults to the session's. ``claim_batch`` jobs are claimed per
+    transaction (more is cheaper for short jobs; a claimed job waits for the ones before
+    it). Leases last ``lease_seconds`` and are extended every ``heartbeat_interval``
+    (default a third of the lease). ``max_jobs`` stops after claiming that many jobs.
+    ``stop`` lets another thread stop the worker as SIGTERM would.
+    """
+    return Worker(
+        db,
+        session_id,
+        Phase(phase),
+        backend=backend,
+        burst=burst,
+        max_jobs=max_jobs,
+        gpu=gpu,
+        owner=owner,
+        claim_batch=claim_batch,
+        lease_seconds=lease_seconds,
+        heartbeat_interval=heartbeat_interval,
+        max_retries=max_retries,
+        reap_interval=reap_interval,
+        idle_sleep=idle_sleep,
+        record_interval=record_interval,
+        hooks=hooks,
+        stop=stop,
+        handle_signals=handle_signals,
+    ).run()

@@ -1,0 +1,129 @@
+"""What a claimed job needs, from the database: its problem, solver, session and kernels.
+
+Workers are stateless: a :class:`WorkLoader` turns a batch of claimed jobs into
+:class:`~tuna.backends.base.JobWork` with a handful of queries per batch. Configs, solver
+names and the session never change under a worker, so they are cached for its lifetime.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from sqlalchemy import select
+from sqlalchemy.orm import aliased
+
+from tuna.backends.base import JobWork, KernelBinary, SessionInfo
+from tuna.catalog.records import conv_problem
+from tuna.db import Database
+from tuna.db.models import ConvConfig, JobKernel, KernelCache, Solver, Tensor, TuningSession
+from tuna.errors import NotFoundError, TunaError
+from tuna.jobs.results import unpack_kernel
+from tuna.jobs.states import ClaimedJob, Phase
+from tuna.problems.conv import ConvProblem
+
+_MAX_CACHED_PROBLEMS = 50_000
+
+
+def load_session(db: Database, session_id: int) -> SessionInfo:
+    """The session row as a backend sees it; raises :class:`NotFoundError` if there is none."""
+    with db.session() as s:
+        row = s.get(TuningSession, session_id)
+        if row is None:
+            raise NotFoundError(f"session {session_id} does not exist")
+        return SessionInfo(
+            id=row.id,
+            arch=row.arch,
+            num_cu=row.num_cu,
+            backend=row.backend,
+            library_version=row.library_version,
+            library_commit=row.library_commit,
+            toolchain=row.toolchain,
+            docker_image=row.docker_image,
+            environment=dict(row.environment or {}),
+        )
+
+
+class WorkLoader:
+    """Builds the :class:`JobWork` of claimed jobs of one session."""
+
+    def __init__(self, db: Database, session: SessionInfo) -> None:
+        self.db = db
+        self.session = session
+        self._problems: dict[int, ConvProblem | str] = {}
+        self._solvers: dict[int, str] = {}
+
+    def load(self, jobs: Sequence[ClaimedJob]) -> dict[int, JobWork | str]:
+        """job id -> its work, or the reason it cannot be built (e.g. an invalid config)."""
+        self._fetch_problems({j.config for j in jobs} - self._problems.keys())
+        self._fetch_solvers({j.solver for j in jobs} - self._solvers.keys())
+        evals = [j.id for j in jobs if j.phase is Phase.EVAL]
+        kernels = self._fetch_kernels(evals) if evals else {}
+        out: dict[int, JobWork | str] = {}
+        for j in jobs:
+            problem = self._problems.get(j.config, f"config {j.config} does not exist")
+            solver = self._solvers.get(j.solver)
+            if isinstance(problem, str):
+                out[j.id] = problem
+            elif solver is None:
+                out[j.id] = f"solver {j.solver} does not exist"
+            else:
+                out[j.id] = JobWork(
+                    job_id=j.id,
+                    attempt=j.attempt,
+                    phase=j.phase.value,
+                    session=self.session,
+                    config_id=j.config,
+                    problem=problem,
+                    solver=solver,
+                    step=j.step.value,
+                    kernels=tuple(kernels.get(j.id, ())),
+                    payload=j.payload,
+                )
+        return out
+
+    def _fetch_problems(self, config_ids: set[int]) -> None:
+        if not config_ids:
+            return
+        if len(self._problems) > _MAX_CACHED_PROBLEMS:
+            self._problems.clear()
+        x, w = aliased(Tensor), aliased(Tensor)
+        with self.db.session() as s:
+            rows = s.execute(
+                select(ConvConfig, x, w)
+                .join(x, ConvConfig.input_tensor == x.id)
+                .join(w, ConvConfig.weight_tensor == w.id)
+                .where(ConvConfig.id.in_(config_ids))
+            ).all()
+            for cfg, xt, wt in rows:
+                try:
+                    self._problems[cfg.id] = conv_problem(cfg, xt, wt)
+                except TunaError as e:
+                    self._problems[cfg.id] = f"config {cfg.id} is not a valid problem: {e}"
+
+    def _fetch_solvers(self, solver_ids: set[int]) -> None:
+        if not solver_ids:
+            return
+        with self.db.session() as s:
+            for sid, name in s.execute(
+                select(Solver.id, Solver.name).where(Solver.id.in_(solver_ids))
+            ):
+                self._solvers[sid] = name
+
+    def _fetch_kernels(self, job_ids: list[int]) -> dict[int, list[KernelBinary]]:
+        found: dict[int, list[KernelBinary]] = defaultdict(list)
+        with self.db.session() as s:
+            for job, name, args, blob, size in s.execute(
+                select(
+                    JobKernel.job,
+                    KernelCache.kernel_name,
+                    KernelCache.kernel_args,
+                    KernelCache.blob,
+                    KernelCache.uncompressed_size,
+                )
+                .join(KernelCache, KernelCache.id == JobKernel.kernel)
+                .where(JobKernel.job.in_(job_ids))
+                .order_by(JobKernel.id)
+            ):
+                found[job].append(KernelBinary(name, args, unpack_kernel(blob, size)))
+        return found
