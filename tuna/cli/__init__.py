@@ -8,6 +8,7 @@ from tuna import __version__
 from tuna.cli.base import TunaGroup, verbose_option
 from tuna.cli.catalog import import_configs_cmd, query_db_cmd
 from tuna.cli.db import db_group
+from tuna.cli.go_fish import go_fish_cmd
 from tuna.cli.jobs import jobs_group
 from tuna.cli.load import load_jobs_cmd
 from tuna.cli.quickstart import quickstart
@@ -40,5 +41,6 @@ main.add_command(query_db_cmd)
 main.add_command(db_group)
 main.add_command(session_group)
 main.add_command(load_jobs_cmd)
+main.add_command(go_fish_cmd)
 main.add_command(worker_cmd)
 main.add_command(jobs_group)

@@ -1,0 +1,127 @@
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from sqlalchemy import select
+
+from tuna.catalog.importer import import_configs, read_lines
+from tuna.db.enums import JobState
+from tuna.db.models import Job
+from tuna.errors import TunaError
+from tuna.fleet.local import Task, run_local, worker_environment
+from tuna.jobs import job_counts
+from tuna.jobs.load import load_jobs
+from tuna.jobs.sessions import SessionSpec, create_session
+
+LINES = "\n".join(
+    f"MIOpenDriver conv -n 2 -c {c} -H 8 -W 8 -k 8 -y {f} -x {f} -F 1"
+    for c in (4, 8, 16)
+    for f in (1, 3)
+)
+
+
+def setup(db, env=None):
+    import_configs(db, read_lines(LINES), tag="net")
+    sid = create_session(
+        db, SessionSpec(arch="cpu", num_cu=2, backend="noop", environment=env or {})
+    ).id
+    load_jobs(db, sid, step="perf", tag="net")
+    return sid
+
+
+def test_compile_then_run_perf_drains_the_session_with_logs_per_worker(sqlite_url, tmp_path):
+    from tuna.db import open_database
+
+    db = open_database(sqlite_url)
+    sid = setup(db)
+    seen = []
+    report = run_local(
+        db,
+        sid,
+        Task.COMPILE,
+        workers=2,
+        log_dir=tmp_path / "logs",
+        db_url=sqlite_url,
+        interval=0.2,
+        on_progress=seen.append,
+    )
+    assert report.drained and report.exit_codes == [0, 0]
+    total = report.final.counts.total
+    assert report.final.counts.by_state[JobState.COMPILED] == total == report.final.finished
+    assert seen and seen[0].remaining + seen[0].finished == total
+    assert sorted(p.name for p in report.logs) == ["worker-0.log", "worker-1.log"]
+    assert all(p.parent.parent.name == "cpu" and "compile" in p.parts for p in report.logs)
+    report = run_local(
+        db,
+        sid,
+        Task.RUN_PERF,
+        workers=1,
+        log_dir=tmp_path / "logs",
+        db_url=sqlite_url,
+        interval=0.2,
+    )
+    assert report.drained
+    assert job_counts(db, sid).by_state[JobState.EVALUATED] == total
+    db.dispose()
+
+
+def test_evaluating_another_steps_jobs_is_refused(db, tmp_path):
+    sid = setup(db)
+    url = db.url.render_as_string(hide_password=False)
+    compiled = run_local(
+        db, sid, Task.COMPILE, workers=1, log_dir=tmp_path, db_url=url, interval=0.2
+    )
+    assert compiled.drained and compiled.exit_codes == [0]
+    with pytest.raises(TunaError, match="--run_find would evaluate them too.*--run_perf"):
+        run_local(db, sid, Task.RUN_FIND, workers=1, log_dir=tmp_path, db_url=url)
+
+
+def test_find_enforce_environment():
+    assert worker_environment(None) == {}
+    assert worker_environment(3) == {"MIOPEN_FIND_ENFORCE": "3"}
+    assert worker_environment(4) == {"MIOPEN_FIND_ENFORCE": "4", "MIOPEN_DISABLE_CACHE": "1"}
+    with pytest.raises(TunaError):
+        worker_environment(2)
+
+
+def test_ctrl_c_stops_the_workers_and_hands_their_jobs_back(sqlite_url, tmp_path):
+    from tuna.db import open_database
+
+    db = open_database(sqlite_url)
+    sid = setup(db, env={"NOOP_SLEEP_S": "0.5"})
+    env = dict(os.environ, TUNA_DB_URL=sqlite_url, TUNA_LOG_DIR=str(tmp_path / "logs"))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tuna.cli",
+            "go_fish",
+            "--session",
+            str(sid),
+            "--compile",
+            "-w",
+            "2",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # wait until the workers hold jobs
+        if job_counts(db, sid).by_state[JobState.COMPILE_START] > 0:
+            break
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out.decode()
+    assert b"interrupted" in out
+    with db.session() as s:
+        states = list(s.scalars(select(Job.state).where(Job.session == sid)))
+    assert JobState.COMPILE_START not in states  # nothing left leased
+    assert JobState.NEW in states  # the rest was handed back, not lost
+    db.dispose()

@@ -1,0 +1,1 @@
+"""Running workers: on this machine now; over SSH and Docker on a fleet (next)."""
