@@ -20,7 +20,8 @@ import time
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from tuna.catalog.importer import import_configs, parse_lines
+from tuna.catalog.importer import import_configs
+from tuna.catalog.parsing import parse_lines
 from tuna.db import migrate, open_database
 from tuna.db.engine import make_engine
 
@@ -90,6 +91,9 @@ def main() -> None:
     assert again.inserted == 0 and again.already_present == args.n
 
     backend = db.engine.dialect.name
+    if backend != "sqlite":
+        with db.engine.begin() as conn:
+            conn.exec_driver_sql(f"DROP DATABASE {db.url.database}")
     print(f"backend {backend}: {args.n} distinct lines")
     print(f"  parse only          {t_parse:7.2f} s  ({args.n / t_parse:,.0f} lines/s)")
     print(f"  full import         {t_total:7.2f} s  ({args.n / t_total:,.0f} lines/s)")

@@ -4,7 +4,8 @@ import pytest
 from sqlalchemy import func, select
 
 from tuna.catalog import records
-from tuna.catalog.importer import import_configs, parse_lines, read_lines
+from tuna.catalog.importer import import_configs
+from tuna.catalog.parsing import parse_lines, read_lines
 from tuna.db.models import BnConfig, ConfigTag, ConvConfig, Tensor
 from tuna.errors import ImportRefusedError
 from tuna.problems.keys import find_db_key
@@ -129,3 +130,15 @@ def test_stored_rows_rebuild_the_problem(db, driver_dir):
 def test_duplicate_lines_in_one_file_count_once(db):
     report = import_configs(db, lines_of(LINE.format(f=1), LINE.format(f=1)), tag="t")
     assert (report.lines, report.configs, report.inserted) == (2, 1, 1)
+
+
+def test_configs_present_beyond_the_probe_are_recognised_not_duplicated(db, monkeypatch):
+    import tuna.catalog.importer as importer
+
+    monkeypatch.setattr(importer, "PROBE", 1)  # probe only the first key: it is new
+    import_configs(db, lines_of(LINE.format(f=4)), tag="a")
+    report = import_configs(db, lines_of(LINE.format(f=1), LINE.format(f=4)), tag="b")
+    assert (report.inserted, report.already_present, report.tagged) == (1, 1, 2)
+    assert count(db, ConvConfig) == 2
+    with db.session() as s:
+        assert s.scalar(select(func.count()).select_from(ConfigTag)) == 3

@@ -3,12 +3,15 @@
 Lines are parsed first; a bad line stops the import before anything is written unless
 the caller allows skipping. The writes then happen in one transaction with a handful of
 bulk statements (tensors, configs, tags), never a round trip per line.
+
+(Overlapping the writes with the parsing in a second thread was tried and was slower: the
+writer's many short waits on the server each cost a GIL hand-over from the parser.)
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,40 +19,29 @@ from sqlalchemy import func, select, tuple_
 from sqlalchemy.orm import Session
 
 from tuna.catalog import records
+from tuna.catalog.parsing import (
+    COMMANDS,
+    BnEntry,
+    ConvEntry,
+    Entry,
+    LineParser,
+    read_lines,
+    without_cyclic_gc,
+)
 from tuna.db import Database
 from tuna.db.bulk import chunks, insert_missing
 from tuna.db.models import BnConfig, BnConfigTag, ConfigTag, ConvConfig, Tensor
 from tuna.errors import DriverLineError, ImportRefusedError, TunaError
-from tuna.problems.bnorm import BnProblem, bnorm_key, parse_bnorm_line
-from tuna.problems.conv import ConvProblem
-from tuna.problems.driver import line_kind, parse_driver_line, to_driver_line
-from tuna.problems.keys import find_db_key
 
 log = logging.getLogger(__name__)
 
-COMMANDS = ("conv", "convfp16", "convbfp16", "convint8")
+__all__ = ["COMMANDS", "ImportReport", "Progress", "import_configs", "read_lines"]
+
+CHUNK = 5000  # lines parsed between progress reports
+PROBE = 1000  # keys looked up before deciding whether to look up all of them
 
 Progress = Callable[[str, int, int], None]
 """Called as ``progress(stage, done, total)`` while an import runs."""
-
-
-@dataclass(frozen=True)
-class ConvEntry:
-    key: str
-    problem: ConvProblem
-    driver: str
-    line_no: int
-
-
-@dataclass(frozen=True)
-class BnEntry:
-    key: str
-    problem: BnProblem
-    driver: str
-    line_no: int
-
-
-Entry = ConvEntry | BnEntry
 
 
 @dataclass
@@ -65,82 +57,6 @@ class ImportReport:
     skipped: dict[str, int] = field(default_factory=dict)  # other operations, by name
     bad: list[DriverLineError] = field(default_factory=list)
     entries: list[Entry] = field(default_factory=list)
-
-
-def read_lines(text: str) -> list[tuple[int, str]]:
-    """Number the lines of ``text`` from 1, dropping blank lines and ``#`` comments."""
-    out = []
-    for no, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if line and not line.startswith("#"):
-            out.append((no, line))
-    return out
-
-
-def parse_line(
-    line: str, *, batches: Sequence[int] | None = None, command: str | None = None
-) -> list[Entry]:
-    """The catalogue entries one conv or batch-norm driver line describes (after overrides)."""
-    if line_kind(line) == "bnorm":
-        bn = parse_bnorm_line(line)
-        bns = [bn] if not batches else [bn.with_batchsize(n) for n in batches]
-        return [BnEntry(bnorm_key(p), p, line if p == bn else p.to_driver_line(), 0) for p in bns]
-    entries: list[Entry] = []
-    for parsed in parse_driver_line(line):
-        variants = [parsed]
-        if command:
-            variants = [p.with_command(command) for p in variants]
-        if batches:
-            variants = [p.with_batchsize(n) for p in variants for n in batches]
-        for p in variants:
-            driver = line if p == parsed else to_driver_line(p)
-            entries.append(ConvEntry(find_db_key(p), p, driver, 0))
-    return entries
-
-
-@dataclass
-class Parsed:
-    """Numbered lines, parsed: entries (first occurrence of each key wins), one error per bad
-    line, and the count of lines of other operations (pool, lrn, ...) that Tuna does not tune."""
-
-    entries: list[Entry]
-    bad: list[DriverLineError]
-    skipped: dict[str, int]
-
-
-def parse_lines(
-    lines: Iterable[tuple[int, str]],
-    *,
-    batches: Sequence[int] | None = None,
-    command: str | None = None,
-) -> Parsed:
-    if command is not None and command not in COMMANDS:
-        raise TunaError(f"-c/--command: {command!r} is not one of {', '.join(COMMANDS)}")
-    entries: dict[str, Entry] = {}
-    bad: list[DriverLineError] = []
-    skipped: dict[str, int] = {}
-    for no, line in lines:
-        try:
-            kind = line_kind(line)
-            if kind not in ("conv", "bnorm"):
-                skipped[kind] = skipped.get(kind, 0) + 1
-                continue
-            found = parse_line(line, batches=batches, command=command)
-        except DriverLineError as e:
-            bad.append(e.at_line(no, line))
-            continue
-        except TunaError as e:
-            bad.append(DriverLineError(str(e), line_no=no, line=line))
-            continue
-        for entry in found:
-            if entry.key not in entries:
-                entries[entry.key] = type(entry)(
-                    entry.key,
-                    entry.problem,  # type: ignore[arg-type]
-                    entry.driver,
-                    no,
-                )
-    return Parsed(list(entries.values()), bad, skipped)
 
 
 def import_configs(
@@ -164,26 +80,35 @@ def import_configs(
     """
     if tag_only and not tag:
         raise TunaError("-T/--tag_only needs a tag: pass -t TAG")
-    parsed = parse_lines(lines, batches=batches, command=command)
-    entries, bad = parsed.entries, parsed.bad
-    if bad and not skip_bad:
-        raise ImportRefusedError(bad, source)
-    report = ImportReport(
-        lines=len(lines), configs=len(entries), skipped=parsed.skipped, bad=bad, entries=entries
-    )
-    conv = [e for e in entries if isinstance(e, ConvEntry)]
-    bns = [e for e in entries if isinstance(e, BnEntry)]
-    with db.session() as session:
-        for model, key_col, group, make_rows in (
-            (ConvConfig, ConvConfig.fdb_key, conv, _conv_rows),
-            (BnConfig, BnConfig.bn_key, bns, _bn_rows),
-        ):
-            present, new = _store(
-                session, model, key_col, group, make_rows, tag_only, report, progress
-            )
-            if tag:
-                tag_model = ConfigTag if model is ConvConfig else BnConfigTag
-                report.tagged += _tag(session, tag_model, present, new, tag, recurrent)
+    parser = LineParser(batches=batches, command=command)
+    with without_cyclic_gc():
+        parsed = 0
+        for part in chunks(lines, CHUNK):
+            parser.feed(part)
+            parsed += len(part)
+            if progress:
+                progress("parse", parsed, len(lines))
+        if parser.bad and not skip_bad:
+            raise ImportRefusedError(parser.bad, source)
+        entries = list(parser.entries.values())
+        report = ImportReport(
+            lines=len(lines),
+            configs=len(entries),
+            skipped=parser.skipped,
+            bad=parser.bad,
+            entries=entries,
+        )
+        conv = [e for e in entries if isinstance(e, ConvEntry)]
+        bns = [e for e in entries if isinstance(e, BnEntry)]
+        with db.session() as session:
+            for model, key_col, group, make_rows in (
+                (ConvConfig, ConvConfig.fdb_key, conv, _conv_rows),
+                (BnConfig, BnConfig.bn_key, bns, _bn_rows),
+            ):
+                present, new = _store(session, model, key_col, group, make_rows, tag_only, report)
+                if tag:
+                    tag_model = ConfigTag if model is ConvConfig else BnConfigTag
+                    report.tagged += _tag(session, tag_model, present, new, tag, recurrent)
     log.info(
         "import %s: %d configs, %d inserted, %d present, %d tagged, %d bad",
         source,
@@ -191,7 +116,7 @@ def import_configs(
         report.inserted,
         report.already_present,
         report.tagged,
-        len(bad),
+        len(report.bad),
     )
     return report
 
@@ -215,12 +140,17 @@ def _store(
     make_rows: Callable[[Session, list[Any]], list[dict[str, Any]]],
     tag_only: bool,
     report: ImportReport,
-    progress: Progress | None,
 ) -> tuple[list[int], list[int]]:
     """Insert the entries not yet present; returns (ids already present, ids inserted)."""
     if not entries:
         return [], []
-    present = _existing(session, key_col, [e.key for e in entries])
+    keys = [e.key for e in entries]
+    # A probe of the first keys decides whether the whole pre-check is worth its round
+    # trips: when none of them is present (a new file), every row is simply inserted and
+    # any that turn out to exist are told apart afterwards by their ids.
+    present = _existing(session, key_col, keys[:PROBE])
+    if present or tag_only:
+        present = _existing(session, key_col, keys)
     missing = [e for e in entries if e.key not in present]
     if tag_only:
         report.already_present += len(present)
@@ -234,14 +164,12 @@ def _store(
             session,
             model,
             make_rows(session, missing),
-            progress=progress,
-            stage=f"{model.__tablename__} rows",
         )
         wanted = {e.key for e in missing}
         for key, id_ in session.execute(select(key_col, model.id).where(model.id > before)):
             if key in wanted:
                 new[key] = id_
-        if len(new) < len(missing):  # another import inserted some of them first
+        if len(new) < len(missing):  # present beyond the probe, or inserted meanwhile
             present.update(_existing(session, key_col, [k for k in wanted if k not in new]))
     report.already_present += len(present)
     report.inserted += len(new)

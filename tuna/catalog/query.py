@@ -7,11 +7,11 @@ result) and its results (perf params, find times), and its db keys.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from sqlalchemy import select
 
-from tuna.catalog.importer import BnEntry, ConvEntry, parse_line
+from tuna.catalog.parsing import BnEntry, ConvEntry, parse_line
 from tuna.db import Database
 from tuna.db.models import (
     BnConfig,
@@ -112,7 +112,7 @@ def resolve(items: Sequence[tuple[int, str]]) -> list[ConvEntry | BnEntry]:
             kind = line_kind(text)
             if kind not in ("conv", "bnorm"):
                 raise DriverLineError(f"{kind!r} problems are not in the catalogue")
-            entries.extend(replace(e, line_no=no) for e in parse_line(text))
+            entries.extend(parse_line(text, line_no=no, kind=kind))
         except DriverLineError as e:
             bad.append(e.at_line(no, text))
         except TunaError as e:
