@@ -8,7 +8,8 @@ from importlib import resources
 import click
 from rich.table import Table
 
-from tuna.catalog.importer import ConvEntry, import_configs, read_lines
+from tuna.catalog.importer import import_configs
+from tuna.catalog.parsing import ConvEntry, read_lines
 from tuna.cli.base import TunaCommand, console, database, verbose_option
 from tuna.cli.catalog import print_import_report
 

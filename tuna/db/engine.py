@@ -36,11 +36,7 @@ def make_engine(url: URL | str, **kwargs: Any) -> Engine:
     if is_sqlite(url):
         if url.database and url.database != ":memory:":
             Path(url.database).parent.mkdir(parents=True, exist_ok=True)
-        # check_same_thread off: a connection may be handed between threads (an import's
-        # writer thread works in the caller's transaction), never used by two at once.
-        engine = create_engine(
-            url, connect_args={"timeout": 30, "check_same_thread": False}, **kwargs
-        )
+        engine = create_engine(url, connect_args={"timeout": 30}, **kwargs)
         _configure_sqlite(engine)
         return engine
     if url.get_backend_name() in ("mysql", "mariadb"):
