@@ -94,3 +94,14 @@ def test_every_command_is_in_the_readme():
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     for name, _cmd in main.commands.items():
         assert name in readme, f"`tuna {name}` is not documented in README.md"
+
+
+def test_large_imports_draw_a_progress_bar_and_report_the_same(runner, tmp_path, monkeypatch):
+    import tuna.cli.catalog as cli_catalog
+
+    monkeypatch.setattr(cli_catalog, "PROGRESS_MIN_LINES", 1)
+    f = tmp_path / "net.txt"
+    f.write_text(f"{LINE}\n{LINE.replace('-F 1', '-F 2')}\n")
+    result = runner.invoke(main, ["import_configs", "-t", "net", "-f", str(f)])
+    assert result.exit_code == 0, result.output
+    assert "inserted 2" in " ".join(result.output.split())

@@ -7,10 +7,20 @@ The CLI is the only layer that prints or exits. A :class:`TunaError` becomes
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from tuna.config import load_settings
 from tuna.db import Database, open_database
@@ -46,6 +56,30 @@ def setup_logging(verbose: int) -> None:
 def database() -> Database:
     """The database from the settings, schema checked (SQLite upgraded on first use)."""
     return open_database(load_settings().db_url)
+
+
+@contextmanager
+def progress_bar(enabled: bool = True) -> Iterator[Callable[[str, int, int], None] | None]:
+    """A ``progress(stage, done, total)`` callback drawing a bar per stage on stderr, or
+    None when ``enabled`` is false (short work needs no bar)."""
+    if not enabled:
+        yield None
+        return
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=err_console, transient=True) as bar:
+        tasks: dict[str, TaskID] = {}
+
+        def progress(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(stage, total=total)
+            bar.update(tasks[stage], completed=done)
+
+        yield progress
 
 
 verbose_option = click.option(

@@ -7,19 +7,18 @@ from pathlib import Path
 
 import click
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
 from rich.table import Table
 
 from tuna.catalog.importer import COMMANDS, ImportReport, import_configs, read_lines
 from tuna.catalog.query import ConfigReport, query_configs
-from tuna.cli.base import TunaCommand, console, database, err_console, verbose_option
+from tuna.cli.base import (
+    TunaCommand,
+    console,
+    database,
+    err_console,
+    progress_bar,
+    verbose_option,
+)
 from tuna.errors import TunaError
 
 PROGRESS_MIN_LINES = 5000
@@ -142,35 +141,7 @@ def import_configs_cmd(
     batch_sizes = _batches(batches)
     db = database()
     try:
-        if len(lines) >= PROGRESS_MIN_LINES:
-            with Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                console=err_console,
-                transient=True,
-            ) as bar:
-                tasks: dict[str, TaskID] = {}
-
-                def progress(stage: str, done: int, total: int) -> None:
-                    if stage not in tasks:
-                        tasks[stage] = bar.add_task(stage, total=total)
-                    bar.update(tasks[stage], completed=done)
-
-                report = import_configs(
-                    db,
-                    lines,
-                    tag=tag,
-                    source=source,
-                    tag_only=tag_only,
-                    batches=batch_sizes,
-                    command=command,
-                    recurrent=mark_recurrent,
-                    skip_bad=skip_bad,
-                    progress=progress,
-                )
-        else:
+        with progress_bar(len(lines) >= PROGRESS_MIN_LINES) as progress:
             report = import_configs(
                 db,
                 lines,
@@ -181,6 +152,7 @@ def import_configs_cmd(
                 command=command,
                 recurrent=mark_recurrent,
                 skip_bad=skip_bad,
+                progress=progress,
             )
     finally:
         db.dispose()
