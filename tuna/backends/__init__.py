@@ -43,6 +43,7 @@ __all__ = [
 # name -> "module:Class"; imported on first use.
 _BUILT_IN: dict[str, str] = {
     "noop": "tuna.backends.noop:NoopBackend",
+    "cpuconv": "tuna.backends.cpuconv:CpuConvBackend",
 }
 _registered: dict[str, Callable[[], Backend]] = {}
 

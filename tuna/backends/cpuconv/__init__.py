@@ -1,0 +1,304 @@
+"""``cpuconv``: real convolution kernels in C, compiled with the system C compiler and timed
+on the CPU. The backend the quick start and the end-to-end tests tune.
+
+Five solvers (``solvers.py``): CpuDirectNaive (the reference, not tunable), CpuDirectTiled,
+CpuIm2colGemm, CpuGemm1x1 and CpuWinograd2x3, for 2D FP32 NCHW convolutions in the three
+directions, with stride, padding, dilation and groups.
+
+What the steps mean:
+
+* **perf**: compile every candidate of the solver's space, or a deterministic sample of
+  ``max_candidates`` that always holds the default; evaluate verifies and times them all and
+  reports the fastest correct one as the perf-db row and as the find-db row.
+* **find**: compile and evaluate the default parameters (the backend cannot see the perf db);
+  the find-db row.
+* **kernel**: compile the default parameters into a kernel of its own (the kernel-cache
+  rows); evaluate only verifies it and writes no row.
+
+A non-tunable solver has one candidate and never a perf-db row.
+
+Knobs, as fields of an instance or as the session's environment (which reaches workers in
+other processes and other hosts), field first:
+
+========================  ===========================  ================================
+field                     environment                  default
+========================  ===========================  ================================
+``max_candidates``        ``CPUCONV_MAX_CANDIDATES``   64
+``jobs``                  ``CPUCONV_JOBS``             1 (parallel compiler processes)
+``per_unit``              ``CPUCONV_PER_UNIT``         8 (candidates per shared object)
+``time_budget_s``         ``CPUCONV_TIME_BUDGET_S``    60 (per job and phase)
+``march``                 ``CPUCONV_MARCH``            native
+``opt``                   ``CPUCONV_OPT``              3 (``-O3``)
+``cc``                    ``CPUCONV_CC``               cc
+``repeats``               ``CPUCONV_REPEATS``          5 (timed runs per candidate)
+``extra_candidates``      ``CPUCONV_EXTRA_CANDIDATES`` none; test only, ``;``-separated
+========================  ===========================  ================================
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tuna.backends.base import (
+    Backend,
+    CompileOutcome,
+    EvalOutcome,
+    FindResult,
+    JobWork,
+    PerfResult,
+    SolverInfo,
+)
+from tuna.backends.cpuconv import build, run
+from tuna.backends.cpuconv import solvers as sv
+from tuna.problems.conv import ConvProblem
+
+log = logging.getLogger(__name__)
+
+_PAYLOAD_VERSION = 1
+# CPU features a -march=native binary may use: evaluating it where one is missing would
+# crash the worker with SIGILL, so the evaluate phase refuses instead.
+_ISA_FLAGS = frozenset(
+    ("sse4_1", "sse4_2", "avx", "avx2", "fma", "f16c", "bmi1", "bmi2")
+    + ("avx512f", "avx512dq", "avx512bw", "avx512vl", "avx512cd", "avx512_vnni", "avx512_bf16")
+    + ("amx_tile", "asimd", "sve", "sve2")
+)
+
+
+@dataclass(frozen=True)
+class Knobs:
+    max_candidates: int
+    jobs: int
+    per_unit: int
+    time_budget_s: float
+    march: str
+    opt: str
+    cc: str
+    repeats: int
+    extra_candidates: tuple[str, ...]
+
+
+def cpu_isa() -> list[str]:
+    """The features of ``_ISA_FLAGS`` this machine has, from /proc/cpuinfo (empty elsewhere)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return []
+    flags: set[str] = set()
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("flags", "Features"):
+            flags.update(value.split())
+    return sorted(flags & _ISA_FLAGS)
+
+
+@dataclass
+class CpuConvBackend(Backend):
+    max_candidates: int | None = None
+    jobs: int | None = None
+    per_unit: int | None = None
+    time_budget_s: float | None = None
+    march: str | None = None
+    opt: str | None = None
+    cc: str | None = None
+    repeats: int | None = None
+    extra_candidates: tuple[str, ...] | None = None
+
+    name = "cpuconv"
+
+    def solvers(self) -> list[SolverInfo]:
+        return list(sv.SOLVERS)
+
+    def applicability(self, problem: ConvProblem, solver: str) -> str | None:
+        return sv.applicability(problem, solver)
+
+    def tuning_space(self, problem: ConvProblem, solver: str) -> list[str]:
+        return sv.tuning_space(problem, solver)
+
+    def default_params(self, problem: ConvProblem, solver: str) -> str:
+        """The untuned parameters of ``solver`` on ``problem`` (``""``: it has none)."""
+        return sv.default_params(problem, solver)
+
+    def knobs(self, environment: dict[str, Any] | None = None) -> Knobs:
+        """The settings in force: a field's value, else the session environment's, else the
+        default; raises ``ValueError`` for an environment value of the wrong type."""
+        env = environment or {}
+
+        def pick(field: Any, key: str, default: Any) -> Any:
+            if field is not None:
+                return field
+            value = env.get(key)
+            if value in (None, ""):
+                return default
+            try:
+                return type(default)(value)
+            except ValueError as e:
+                raise ValueError(f"{key}={value!r}: expected {type(default).__name__}") from e
+
+        extra = self.extra_candidates
+        if extra is None:
+            extra = tuple(e for e in str(env.get("CPUCONV_EXTRA_CANDIDATES", "")).split(";") if e)
+        return Knobs(
+            max_candidates=pick(self.max_candidates, "CPUCONV_MAX_CANDIDATES", 64),
+            jobs=pick(self.jobs, "CPUCONV_JOBS", 1),
+            per_unit=pick(self.per_unit, "CPUCONV_PER_UNIT", 8),
+            time_budget_s=pick(self.time_budget_s, "CPUCONV_TIME_BUDGET_S", 60.0),
+            march=pick(self.march, "CPUCONV_MARCH", "native"),
+            opt=pick(self.opt, "CPUCONV_OPT", "3"),
+            cc=pick(self.cc, "CPUCONV_CC", "cc"),
+            repeats=pick(self.repeats, "CPUCONV_REPEATS", 5),
+            extra_candidates=tuple(extra),
+        )
+
+    def candidates(self, problem: ConvProblem, solver: str, step: str, knobs: Knobs) -> list[str]:
+        """The parameters a job compiles: the default first, then (perf step of a tunable
+        solver) a sample of the space fixed by the problem and solver, then the extras."""
+        default = sv.default_params(problem, solver)
+        chosen = [default]
+        if step == "perf" and solver in sv.SPECS:
+            rest = [c for c in sv.space_params(problem, solver) if c != default]
+            keep = max(0, knobs.max_candidates - 1)
+            if len(rest) > keep:
+                seed = hashlib.sha256(f"{problem!r} {solver}".encode()).digest()
+                picked = set(random.Random(seed).sample(range(len(rest)), keep))
+                rest = [c for i, c in enumerate(rest) if i in picked]
+            chosen += rest
+        chosen += [c for c in knobs.extra_candidates if c not in chosen]
+        return chosen
+
+    def compile(self, work: JobWork) -> CompileOutcome:
+        problem, solver = work.problem, work.solver
+        reason = sv.applicability(problem, solver)
+        if reason is not None:
+            return CompileOutcome.inapplicable(reason)
+        knobs = self.knobs(dict(work.session.environment))
+        too_large = sv.too_large_reason(problem, knobs.time_budget_s)
+        if too_large:
+            return CompileOutcome.failed(too_large)
+        started = time.monotonic()
+        try:
+            params = self.candidates(problem, solver, work.step, knobs)
+            for p in params:
+                sv.parse_params(solver, p)
+        except ValueError as e:
+            return CompileOutcome.failed(f"bad candidate: {e}")
+        units = build.plan_units(
+            problem, solver, params, march=knobs.march, opt=knobs.opt, per_unit=knobs.per_unit
+        )
+        try:
+            kernels = build.build_units(
+                units, cc=knobs.cc, jobs=knobs.jobs, deadline=started + knobs.time_budget_s
+            )
+        except build.BudgetExceededError as e:
+            return CompileOutcome.failed(
+                f"time budget of {knobs.time_budget_s:g} s exceeded after compiling "
+                f"{e.done} of {e.total} candidates"
+            )
+        except build.BuildError as e:
+            return CompileOutcome.failed(str(e))
+        log.info(
+            "job %d: built %d candidate(s) of %s in %d unit(s), %.1f s",
+            work.job_id, len(params), solver, len(units), time.monotonic() - started,
+        )  # fmt: skip
+        payload = {
+            "version": _PAYLOAD_VERSION,
+            "solver": solver,
+            "step": work.step,
+            "march": knobs.march,
+            "isa": cpu_isa(),
+            "default": params[0],
+            "space": len(sv.space_params(problem, solver)),
+            "candidates": {p: [u.name, sym] for u in units for p, sym in u.symbols},
+        }
+        return CompileOutcome(kernels=tuple(kernels), payload=json.dumps(payload))
+
+    def evaluate(self, work: JobWork) -> EvalOutcome:
+        problem, solver = work.problem, work.solver
+        reason = sv.applicability(problem, solver)
+        if reason is not None:
+            return EvalOutcome.inapplicable(reason)
+        knobs = self.knobs(dict(work.session.environment))
+        too_large = sv.too_large_reason(problem, knobs.time_budget_s)
+        if too_large:
+            return EvalOutcome.failed(too_large)
+        try:
+            payload = json.loads(work.payload or "")
+            table: dict[str, list[str]] = payload["candidates"]
+        except (ValueError, KeyError, TypeError):
+            return EvalOutcome.failed("no usable compile payload: run the compile phase again")
+        if payload.get("solver") != solver:
+            return EvalOutcome.failed(f"payload is for {payload.get('solver')}, not {solver}")
+        missing_isa = sorted(set(payload.get("isa", [])) - set(cpu_isa()))
+        if payload.get("march") == "native" and missing_isa:
+            return EvalOutcome.failed(
+                f"kernels built with -march=native on a CPU with {', '.join(missing_isa)}, "
+                "which this one lacks: compile on a machine like this one or set CPUCONV_MARCH"
+            )
+        by_name = {k.name: k for k in work.kernels}
+        absent = sorted({name for name, _ in table.values()} - by_name.keys())
+        if absent:
+            return EvalOutcome.failed(f"compiled kernels missing: {', '.join(absent)}")
+        started = time.monotonic()
+        with run.loaded(list(by_name.values()), f"cpuconv-{work.job_id}-{work.attempt}-") as libs:
+            candidates = [
+                run.Candidate(
+                    params,
+                    run.kernel_fn(libs[name], symbol),
+                    sv.workspace_bytes(problem, solver, sv.parse_params(solver, params)),
+                )
+                for params, (name, symbol) in table.items()
+            ]
+            tolerance = run.WINOGRAD_TOLERANCE if solver == sv.WINOGRAD else run.FP32_TOLERANCE
+            try:
+                measured = run.measure(
+                    problem,
+                    candidates,
+                    tolerance=tolerance,
+                    repeats=knobs.repeats,
+                    deadline=started + knobs.time_budget_s,
+                    reference=run.Reference.get(knobs.cc),
+                )
+            except run.TimeBudgetExceeded as e:
+                return EvalOutcome.failed(
+                    f"time budget of {knobs.time_budget_s:g} s exceeded after {e.done} of "
+                    f"{e.total} candidates"
+                )
+        return self._outcome(work, measured, {c.params: c.workspace for c in candidates})
+
+    def _outcome(
+        self, work: JobWork, measured: list[run.Measured], workspace: dict[str, int]
+    ) -> EvalOutcome:
+        passed = [m for m in measured if m.ok]
+        failed = [m for m in measured if not m.ok]
+        if failed:
+            log.warning(
+                "job %d: %d of %d candidate(s) of %s failed verification: %s",
+                work.job_id, len(failed), len(measured), work.solver,
+                ", ".join(f"{m.params or '-'} (max error {m.error:g})" for m in failed[:5]),
+            )  # fmt: skip
+        if not passed:
+            worst = failed[0]
+            return EvalOutcome.failed(
+                f"verification failed: {len(failed)} of {len(measured)} candidate(s) wrong, "
+                f"max error {worst.error:g} with parameters {worst.params or '(none)'}"
+            )
+        if work.step == "kernel":
+            return EvalOutcome()
+        best = min(passed, key=lambda m: (m.time_ms, m.params))
+        assert best.time_ms is not None
+        params = best.params or None
+        find = FindResult(
+            time_ms=best.time_ms,
+            workspace=workspace[best.params],
+            algorithm=sv.algorithm_name(work.solver, work.problem.direction),
+            params=params,
+        )
+        tunable = sv.BY_NAME[work.solver].tunable
+        perf = PerfResult(best.params) if work.step == "perf" and tunable else None
+        return EvalOutcome(perf=perf, find=find)

@@ -1,0 +1,142 @@
+/* The GEMM core of CpuIm2colGemm, CpuGemm1x1 and CpuWinograd2x3, specialised per candidate.
+ *
+ * Per inclusion: KNAME and the parameters
+ *   GM_MR  rows of C per register tile
+ *   GM_NV  vectors per register tile row (NN) / rows of B per register tile (NT)
+ *   GM_VW  vector width in floats (GCC vector extension: the compiler picks the instructions)
+ *   GM_KC  depth of a cache block of the reduction
+ * Row ranges [i0, i1) let callers split C between threads.
+ */
+#include "common.h"
+
+typedef float FN(vf) __attribute__((vector_size(GM_VW * sizeof(float))));
+#define GM_NR (GM_NV * GM_VW)
+
+/* acc[MR][NR] = A(MR x kc) B(kc x NR), B rows contiguous; C = (first ? 0 : C) + acc. */
+static inline __attribute__((always_inline)) void FN(mk_nn)(long kc, const float *restrict a,
+                                                           long sam, long sak,
+                                                           const float *restrict b, long ldb,
+                                                           float *restrict c, long ldc, int first) {
+    FN(vf) acc[GM_MR][GM_NV];
+    for (int i = 0; i < GM_MR; i++)
+        for (int v = 0; v < GM_NV; v++) acc[i][v] = (FN(vf)){0};
+    for (long p = 0; p < kc; p++) {
+        FN(vf) bv[GM_NV];
+        for (int v = 0; v < GM_NV; v++) memcpy(&bv[v], b + p * ldb + v * GM_VW, sizeof bv[v]);
+        for (int i = 0; i < GM_MR; i++) {
+            const float s = a[i * sam + p * sak];
+            for (int v = 0; v < GM_NV; v++) acc[i][v] += s * bv[v];
+        }
+    }
+    for (int i = 0; i < GM_MR; i++)
+        for (int v = 0; v < GM_NV; v++) {
+            float *cp = c + i * ldc + v * GM_VW;
+            if (!first) {
+                FN(vf) old;
+                memcpy(&old, cp, sizeof old);
+                acc[i][v] += old;
+            }
+            memcpy(cp, &acc[i][v], sizeof acc[i][v]);
+        }
+}
+
+static void FN(mk_nn_edge)(long kc, const float *restrict a, long sam, long sak,
+                           const float *restrict b, long ldb, float *restrict c, long ldc,
+                           long mr, long nr, int first) {
+    float acc[GM_MR][GM_NR];
+    memset(acc, 0, sizeof acc);
+    for (long p = 0; p < kc; p++)
+        for (long i = 0; i < mr; i++) {
+            const float s = a[i * sam + p * sak];
+            for (long j = 0; j < nr; j++) acc[i][j] += s * b[p * ldb + j];
+        }
+    for (long i = 0; i < mr; i++)
+        for (long j = 0; j < nr; j++) c[i * ldc + j] = (first ? 0.0f : c[i * ldc + j]) + acc[i][j];
+}
+
+/* C[i0:i1, :N] = (accumulate ? C : 0) + A B with A(i, p) at A[i sam + p sak], B(p, j) at
+ * B[p ldb + j]. */
+CV_UNUSED static void FN(gemm_nn)(long i0, long i1, long N, long Kd, const float *A, long sam, long sak,
+                        const float *B, long ldb, float *C, long ldc, int accumulate) {
+    for (long pc = 0; pc < Kd; pc += GM_KC) {
+        const long kc = CV_MIN(GM_KC, Kd - pc);
+        const int first = pc == 0 && !accumulate;
+        for (long j = 0; j < N; j += GM_NR) {
+            const long nr = CV_MIN(GM_NR, N - j);
+            for (long i = i0; i < i1; i += GM_MR) {
+                const long mr = CV_MIN(GM_MR, i1 - i);
+                const float *ap = A + i * sam + pc * sak, *bp = B + pc * ldb + j;
+                float *cp = C + i * ldc + j;
+                if (mr == GM_MR && nr == GM_NR)
+                    FN(mk_nn)(kc, ap, sam, sak, bp, ldb, cp, ldc, first);
+                else
+                    FN(mk_nn_edge)(kc, ap, sam, sak, bp, ldb, cp, ldc, mr, nr, first);
+            }
+        }
+    }
+}
+
+/* acc[MR][NV] = A(MR x kc) B(NV x kc)^T, both rows contiguous along the reduction. */
+static inline __attribute__((always_inline)) void FN(mk_nt)(long kc, const float *restrict a,
+                                                           long lda, const float *restrict b,
+                                                           long ldb, float *restrict c, long ldc,
+                                                           int first) {
+    FN(vf) acc[GM_MR][GM_NV];
+    for (int i = 0; i < GM_MR; i++)
+        for (int v = 0; v < GM_NV; v++) acc[i][v] = (FN(vf)){0};
+    const long kv = kc - kc % GM_VW; /* the reduction in whole vectors; the rest below */
+    for (long p = 0; p < kv; p += GM_VW) {
+        FN(vf) av[GM_MR], bv[GM_NV];
+        for (int i = 0; i < GM_MR; i++) memcpy(&av[i], a + i * lda + p, sizeof av[i]);
+        for (int v = 0; v < GM_NV; v++) memcpy(&bv[v], b + v * ldb + p, sizeof bv[v]);
+        for (int i = 0; i < GM_MR; i++)
+            for (int v = 0; v < GM_NV; v++) acc[i][v] += av[i] * bv[v];
+    }
+    for (int i = 0; i < GM_MR; i++)
+        for (int v = 0; v < GM_NV; v++) {
+            float s = 0;
+            for (int l = 0; l < GM_VW; l++) s += acc[i][v][l];
+            for (long q = kv; q < kc; q++) s += a[i * lda + q] * b[v * ldb + q];
+            c[i * ldc + v] = (first ? 0.0f : c[i * ldc + v]) + s;
+        }
+}
+
+static void FN(mk_nt_edge)(long kc, const float *restrict a, long lda, const float *restrict b,
+                           long ldb, float *restrict c, long ldc, long mr, long nb, int first) {
+    for (long i = 0; i < mr; i++)
+        for (long v = 0; v < nb; v++) {
+            float s = 0;
+            for (long q = 0; q < kc; q++) s += a[i * lda + q] * b[v * ldb + q];
+            c[i * ldc + v] = (first ? 0.0f : c[i * ldc + v]) + s;
+        }
+}
+
+/* C[i0:i1, :N] = (accumulate ? C : 0) + A B^T with A(i, p) at A[i lda + p], B(j, p) at
+ * B[j ldb + p]. */
+CV_UNUSED static void FN(gemm_nt)(long i0, long i1, long N, long Kd, const float *A, long lda,
+                        const float *B, long ldb, float *C, long ldc, int accumulate) {
+    for (long pc = 0; pc < Kd; pc += GM_KC) {
+        const long kc = CV_MIN(GM_KC, Kd - pc);
+        const int first = pc == 0 && !accumulate;
+        for (long j = 0; j < N; j += GM_NV) {
+            const long nb = CV_MIN(GM_NV, N - j);
+            for (long i = i0; i < i1; i += GM_MR) {
+                const long mr = CV_MIN(GM_MR, i1 - i);
+                const float *ap = A + i * lda + pc, *bp = B + j * ldb + pc;
+                float *cp = C + i * ldc + j;
+                if (mr == GM_MR && nb == GM_NV)
+                    FN(mk_nt)(kc, ap, lda, bp, ldb, cp, ldc, first);
+                else
+                    FN(mk_nt_edge)(kc, ap, lda, bp, ldb, cp, ldc, mr, nb, first);
+            }
+        }
+    }
+}
+
+/* Row blocks [r0, r1) of MR rows, of the problem numbered `job`, from a flat task range
+ * over (jobs x row blocks). */
+#define GM_FOR_ROW_BLOCKS(begin, end, rows, job, r0, r1)                                      \
+    for (long gm_t = (begin), job, r0, r1, gm_nb = ((rows) + GM_MR - 1) / GM_MR;            \
+         gm_t < (end) && ((job = gm_t / gm_nb), (r0 = gm_t % gm_nb),                         \
+                          (r1 = CV_MIN(gm_nb, r0 + (end) - gm_t)), 1);                       \
+         gm_t += r1 - r0)

@@ -1,0 +1,211 @@
+"""Running compiled candidates: load, verify against the reference, time.
+
+Kernels arrive as bytes (compiled on this machine or another): they are written to a private
+temporary directory and loaded with ``ctypes``. Inputs are seeded random values in [-1, 1)
+made by the reference library, so every machine sees the same data; the expected output
+comes from the naive kernels of the reference library, with double accumulators.
+
+Verification: a candidate passes when ``max|out - ref| <= tol * max|ref|`` over the whole
+output (and the output holds no NaN: it is filled with NaNs before the candidate runs, so an
+element it forgets to write fails it). ``tol`` is 1e-3 for FP32. Winograd F(2x2, 3x3) gets
+2e-3: its transforms add and subtract up to 16 values (and halve some) before and after the
+products, so each output carries a few more roundings than a direct sum (measured on the
+ResNet-50 3x3 layers: about 5e-7 against 2e-7 for im2col). The bound stays tight enough that
+one missing filter tap of a 512-channel 3x3 problem (about 1e-2) fails verification.
+
+Timing: the verification run is the first warm-up; one more warm-up, then ``repeats`` runs,
+of which the median is the time in ms. A candidate that is more than ``prune`` times slower
+than the best so far after its warm-up is not repeated: its time is that warm-up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import statistics
+import tempfile
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tuna.backends.base import KernelBinary
+from tuna.backends.cpuconv import build
+from tuna.problems.conv import ConvProblem
+
+log = logging.getLogger(__name__)
+
+FP32_TOLERANCE = 1e-3
+WINOGRAD_TOLERANCE = 2e-3
+_SEEDS = (0x5EED0001, 0x5EED0002)
+_FloatPtr = ctypes.POINTER(ctypes.c_float)
+KernelFn = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    params: str
+    fn: KernelFn
+    workspace: int  # bytes
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What became of a candidate: its time (ms) if it passed, otherwise why not."""
+
+    params: str
+    time_ms: float | None
+    error: float | None
+    reason: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.time_ms is not None
+
+
+class TimeBudgetExceeded(Exception):
+    """Raised when candidates run past their deadline; ``done`` of ``total`` were measured."""
+
+    def __init__(self, done: int, total: int, measured: list[Measured]) -> None:
+        super().__init__(f"deadline passed after {done} of {total} candidates")
+        self.done, self.total, self.measured = done, total, measured
+
+
+def tensor_sizes(p: ConvProblem) -> tuple[int, int, int]:
+    """Elements of (a, b, out) as the kernels take them for ``p``'s direction."""
+    (hi, wi), (ho, wo), (fy, fx) = p.in_size, p.out_size, p.fil_size
+    x = p.batchsize * p.in_channels * hi * wi
+    w = p.out_channels * (p.in_channels // p.group_count) * fy * fx
+    y = p.batchsize * p.out_channels * ho * wo
+    return {"F": (x, w, y), "B": (y, w, x), "W": (x, y, w)}[p.direction]
+
+
+def _shape(p: ConvProblem) -> ctypes.Array[ctypes.c_int]:
+    (hi, wi), (ho, wo), (fy, fx) = p.in_size, p.out_size, p.fil_size
+    values = (p.batchsize, p.in_channels, p.out_channels, p.group_count, hi, wi, ho, wo, fy, fx)
+    return (ctypes.c_int * 16)(*values, *p.pad, *p.stride, *p.dilation)
+
+
+class Reference:
+    """The process's reference library: data, expected outputs, the error measure."""
+
+    _instance: Reference | None = None
+
+    def __init__(self, cc: str = "cc") -> None:
+        lib = ctypes.CDLL(str(build.reference_library(cc)))
+        self._ref = {
+            d: getattr(lib, f"cv_ref_{n}")
+            for d, n in zip("FBW", ("fwd", "bwd", "wrw"), strict=True)
+        }
+        self.fill_random = lib.cv_fill_random
+        self.fill_random.argtypes = (_FloatPtr, ctypes.c_long, ctypes.c_uint64)
+        self.fill_value = lib.cv_fill_value
+        self.fill_value.argtypes = (_FloatPtr, ctypes.c_long, ctypes.c_float)
+        self.max_error = lib.cv_max_error
+        self.max_error.argtypes = (_FloatPtr, _FloatPtr, ctypes.c_long)
+        self.max_error.restype = ctypes.c_double
+        self._cases: OrderedDict[ConvProblem, tuple[Any, Any, Any]] = OrderedDict()
+
+    @classmethod
+    def get(cls, cc: str = "cc") -> Reference:
+        if cls._instance is None:
+            cls._instance = cls(cc)
+        return cls._instance
+
+    def case(self, p: ConvProblem) -> tuple[Any, Any, Any]:
+        """(a, b, expected out) of ``p``: seeded inputs and the reference's output, cached."""
+        if p in self._cases:
+            self._cases.move_to_end(p)
+            return self._cases[p]
+        na, nb, nout = tensor_sizes(p)
+        a, b, out = (ctypes.c_float * na)(), (ctypes.c_float * nb)(), (ctypes.c_float * nout)()
+        self.fill_random(a, na, _SEEDS[0])
+        self.fill_random(b, nb, _SEEDS[1])
+        self._ref[p.direction](_shape(p), a, b, out, None)
+        self._cases[p] = (a, b, out)
+        while len(self._cases) > 2:
+            self._cases.popitem(last=False)
+        return a, b, out
+
+
+@contextlib.contextmanager
+def loaded(kernels: Sequence[KernelBinary], prefix: str) -> Iterator[dict[str, ctypes.CDLL]]:
+    """The kernels' shared objects, loaded from a private directory; unloaded afterwards."""
+    libs: dict[str, ctypes.CDLL] = {}
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        try:
+            for k in kernels:
+                path = Path(tmp) / Path(k.name).name
+                path.write_bytes(k.binary)
+                libs[k.name] = ctypes.CDLL(str(path))
+            yield libs
+        finally:
+            for lib in libs.values():
+                _unload(lib)
+
+
+def _unload(lib: ctypes.CDLL) -> None:
+    import _ctypes
+
+    dlclose = getattr(_ctypes, "dlclose", None)
+    if dlclose is not None:
+        with contextlib.suppress(OSError):
+            dlclose(lib._handle)
+
+
+def kernel_fn(lib: ctypes.CDLL, symbol: str) -> KernelFn:
+    fn = getattr(lib, symbol)
+    fn.argtypes = (_FloatPtr, _FloatPtr, _FloatPtr, _FloatPtr)
+    fn.restype = None
+    return fn
+
+
+def measure(
+    p: ConvProblem,
+    candidates: Sequence[Candidate],
+    *,
+    tolerance: float = FP32_TOLERANCE,
+    repeats: int = 5,
+    prune: float = 4.0,
+    deadline: float | None = None,
+    reference: Reference | None = None,
+) -> list[Measured]:
+    """Verify and time ``candidates`` in order; raises :class:`TimeBudgetExceeded` when the
+    ``time.monotonic()`` deadline passes with candidates left."""
+    ref = reference or Reference.get()
+    a, b, expected = ref.case(p)
+    nout = len(expected)
+    out = (ctypes.c_float * nout)()
+    ws_floats = max((c.workspace for c in candidates), default=0) // 4
+    ws = (ctypes.c_float * ws_floats)() if ws_floats else None
+    results: list[Measured] = []
+    best: float | None = None
+    for i, cand in enumerate(candidates):
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeBudgetExceeded(i, len(candidates), results)
+        ref.fill_value(out, nout, float("nan"))
+        cand.fn(a, b, out, ws)
+        error = ref.max_error(out, expected, nout)
+        if not error <= tolerance:
+            log.info("candidate %s: verification failed (max error %g)", cand.params, error)
+            results.append(Measured(cand.params, None, error, "verification failed"))
+            continue
+        warm = _time_ms(cand.fn, a, b, out, ws)
+        if best is not None and warm > prune * best:
+            times = [warm]
+        else:
+            runs = repeats if warm < 100 else max(1, min(repeats, 3))
+            times = [_time_ms(cand.fn, a, b, out, ws) for _ in range(runs)]
+        median = statistics.median(times)
+        best = median if best is None else min(best, median)
+        results.append(Measured(cand.params, median, error))
+    return results
+
+
+def _time_ms(fn: KernelFn, *args: Any) -> float:
+    start = time.perf_counter_ns()
+    fn(*args)
+    return (time.perf_counter_ns() - start) / 1e6
