@@ -54,15 +54,6 @@ def test_query_db_shows_key_tags_and_driver(runner):
     )
 
 
-def test_quickstart_imports_the_sample(runner):
-    result = runner.invoke(main, ["quickstart"])
-    assert result.exit_code == 0, result.output
-    assert "resnet50 at batch 4:" in result.output
-    assert "1024-14-14-1x1-2048-7-7-4-0x0-2x2-1x1-0-NCHW-FP32-F" in result.output
-    again = runner.invoke(main, ["quickstart"])
-    assert "inserted 0" in " ".join(again.output.split())
-
-
 def test_db_commands(runner, tmp_path):
     current = runner.invoke(main, ["db", "current"])
     assert "revision (none)" in current.output and "needs `tuna db upgrade`" in current.output

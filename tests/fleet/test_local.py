@@ -125,3 +125,42 @@ def test_ctrl_c_stops_the_workers_and_hands_their_jobs_back(sqlite_url, tmp_path
     assert JobState.COMPILE_START not in states  # nothing left leased
     assert JobState.NEW in states  # the rest was handed back, not lost
     db.dispose()
+
+
+def test_cpuconv_compiled_by_one_set_of_workers_is_evaluated_by_another(db, tmp_path):
+    """Real kernels: compile workers build them into the kernel cache, separate eval workers
+    load them from the database, verify and time them; every job ends with its results."""
+    from tuna.db.models import FindDb, JobKernel, PerfDb
+
+    lines = (
+        "MIOpenDriver conv -n 1 -c 8 -H 10 -W 10 -k 8 -y 3 -x 3 -p 1 -q 1 -F 1\n"
+        "MIOpenDriver conv -n 1 -c 8 -H 10 -W 10 -k 16 -y 1 -x 1 -F 1"
+    )
+    import_configs(db, read_lines(lines), tag="small")
+    sid = create_session(
+        db,
+        SessionSpec(
+            arch="cpu", num_cu=2, backend="cpuconv", environment={"CPUCONV_MAX_CANDIDATES": "2"}
+        ),
+    ).id
+    loaded = load_jobs(db, sid, step="perf", tag="small")
+    url = db.url.render_as_string(hide_password=False)
+    compiled = run_local(
+        db, sid, Task.COMPILE, workers=2, log_dir=tmp_path, db_url=url, interval=0.3
+    )
+    assert compiled.drained and compiled.exit_codes == [0, 0]
+    evaluated = run_local(
+        db, sid, Task.RUN_PERF, workers=2, log_dir=tmp_path, db_url=url, interval=0.3
+    )
+    assert evaluated.drained and evaluated.exit_codes == [0, 0]
+    counts = job_counts(db, sid).by_state
+    assert counts[JobState.EVALUATED] == loaded.inserted, counts
+    with db.session() as s:
+        jobs = s.scalars(select(Job).where(Job.session == sid)).all()
+        find = s.scalars(select(FindDb).where(FindDb.session == sid)).all()
+        perf = s.scalars(select(PerfDb).where(PerfDb.session == sid)).all()
+        linked = set(s.scalars(select(JobKernel.job)))
+    assert len(find) == len(jobs)  # one find row per (config, solver)
+    assert all(f.time_ms > 0 and f.workspace >= 0 for f in find)
+    assert perf and all(p.params for p in perf)  # tunable solvers got their best params
+    assert {j.id for j in jobs} <= linked  # every job's kernels are in the cache

@@ -2,64 +2,121 @@
 
 from __future__ import annotations
 
-from collections import Counter
-from importlib import resources
+import math
+import os
+import time
+from pathlib import Path
 
 import click
+from rich.live import Live
 from rich.table import Table
 
-from tuna.catalog.importer import import_configs
-from tuna.catalog.parsing import ConvEntry, read_lines
-from tuna.cli.base import TunaCommand, console, database, verbose_option
-from tuna.cli.catalog import print_import_report
+from tuna.cli.base import TunaCommand, console, database, err_console, verbose_option
+from tuna.cli.go_fish import _progress_table
+from tuna.config import data_dir, load_settings
+from tuna.fleet.local import Progress, Task
+from tuna.fleet.quickstart import run_quickstart
 
-SAMPLE = "resnet50.txt"
+
+def _x(value: float | None) -> str:
+    return f"{value:.1f}x" if value else "-"
 
 
 @click.command("quickstart", cls=TunaCommand)
 @click.option(
-    "-b",
-    "--batch",
-    default=4,
+    "-w",
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Worker processes (default: one per CPU core).",
+)
+@click.option(
+    "--candidates",
+    type=click.IntRange(min=1),
+    default=24,
     show_default=True,
-    help="Batch size the sample layers are imported at.",
+    help="Candidates compiled and timed per tunable solver and problem.",
 )
 @verbose_option
-def quickstart(batch: int) -> None:
-    """Run the catalogue end to end on this machine, with no configuration.
+def quickstart(workers: int | None, candidates: int) -> None:
+    """Tune a few real convolutions on this machine, with no configuration.
 
-    Uses the database from the environment, by default an embedded SQLite database in
-    your data directory (created on first use). Imports resnet50's layers (a copy of
-    MIOpenDriver lines shipped with Tuna) at a small batch size, tags them, and shows
-    the catalogue with each problem's MIOpen find-db key.
+    Uses the database from the environment — by default an embedded SQLite database in
+    your data directory, created on first use — and the built-in CPU backend (cpuconv:
+    convolution kernels in C, compiled with the system C compiler and timed here).
+    Imports four resnet50 layers at batch 1, creates a session for this CPU, loads the
+    jobs, runs the compile and evaluate phases with local workers, and shows per layer
+    the fastest solver, its time, and its speed-up over the naive solver and over its
+    own untuned default parameters.
 
     \b
     Example:
       tuna quickstart
     """
-    text = resources.files("tuna.catalog.samples").joinpath(SAMPLE).read_text()
-    lines = read_lines(text)
+    settings = load_settings()
+    started = time.monotonic()
     db = database()
+    stage = {"name": ""}
     try:
-        report = import_configs(
-            db, lines, tag="quickstart-resnet50", source=f"sample {SAMPLE}", batches=[batch]
-        )
+        with Live(console=err_console, transient=True, auto_refresh=False) as live:
+
+            def show(p: Progress) -> None:
+                table = _progress_table(p, Task.COMPILE)
+                table.title = stage["name"]
+                live.update(table, refresh=True)
+
+            result = run_quickstart(
+                db,
+                settings.db_url.render_as_string(hide_password=False),
+                workers=workers or os.cpu_count() or 1,
+                log_dir=Path(os.environ.get("TUNA_LOG_DIR") or data_dir() / "logs"),
+                candidates=candidates,
+                on_stage=lambda name: stage.update(name=name),
+                on_progress=show,
+            )
     finally:
         db.dispose()
-    print_import_report(
-        report, f"sample {SAMPLE} at batch {batch}", "quickstart-resnet50", db.url_masked
+    imported = result.imported
+    console.print(
+        f"{db.url_masked}: {imported.configs} problems tagged 'quickstart' "
+        f"({imported.inserted} new); sessions {result.tuned_session} (tuned) and "
+        f"{result.default_session} (default parameters)",
+        markup=False,
+        soft_wrap=True,
     )
-    conv = [e for e in report.entries if isinstance(e, ConvEntry)]
-    by_dir = Counter(e.problem.direction for e in conv)
-    table = Table(
-        title=f"resnet50 at batch {batch}: {len(conv)} problems "
-        f"({by_dir['F']} F, {by_dir['B']} B, {by_dir['W']} W)",
-        title_justify="left",
-    )
-    table.add_column("line", justify="right")
-    table.add_column("dir")
-    table.add_column("find-db key", overflow="fold")
-    for e in conv:
-        table.add_row(str(e.line_no), e.problem.direction, e.key)
+    for run in result.runs:
+        c = run.final.counts.by_state
+        console.print(
+            f"  session {run.session} {run.task.value}: "
+            + ", ".join(f"{st.value} {n}" for st, n in c.items() if n)
+            + f" in {run.final.elapsed_s:.1f} s",
+            markup=False,
+        )
+    table = Table(title="Fastest solver per problem (cpuconv, this CPU)", title_justify="left")
+    for col in (
+        "problem (find-db key)",
+        "fastest solver",
+        "params",
+        "time ms",
+        "vs naive",
+        "vs default params",
+    ):
+        table.add_column(
+            col, justify="right" if col in ("time ms", "vs naive", "vs default params") else "left"
+        )
+    for r in result.rows:
+        table.add_row(
+            r.key, r.solver, r.params or "-", f"{r.time_ms:.3f}", _x(r.vs_naive), _x(r.vs_default)
+        )
     console.print(table)
-    console.print("Next: query_db -f FILE, import_configs -t TAG -f FILE (see `tuna --help`).")
+    gains = [r.vs_default for r in result.rows if r.vs_default]
+    if gains:
+        geo = math.exp(sum(math.log(g) for g in gains) / len(gains))
+        console.print(
+            f"geometric mean speed-up of tuning over default parameters: {geo:.2f}x", markup=False
+        )
+    console.print(
+        f"done in {time.monotonic() - started:.0f} s. Next: query_db -f FILE, "
+        "tuna jobs status --session N, SELECT ... FROM find_db (see README).",
+        markup=False,
+    )

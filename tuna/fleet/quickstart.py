@@ -1,0 +1,156 @@
+"""The quick start: the whole pipeline on this machine with the built-in CPU backend.
+
+Imports a few resnet50 layers, creates two sessions for this CPU — one tunes (perf step:
+every candidate of each tunable solver) and one measures the untuned defaults (find step:
+each solver's default parameters) — compiles and evaluates both with local workers, and
+reads the answer back from the find db: per problem, the fastest solver and how it
+compares with the naive solver and with its own default parameters.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from sqlalchemy import select
+
+from tuna.catalog.importer import ImportReport, import_configs
+from tuna.catalog.parsing import read_lines
+from tuna.db import Database
+from tuna.db.models import ConfigTag, ConvConfig, FindDb, Solver
+from tuna.fleet.local import FishReport, Progress, Task, run_local
+from tuna.jobs.load import load_jobs
+from tuna.jobs.sessions import SessionSpec, create_session
+
+TAG = "quickstart"
+NAIVE = "CpuDirectNaive"
+
+
+@dataclass(frozen=True)
+class QuickstartRow:
+    key: str
+    solver: str  # the fastest
+    params: str | None
+    time_ms: float
+    naive_ms: float | None
+    default_ms: float | None  # the fastest solver with its default parameters
+
+    @property
+    def vs_naive(self) -> float | None:
+        return self.naive_ms / self.time_ms if self.naive_ms else None
+
+    @property
+    def vs_default(self) -> float | None:
+        return self.default_ms / self.time_ms if self.default_ms else None
+
+
+@dataclass
+class QuickstartResult:
+    imported: ImportReport
+    tuned_session: int
+    default_session: int
+    runs: list[FishReport]
+    rows: list[QuickstartRow]
+
+
+def sample_lines() -> list[tuple[int, str]]:
+    text = resources.files("tuna.catalog.samples").joinpath("quickstart.txt").read_text()
+    return read_lines(text)
+
+
+def run_quickstart(
+    db: Database,
+    db_url: str,
+    *,
+    workers: int,
+    log_dir: Path,
+    candidates: int = 24,
+    on_stage: Callable[[str], None] | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> QuickstartResult:
+    """Tune the sample layers end to end and compare tuned, default and naive times."""
+    lines = sample_lines()
+    imported = import_configs(db, lines, tag=TAG, source="quickstart sample")
+    env = {"CPUCONV_MAX_CANDIDATES": str(candidates)}
+    arch = f"cpu-{platform.machine() or 'unknown'}"
+    cores = os.cpu_count() or 1
+    tuned = create_session(
+        db,
+        SessionSpec(
+            arch=arch, num_cu=cores, backend="cpuconv", label="quickstart: tuned", environment=env
+        ),
+    )
+    default = create_session(
+        db,
+        SessionSpec(
+            arch=arch,
+            num_cu=cores,
+            backend="cpuconv",
+            label="quickstart: defaults",
+            environment=env,
+        ),
+    )
+    # force: the quick start shows the pipeline, even where an earlier run did the work
+    load_jobs(db, tuned.id, step="perf", tag=TAG, force=True)
+    load_jobs(db, default.id, step="find", tag=TAG, force=True)
+    runs = []
+    for session, tasks in (
+        (tuned.id, (Task.COMPILE, Task.RUN_PERF)),
+        (default.id, (Task.COMPILE, Task.RUN_FIND)),
+    ):
+        for task in tasks:
+            if on_stage:
+                which = "tuned" if session == tuned.id else "defaults"
+                on_stage(f"session {session} ({which}): {task.value}")
+            runs.append(
+                run_local(
+                    db,
+                    session,
+                    task,
+                    workers=workers,
+                    log_dir=log_dir,
+                    db_url=db_url,
+                    interval=0.5,
+                    on_progress=on_progress,
+                )
+            )
+    return QuickstartResult(imported, tuned.id, default.id, runs, compare(db, tuned.id, default.id))
+
+
+def compare(db: Database, tuned: int, default: int) -> list[QuickstartRow]:
+    """Per quick-start config: the fastest solver of ``tuned`` against naive and defaults."""
+    with db.session() as s:
+        found = s.execute(
+            select(ConvConfig.fdb_key, FindDb.session, Solver.name, FindDb.time_ms, FindDb.params)
+            .join(FindDb, FindDb.config == ConvConfig.id)
+            .join(Solver, Solver.id == FindDb.solver)
+            .join(ConfigTag, ConfigTag.config == ConvConfig.id)
+            .where(ConfigTag.tag == TAG, FindDb.session.in_([tuned, default]))
+            .order_by(ConvConfig.id)
+        ).all()
+    times: dict[tuple[str, int, str], tuple[float, str | None]] = {
+        (key, sess, solver): (t, params) for key, sess, solver, t, params in found
+    }
+    rows = []
+    for key in dict.fromkeys(k for k, *_ in found):
+        mine = {sv: v for (k, sess, sv), v in times.items() if k == key and sess == tuned}
+        if not mine:
+            continue
+        best = min(mine, key=lambda sv: mine[sv][0])
+        naive = mine.get(NAIVE) or times.get((key, default, NAIVE))
+        dflt = times.get((key, default, best))
+        rows.append(
+            QuickstartRow(
+                key,
+                best,
+                mine[best][1],
+                mine[best][0],
+                naive[0] if naive else None,
+                dflt[0] if dflt else None,
+            )
+        )
+    return rows
