@@ -12,6 +12,7 @@ from tuna.cli.go_fish import go_fish_cmd
 from tuna.cli.jobs import jobs_group
 from tuna.cli.load import load_jobs_cmd
 from tuna.cli.quickstart import quickstart
+from tuna.cli.results import export_db_cmd, import_db_cmd, merge_db_cmd, update_golden_cmd
 from tuna.cli.session import session_group
 from tuna.cli.worker import worker_cmd
 
@@ -44,3 +45,7 @@ main.add_command(load_jobs_cmd)
 main.add_command(go_fish_cmd)
 main.add_command(worker_cmd)
 main.add_command(jobs_group)
+main.add_command(export_db_cmd)
+main.add_command(import_db_cmd)
+main.add_command(merge_db_cmd)
+main.add_command(update_golden_cmd)

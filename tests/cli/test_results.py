@@ -1,0 +1,134 @@
+"""export_db, import_db, merge_db and update_golden on the command line (SQLite default db)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from tuna.cli import main
+
+K1 = "64-56-56-1x1-64-56-56-16-0x0-1x1-1x1-0-NCHW-FP32-F"
+K3 = "64-56-56-3x3-64-56-56-16-1x1-1x1-1x1-0-NCHW-FP32-F"
+FIND = (
+    f"{K1}=NoopGemm1x1:0.25,1024,gemm;NoopTunable:0.25,0,implicit_gemm;NoopDirect:0.5,0,direct\n"
+    f"{K3}=NoopWinograd3x3:0.75,4096,winograd;NoopDirect:1.5,0,direct\n"
+)
+SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "miopen"
+
+
+def lines_of(text: str) -> list[str]:
+    """The output's lines with runs of spaces (table padding) made one."""
+    return [" ".join(line.split()) for line in text.splitlines()]
+
+
+@pytest.fixture
+def seeded(runner, tmp_path) -> Path:
+    """Session 1 (noop, gfx90a, 104 CUs) holding the rows of FIND, imported with import_db."""
+    f = tmp_path / "seed.HIP.fdb.txt"
+    f.write_text(FIND)
+    result = runner.invoke(
+        main,
+        ["import_db", str(f), "--arch", "gfx90a", "--num-cu", "104", "--backend", "noop"],
+    )
+    assert result.exit_code == 0, result.output
+    return f
+
+
+@pytest.mark.parametrize("command", ["export_db", "import_db", "merge_db", "update_golden"])
+def test_every_command_has_an_example(runner, command):
+    result = runner.invoke(main, [command, "--help"])
+    assert result.exit_code == 0
+    assert "Example" in result.output and f"  {command} " in result.output
+
+
+def test_import_db_reports_what_it_read(runner, seeded):
+    result = runner.invoke(main, ["import_db", str(seeded), "--session", "1", "-t", "seed"])
+    assert result.exit_code == 0, result.output
+    assert lines_of(result.output) == [
+        "into session 1:",
+        "file format records entries bad",
+        f"{seeded} find-text 2 5 0",
+        "configs 2 (0 new), find rows 5, perf rows 0",
+    ]
+
+
+def test_export_db_writes_the_file_and_says_where(runner, seeded, tmp_path):
+    out = tmp_path / "out"
+    result = runner.invoke(main, ["export_db", "--session", "1", "--find_db", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    path = out / "gfx90a68.HIP.fdb.txt"
+    assert path.read_text() == FIND
+    assert lines_of(result.output) == [
+        "find db of session 1 (gfx90a, 104 CUs): 5 rows checked, 2 keys",
+        "file records entries bytes sha256",
+        f"{path} 2 5 {len(FIND)} {hashlib.sha256(FIND.encode()).hexdigest()}",
+        f"manifest {path}.manifest.json",
+    ]
+
+
+def test_export_db_needs_one_kind_and_refuses_bad_rows(runner, tmp_path):
+    f = tmp_path / "bad.HIP.fdb.txt"
+    f.write_text(f"{K3}=NoopGemm1x1:-1,0,gemm\n")
+    runner.invoke(main, ["import_db", str(f), "--arch", "gfx90a", "--num-cu", "104",
+                         "--backend", "noop"])  # fmt: skip
+    result = runner.invoke(main, ["export_db", "--session", "1", "-f", "-p"])
+    assert result.exit_code == 1
+    assert "give exactly one of -f/--find_db, -p/--perf_db, -k/--kern_db" in result.output
+    result = runner.invoke(main, ["export_db", "--session", "1", "-f", "-o", str(tmp_path / "o")])
+    assert result.exit_code == 1
+    assert result.output.splitlines() == [
+        "Error: find db of session 1: 2 row(s) failed the export checks; nothing was written:",
+        f"  {K3} NoopGemm1x1: not applicable for backend 'noop': filter is not 1x1",
+        f"  {K3} NoopGemm1x1: time -1.0 ms is not a time",
+        "Re-tune or drop the rows above (or export from another session or golden version).",
+    ]
+    assert not (tmp_path / "o").exists()
+
+
+def test_update_golden_lists_slower_keys(runner, seeded, tmp_path):
+    result = runner.invoke(main, ["update_golden", "--golden_v", "1", "--session", "1"])
+    assert result.exit_code == 0, result.output
+    assert result.output == (
+        "golden version 1 (no parent): gfx90a 104 CUs, 5 rows (5 from session 1), 2 keys\n"
+    )
+    again = runner.invoke(main, ["update_golden", "--golden_v", "1", "--session", "1"])
+    assert again.exit_code == 1 and "golden version 1 exists" in again.output
+    slower = tmp_path / "slower.HIP.fdb.txt"
+    slower.write_text(f"{K1}=NoopGemm1x1:0.5,1024,gemm;NoopTunable:0.4,0,implicit_gemm\n")
+    runner.invoke(main, ["import_db", str(slower), "--arch", "gfx90a", "--num-cu", "104",
+                         "--backend", "noop"])  # fmt: skip
+    result = runner.invoke(
+        main, ["update_golden", "--golden_v", "2", "--session", "2", "--base_golden_v", "1"]
+    )
+    assert result.exit_code == 0, result.output
+    lines = lines_of(result.output)
+    assert lines[:2] == [
+        "golden version 2 (parent 1): gfx90a 104 CUs, 5 rows (3 carried from 1, 2 from "
+        "session 2), 2 keys",
+        "1 key(s) slower than golden version 1 by more than 10%",
+    ]
+    assert lines[3] == "┃ key ┃ parent solver ┃ parent ms ┃ solver ┃ ms ┃ slower ┃"
+    assert lines[5] == f"│ {K1} │ NoopGemm1x1 │ 0.25 │ NoopTunable │ 0.4 │ 60.0% │"
+
+
+def test_merge_db_layers_a_user_db(runner, tmp_path):
+    out = tmp_path / "gfx90a68.HIP.fdb.txt"
+    result = runner.invoke(
+        main,
+        [
+            "merge_db",
+            "-m",
+            str(SHARED / "old_gfx90a68.HIP.fdb.txt"),
+            "-t",
+            str(SHARED / "usr_gfx90a68.HIP.fdb.txt"),
+            "-o",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert lines_of(result.output) == [
+        f"{out}: 5 records, 16 entries (find-text)",
+        "base 4 records, top 4: 3 in both, 1 added",
+    ]

@@ -1,0 +1,403 @@
+"""export_db: a session's or a golden version's results as the files MIOpen reads.
+
+Every row is checked first (:mod:`tuna.results.validate`); one failing row refuses the
+whole export and no file is written. Then:
+
+* ``find``: ``<base>.HIP.fdb.txt``, one line per key, keys sorted; per key the 4 fastest
+  solvers, fastest first, equal times ordered by solver name;
+* ``perf``: ``<base>.db`` (sqlite, MIOpen's ``config`` + ``perf_db``) and ``<base>.db.txt``
+  (x-joined keys, sorted), one entry per (perf-db key, solver);
+* ``kern``: ``<base>.kdb``, the kernels of each key's fastest solver (the kernels linked from
+  its find row, or those of the job that produced it), re-packed with bzip2 and checked
+  against their md5.
+
+Rows are streamed from the database as plain tuples (:mod:`tuna.results.rows`). A manifest
+with the provenance of every session and the sha256 of every file is written beside them.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from itertools import groupby
+from operator import itemgetter
+from pathlib import Path
+from typing import Any, Literal
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from tuna.db import Database
+from tuna.db.bulk import chunks
+from tuna.db.models import (
+    JobKernel,
+    KernelCache,
+    Solver,
+    TuningSession,
+)
+from tuna.errors import NotFoundError, TunaError
+from tuna.problems.keys import perf_db_columns
+from tuna.results.formats import (
+    KdbRow,
+    KernDbWriter,
+    PerfColumns,
+    db_arch,
+    db_basename,
+    export_file_names,
+    is_gpu_arch,
+    perf_db_line,
+    write_perf_sqlite,
+    write_text_lines,
+)
+from tuna.results.manifest import (
+    ExportedFile,
+    build_manifest,
+    manifest_path,
+    write_manifest,
+)
+from tuna.results.rows import (
+    Source,
+    config_keys,
+    config_problems,
+    find_config_ids,
+    find_groups,
+    perf_rows,
+    resolve_source,
+    row_config_ids,
+    stream_rows,
+    trans_config_ids,
+)
+from tuna.results.validate import KeyChecks, KeyItem, RowChecks
+
+log = logging.getLogger(__name__)
+
+Kind = Literal["find", "perf", "kern"]
+KINDS: tuple[Kind, ...] = ("find", "perf", "kern")
+FIND_ENTRIES_PER_KEY = 4
+PARALLEL_MIN_CONFIGS = 20_000
+"""From this many configs on, keys are checked in worker processes (see ``KeyChecks``)."""
+_KEY_CHUNK = 5_000
+_KERNELS_PER_QUERY = 50  # code objects can be megabytes each
+
+CHECKS = {
+    "find": [
+        "key parses back to itself",
+        "solver known to the session's backend",
+        "solver applicable to the problem",
+        "time and workspace finite and not negative",
+        "ids and values fit the text format",
+    ],
+}
+CHECKS["perf"] = [*CHECKS["find"][:3], "perf-db key parses back", "params fit the text format"]
+CHECKS["kern"] = [
+    *CHECKS["find"],
+    "kernel unpacks to uncompressed_size bytes with md5 kernel_hash",
+    "one binary per (kernel_name, kernel_args)",
+]
+
+
+@dataclass(frozen=True)
+class ExportSpec:
+    """What to export: exactly one of ``session`` and ``golden_v`` (which needs ``arch``)."""
+
+    kind: Kind
+    session: int | None = None
+    golden_v: int | None = None
+    arch: str | None = None
+    num_cu: int | None = None
+    config_tag: str | None = None
+    filename: str | None = None
+    out_dir: Path = Path(".")
+
+
+@dataclass
+class ExportReport:
+    kind: Kind
+    source: str
+    arch: str
+    num_cu: int
+    basename: str
+    rows: int
+    keys: int
+    files: list[ExportedFile]
+    manifest: Path
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def export_db(db: Database, spec: ExportSpec) -> ExportReport:
+    """Check and write one export; ``ExportRefusedError`` lists every failing row."""
+    if spec.kind not in KINDS:
+        raise TunaError(f"unknown export kind {spec.kind!r}; use one of {', '.join(KINDS)}")
+    if spec.filename is not None and (not spec.filename or "/" in spec.filename):
+        raise TunaError(
+            f"--filename {spec.filename!r}: give a base name (no directory; -o sets the directory)"
+        )
+    with db.session() as s:
+        source = resolve_source(s, spec.session, spec.golden_v, spec.arch, spec.num_cu)
+        basename = spec.filename or db_basename(source.arch, source.num_cu)
+        names = export_file_names(basename, spec.kind, gpu=is_gpu_arch(source.arch))
+        paths = [spec.out_dir / n for n in names]
+        checks = RowChecks({sid: row.backend for sid, row in source.sessions.items()})
+        if spec.kind == "find":
+            files, counts = _export_find(s, source, spec, checks, paths[0])
+        elif spec.kind == "perf":
+            files, counts = _export_perf(s, source, spec, checks, paths[0], paths[1])
+        else:
+            files, counts = _export_kern(s, source, spec, checks, paths[0])
+    counts = {"rows_checked": checks.rows, **counts}
+    src: dict[str, Any] = (
+        {"session": source.session}
+        if source.golden is None
+        else {"golden_version": source.golden.version, "parent": source.golden.parent}
+    )
+    manifest = build_manifest(
+        kind=f"{spec.kind}_db",
+        source=src,
+        arch=source.arch,
+        num_cu=source.num_cu,
+        basename=basename,
+        config_tag=spec.config_tag,
+        sessions=source.sessions.values(),
+        counts=counts,
+        files=files,
+        checks=CHECKS[spec.kind],
+    )
+    where = manifest_path(files[0].path)
+    write_manifest(where, manifest)
+    log.info("export %s: %s -> %s", spec.kind, source.label, ", ".join(str(f.path) for f in files))
+    return ExportReport(
+        kind=spec.kind,
+        source=source.label,
+        arch=source.arch,
+        num_cu=source.num_cu,
+        basename=basename,
+        rows=checks.rows,
+        keys=counts.get("keys", 0),
+        files=files,
+        manifest=where,
+        counts=counts,
+    )
+
+
+def _none_found(source: Source, what: str, tag: str | None) -> NotFoundError:
+    tagged = f" for configs tagged {tag!r}" if tag else ""
+    return NotFoundError(f"nothing to export: {source.label} has no {what}{tagged}")
+
+
+# --- find db -------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Winner:
+    key: str
+    solver: str
+    job: int | None
+    kernel: int | None
+
+
+def _checked_find(
+    s: Session, source: Source, tag: str | None, checks: RowChecks, links: bool
+) -> tuple[list[tuple[str, str]], dict[int, _Winner], int]:
+    """(key, line) per config, the fastest row per config, and the entries written.
+
+    Rows are read and their values checked here; each key's round trip and its solvers'
+    applicability are checked by :class:`KeyChecks`, in worker processes when the export is
+    large. The failures of both are in ``checks.failures`` on return.
+    """
+    config_ids = find_config_ids(source, tag)
+    n_configs = s.scalar(select(func.count()).select_from(config_ids.distinct().subquery())) or 0
+    real = config_problems(s, trans_config_ids(s, config_ids))
+    names = dict(s.execute(select(Solver.id, Solver.name)).all())
+    sessions = {sid: row.backend for sid, row in source.sessions.items()}
+    lines: list[tuple[str, str]] = []
+    winners: dict[int, _Winner] = {}
+    entries = 0
+    items: list[KeyItem] = []
+
+    def unreadable(key: str, row: str) -> None:
+        checks.fail(key, "-", f"cannot read a find row: {row!r}")
+
+    with KeyChecks(checks, sessions, parallel=n_configs >= PARALLEL_MIN_CONFIGS) as keys:
+        for config, key, found in find_groups(s, source, tag, links, unreadable):
+            good: list[tuple[float, str, int, str, Any, Any]] = []
+            known: list[tuple[int, str]] = []
+            for session, solver_id, time_ms, workspace, algorithm, job, kernel in found:
+                solver = names[solver_id]
+                if checks.find_values(key, session, solver, time_ms, workspace, algorithm):
+                    good.append((time_ms, solver, workspace, algorithm, job, kernel))
+                    known.append((session, solver))
+                elif checks.known(session, solver):
+                    known.append((session, solver))
+            items.append((key, real.get(config), known))
+            if len(items) >= _KEY_CHUNK:
+                keys.submit(items)
+                items = []
+            if checks.failures or not good:
+                continue  # nothing will be written; keep checking to list every failure
+            good.sort(key=itemgetter(0, 1))
+            top = good[:FIND_ENTRIES_PER_KEY]
+            entries += len(top)
+            text = ";".join(f"{sv}:{t:g},{ws},{alg}" for t, sv, ws, alg, _j, _k in top)
+            lines.append((key, f"{key}={text}"))
+            if links:
+                winners[config] = _Winner(key, top[0][1], top[0][4], top[0][5])
+        keys.submit(items)
+        keys.finish()
+    return lines, winners, entries
+
+
+def check_session_find(s: Session, session: TuningSession) -> int:
+    """Run the find-db export checks on all of a session's find rows; returns how many.
+
+    ``ExportRefusedError`` lists every failing row.
+    """
+    source = Source(
+        f"session {session.id}", session.arch, session.num_cu, session.id, None,
+        {session.id: session},
+    )  # fmt: skip
+    checks = RowChecks({session.id: session.backend})
+    _checked_find(s, source, None, checks, links=False)
+    checks.raise_if_failed(f"find rows of {source.label}")
+    return checks.rows
+
+
+def _export_find(
+    s: Session, source: Source, spec: ExportSpec, checks: RowChecks, path: Path
+) -> tuple[list[ExportedFile], dict[str, int]]:
+    lines, _winners, entries = _checked_find(s, source, spec.config_tag, checks, links=False)
+    checks.raise_if_failed(f"find db of {source.label}")
+    if not lines:
+        raise _none_found(source, "find results", spec.config_tag)
+    lines.sort(key=itemgetter(0))
+    write_text_lines(path, (line for _key, line in lines))
+    counts = {"keys": len(lines), "entries": entries}
+    return [ExportedFile.of(path, len(lines), entries)], counts
+
+
+# --- perf db -------------------------------------------------------------------------------------
+
+
+def _export_perf(
+    s: Session, source: Source, spec: ExportSpec, checks: RowChecks, db_path: Path, txt: Path
+) -> tuple[list[ExportedFile], dict[str, int]]:
+    configs = config_keys(s, row_config_ids(perf_rows(source, spec.config_tag)))
+    real = config_problems(s, [cid for cid, (_k, mode) in configs.items() if mode != "conv"])
+    names = dict(s.execute(select(Solver.id, Solver.name)).all())
+    columns: dict[str, PerfColumns] = {}
+    # perf-db key -> solver -> (find-db key, params): several configs can share a perf-db key
+    # (it has one layout, no casts, no out dims); the smallest find-db key's row is kept.
+    records: dict[str, dict[str, tuple[str, str]]] = {}
+    merged = 0
+    for config, group in groupby(stream_rows(s, perf_rows(source, spec.config_tag)), itemgetter(0)):
+        key, _mode = configs[config]
+        problem = checks.key(key)
+        pkey = checks.perf_key(key, problem) if problem is not None else None
+        target = real.get(config, problem)
+        good = []
+        for _c, session, solver_id, params in group:
+            solver = names[solver_id]
+            if checks.perf_row(key, target, session, solver, params) and pkey is not None:
+                good.append((solver, params))
+        if checks.failures or pkey is None or problem is None:
+            continue
+        if pkey not in columns:
+            columns[pkey] = perf_db_columns(problem)
+        entry = records.setdefault(pkey, {})
+        for solver, params in good:
+            if solver in entry:
+                merged += 1
+                if entry[solver][0] < key:
+                    continue
+            entry[solver] = (key, params)
+    checks.raise_if_failed(f"perf db of {source.label}")
+    if not records:
+        raise _none_found(source, "perf results", spec.config_tag)
+    keys = sorted(records)
+    entries = [[(sv, records[k][sv][1]) for sv in sorted(records[k])] for k in keys]
+    rows = write_perf_sqlite(db_path, ((columns[k], e) for k, e in zip(keys, entries, strict=True)))
+    write_text_lines(txt, (perf_db_line(k, e) for k, e in zip(keys, entries, strict=True)))
+    files = [ExportedFile.of(db_path, len(keys), rows), ExportedFile.of(txt, len(keys), rows)]
+    return files, {"keys": len(keys), "entries": rows, "merged_perf_rows": merged}
+
+
+# --- kernel db -----------------------------------------------------------------------------------
+
+
+def _kdb_name_args(name: str, args: str, arch: str) -> tuple[str, str]:
+    """MIOpen's object-file name and build args for a GPU arch (§5); others are kept as given."""
+    if not is_gpu_arch(arch):
+        return name, args
+    if not name.endswith(".o"):
+        name += ".o"
+    if "-mcpu=" not in args:
+        args = f"{args} -mcpu={db_arch(arch)}".strip()
+    return name, args
+
+
+def _export_kern(
+    s: Session, source: Source, spec: ExportSpec, checks: RowChecks, path: Path
+) -> tuple[list[ExportedFile], dict[str, int]]:
+    _lines, winners, _entries = _checked_find(s, source, spec.config_tag, checks, links=True)
+    checks.raise_if_failed(f"kernel db of {source.label}")
+    if not winners:
+        raise _none_found(source, "find results", spec.config_tag)
+    users: dict[int, _Winner] = {}  # kernel id -> a winner that uses it (for messages)
+    by_job: dict[int, _Winner] = {}
+    for w in winners.values():
+        if w.kernel is not None:
+            users.setdefault(w.kernel, w)
+        if w.job is not None:
+            by_job[w.job] = w
+    jobs_with_kernels: set[int] = set()
+    for part in chunks(sorted(by_job), 1000):
+        for job, kernel in s.execute(
+            select(JobKernel.job, JobKernel.kernel).where(JobKernel.job.in_(part))
+        ):
+            users.setdefault(kernel, by_job[job])
+            jobs_with_kernels.add(job)
+    if not users:
+        raise TunaError(
+            f"nothing to export: no kernel is linked to the fastest solvers of {source.label} "
+            "(a kernel db needs the compiled code objects)"
+        )
+    without = sum(
+        1 for w in winners.values() if w.kernel is None and w.job not in jobs_with_kernels
+    )
+    writer = KernDbWriter(path)
+    try:
+        seen: dict[tuple[str, str], str] = {}
+        for part in chunks(sorted(users), _KERNELS_PER_QUERY):
+            q = select(
+                KernelCache.id,
+                KernelCache.kernel_name,
+                KernelCache.kernel_args,
+                KernelCache.kernel_hash,
+                KernelCache.uncompressed_size,
+                KernelCache.blob,
+            ).where(KernelCache.id.in_(part))
+            for kid, name, args, digest, size, blob in s.execute(q):
+                who = users[kid]
+                code = checks.kernel(who.key, who.solver, f"kernel {kid} ({name})", blob, size,
+                                     digest)  # fmt: skip
+                if code is None:
+                    continue
+                row = KdbRow.of(*_kdb_name_args(name, args, source.arch), code)
+                name_args = (row.kernel_name, row.kernel_args)
+                if seen.setdefault(name_args, digest) != digest:
+                    checks.fail(
+                        who.key,
+                        who.solver,
+                        f"kernel {kid} ({row.kernel_name}, {row.kernel_args!r}) differs from "
+                        "another kernel with the same name and args",
+                    )
+                    continue
+                if not checks.failures:
+                    writer.add(row)
+        checks.raise_if_failed(f"kernel db of {source.label}")
+        writer.commit()
+    except BaseException:
+        writer.discard()
+        raise
+    kernels = len(seen)
+    counts = {"keys": len(winners), "kernels": kernels, "winners_without_kernels": without}
+    return [ExportedFile.of(path, kernels, kernels)], counts

@@ -1,0 +1,254 @@
+"""Golden versions: immutable, versioned snapshots of find results, each with its parent.
+
+``update_golden`` creates version V from a session's find results (checked like an export)
+and, given a base version B, the rows of B carried forward: the session's row wins for
+each (config, solver) it has, B's rows stay for the rest. V records B as its parent.
+A version is never changed once created: creating an existing version is an error, so a
+golden version number always means the same rows (reference mituna.md §10.8; MITuna's
+``--overwrite`` rewrote history).
+
+The report lists the keys whose fastest time got slower than in the parent by more than a
+threshold, so a regression is seen before the version is exported.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import and_, exists, func, insert, literal, select
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.orm import Session
+
+from tuna.db import Database
+from tuna.db.models import ConvConfig, FindDb, Golden, GoldenVersion, PerfDb, Solver, TuningSession
+from tuna.errors import NotFoundError, TunaError
+from tuna.results.export import check_session_find
+from tuna.results.formats import db_arch
+
+log = logging.getLogger(__name__)
+
+DEFAULT_THRESHOLD = 0.1
+
+
+class GoldenExistsError(TunaError):
+    """Raised when a golden version is created again: golden versions are never rewritten."""
+
+
+@dataclass(frozen=True)
+class SlowerKey:
+    """A key whose fastest entry is slower than in the parent version."""
+
+    key: str
+    parent_solver: str
+    parent_ms: float
+    solver: str
+    time_ms: float
+
+    @property
+    def slowdown(self) -> float:
+        """How much slower, as a fraction of the parent's time (0.25 = 25 % slower)."""
+        return self.time_ms / self.parent_ms - 1 if self.parent_ms > 0 else float("inf")
+
+
+@dataclass
+class GoldenReport:
+    version: int
+    parent: int | None
+    session: int
+    arch: str
+    num_cu: int
+    carried: int
+    from_session: int
+    keys: int
+    threshold: float
+    slower: list[SlowerKey] = field(default_factory=list)
+
+    @property
+    def rows(self) -> int:
+        return self.carried + self.from_session
+
+
+def update_golden(
+    db: Database,
+    version: int,
+    session_id: int,
+    *,
+    base: int | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+    note: str | None = None,
+) -> GoldenReport:
+    """Create golden version ``version`` from a session's find rows (and ``base``'s rows).
+
+    Refuses, writing nothing, when the version exists (:class:`GoldenExistsError`), when the
+    session's rows fail the export checks (``ExportRefusedError``), or when the base holds
+    another arch or CU count.
+    """
+    if threshold < 0:
+        raise TunaError(f"--threshold {threshold}: give a fraction >= 0, e.g. 0.1 for 10 %")
+    with db.session() as s:
+        return _create(s, version, session_id, base, threshold, note)
+
+
+def _exists(version: int) -> GoldenExistsError:
+    return GoldenExistsError(
+        f"golden version {version} exists; golden versions are never rewritten: create a new "
+        f"version with --base_golden_v {version} to build on it"
+    )
+
+
+def _create(
+    s: Session, version: int, session_id: int, base: int | None, threshold: float, note: str | None
+) -> GoldenReport:
+    if s.get(GoldenVersion, version) is not None:
+        raise _exists(version)
+    sess = s.get(TuningSession, session_id)
+    if sess is None:
+        raise NotFoundError(
+            f"session {session_id} does not exist; `tuna session list` shows the sessions"
+        )
+    if base is not None:
+        parent = s.get(GoldenVersion, base)
+        if parent is None:
+            raise NotFoundError(f"base golden version {base} does not exist")
+        if db_arch(parent.arch) != db_arch(sess.arch) or parent.num_cu != sess.num_cu:
+            raise TunaError(
+                f"base golden version {base} holds {parent.arch} {parent.num_cu} CUs; session "
+                f"{session_id} tuned {sess.arch} {sess.num_cu} CUs"
+            )
+    from_session = check_session_find(s, sess)
+    if not from_session:
+        raise NotFoundError(f"session {session_id} has no find results to put in a golden version")
+    s.add(
+        GoldenVersion(version=version, parent=base, arch=sess.arch, num_cu=sess.num_cu, note=note)
+    )
+    try:
+        s.flush()
+    except sa_exc.IntegrityError as e:  # another update_golden created it since the check
+        raise _exists(version) from e
+    carried = 0
+    if base is not None:
+        carried = _carry_forward(s, version, base, session_id)
+    _add_session_rows(s, version, session_id)
+    keys = s.scalar(
+        select(func.count(func.distinct(Golden.config))).where(Golden.golden_v == version)
+    )
+    slower = _slower(s, version, base, session_id, threshold) if base is not None else []
+    log.info(
+        "golden %d: %d rows (%d carried from %s, %d from session %d), %d slower keys",
+        version,
+        carried + from_session,
+        carried,
+        base,
+        from_session,
+        session_id,
+        len(slower),
+    )
+    return GoldenReport(
+        version=version,
+        parent=base,
+        session=session_id,
+        arch=sess.arch,
+        num_cu=sess.num_cu,
+        carried=carried,
+        from_session=from_session,
+        keys=keys or 0,
+        threshold=threshold,
+        slower=slower,
+    )
+
+
+_GOLDEN_COLUMNS = (
+    "golden_v",
+    "session",
+    "config",
+    "solver",
+    "fdb_key",
+    "params",
+    "time_ms",
+    "workspace",
+    "algorithm",
+)
+
+
+def _carry_forward(s: Session, version: int, base: int, session_id: int) -> int:
+    """Copy the base's rows the session does not override; returns how many."""
+    overridden = exists().where(
+        FindDb.session == session_id,
+        FindDb.config == Golden.config,
+        FindDb.solver == Golden.solver,
+    )
+    cols: list[Any] = [
+        literal(version),
+        Golden.session,
+        Golden.config,
+        Golden.solver,
+        Golden.fdb_key,
+        Golden.params,
+        Golden.time_ms,
+        Golden.workspace,
+        Golden.algorithm,
+    ]
+    rows = select(*cols).where(Golden.golden_v == base, ~overridden)
+    result = s.execute(insert(Golden).from_select(_GOLDEN_COLUMNS, rows))
+    return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+
+def _add_session_rows(s: Session, version: int, session_id: int) -> None:
+    """Copy the session's find rows, with the tuned params of its perf rows where it has them."""
+    cols: list[Any] = [
+        literal(version),
+        FindDb.session,
+        FindDb.config,
+        FindDb.solver,
+        ConvConfig.fdb_key,
+        func.coalesce(PerfDb.params, FindDb.params),
+        FindDb.time_ms,
+        FindDb.workspace,
+        FindDb.algorithm,
+    ]
+    rows = (
+        select(*cols)
+        .join(ConvConfig, ConvConfig.id == FindDb.config)
+        .outerjoin(
+            PerfDb,
+            and_(
+                PerfDb.session == FindDb.session,
+                PerfDb.config == FindDb.config,
+                PerfDb.solver == FindDb.solver,
+            ),
+        )
+        .where(FindDb.session == session_id)
+    )
+    s.execute(insert(Golden).from_select(_GOLDEN_COLUMNS, rows))
+
+
+def _fastest(s: Session, version: int, session_id: int) -> dict[str, tuple[float, str]]:
+    """key -> (time, solver) of the fastest entry, for the keys the session has rows for."""
+    touched = select(FindDb.config).where(FindDb.session == session_id)
+    cols: list[Any] = [Golden.fdb_key, Golden.time_ms, Solver.name]
+    q = (
+        select(*cols)
+        .join(Solver, Solver.id == Golden.solver)
+        .where(Golden.golden_v == version, Golden.config.in_(touched))
+    )
+    best: dict[str, tuple[float, str]] = {}
+    for key, time_ms, solver in s.execute(q):
+        entry = (time_ms, solver)
+        if key not in best or entry < best[key]:
+            best[key] = entry
+    return best
+
+
+def _slower(
+    s: Session, version: int, parent: int, session_id: int, threshold: float
+) -> list[SlowerKey]:
+    before = _fastest(s, parent, session_id)
+    after = _fastest(s, version, session_id)
+    slower = []
+    for key, (parent_ms, parent_solver) in before.items():
+        time_ms, solver = after[key]
+        if time_ms > parent_ms * (1 + threshold):
+            slower.append(SlowerKey(key, parent_solver, parent_ms, solver, time_ms))
+    return sorted(slower, key=lambda k: (-k.slowdown, k.key))
