@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tuna.config import load_settings, mask_url
@@ -48,3 +50,10 @@ def test_bad_url_is_a_configuration_error_without_echoing_it():
 
 def test_mask_url_hides_password():
     assert mask_url("mysql+pymysql://a:topsecret@h/db") == "mysql+pymysql://a:***@h/db"
+
+
+def test_log_dir_defaults_under_the_data_dir_and_follows_tuna_log_dir(tmp_path):
+    from tuna.config import log_dir
+
+    assert log_dir({"TUNA_DATA_DIR": str(tmp_path)}) == tmp_path / "logs"
+    assert log_dir({"TUNA_DATA_DIR": str(tmp_path), "TUNA_LOG_DIR": "/x/y"}) == Path("/x/y")

@@ -47,6 +47,12 @@ def data_dir(env: dict[str, str] | None = None) -> Path:
     return Path(override) if override else Path(platformdirs.user_data_dir("tuna", appauthor=False))
 
 
+def log_dir(env: dict[str, str] | None = None) -> Path:
+    """Where worker logs go: ``TUNA_LOG_DIR``, else ``<data dir>/logs``."""
+    given = (os.environ if env is None else env).get("TUNA_LOG_DIR")
+    return Path(given) if given else data_dir(env) / "logs"
+
+
 def default_sqlite_url(env: dict[str, str] | None = None) -> URL:
     return make_url(f"sqlite:///{data_dir(env) / 'tuna.db'}")
 

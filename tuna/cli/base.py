@@ -82,6 +82,15 @@ def progress_bar(enabled: bool = True) -> Iterator[Callable[[str, int, int], Non
         yield progress
 
 
+workers_option = click.option(
+    "-w",
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Worker processes (default: one per CPU core).",
+)
+
+
 verbose_option = click.option(
     "-v",
     "--verbose",

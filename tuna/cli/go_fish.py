@@ -10,8 +10,16 @@ from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
 
-from tuna.cli.base import TunaCommand, console, database, err_console, verbose_option
-from tuna.config import data_dir, load_settings
+from tuna.cli.base import (
+    TunaCommand,
+    console,
+    database,
+    err_console,
+    verbose_option,
+    workers_option,
+)
+from tuna.config import load_settings
+from tuna.config import log_dir as default_log_dir
 from tuna.fleet.local import FishReport, Progress, Task, run_local, worker_environment
 
 
@@ -23,7 +31,7 @@ def _duration(seconds: float | None) -> str:
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
-def _progress_table(p: Progress, task: Task) -> Table:
+def progress_table(p: Progress, task: Task) -> Table:
     table = Table(title=f"session {p.counts.session}: {task.value}", title_justify="left")
     for col in ("state", "jobs"):
         table.add_column(col, justify="right" if col == "jobs" else "left")
@@ -104,13 +112,7 @@ def print_summary(r: FishReport) -> None:
     is_flag=True,
     help="Run workers on this machine (the default while no machine is registered).",
 )
-@click.option(
-    "-w",
-    "--workers",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Worker processes (default: one per CPU core).",
-)
+@workers_option
 @click.option(
     "-f",
     "--find_enforce",
@@ -155,14 +157,14 @@ def go_fish_cmd(
         raise click.UsageError("say what to run: --compile, --run_perf, --run_find or --bin_cache")
     chosen = Task(task)
     settings = load_settings()
-    logs = log_dir or Path(os.environ.get("TUNA_LOG_DIR") or data_dir() / "logs")
+    logs = log_dir or default_log_dir()
     env = worker_environment(int(find_enforce) if find_enforce else None)
     db = database()
     try:
         with Live(console=err_console, transient=True, auto_refresh=False) as live:
 
             def show(p: Progress) -> None:
-                live.update(_progress_table(p, chosen), refresh=True)
+                live.update(progress_table(p, chosen), refresh=True)
 
             report = run_local(
                 db,

@@ -5,15 +5,21 @@ from __future__ import annotations
 import math
 import os
 import time
-from pathlib import Path
 
 import click
 from rich.live import Live
 from rich.table import Table
 
-from tuna.cli.base import TunaCommand, console, database, err_console, verbose_option
-from tuna.cli.go_fish import _progress_table
-from tuna.config import data_dir, load_settings
+from tuna.cli.base import (
+    TunaCommand,
+    console,
+    database,
+    err_console,
+    verbose_option,
+    workers_option,
+)
+from tuna.cli.go_fish import progress_table
+from tuna.config import load_settings, log_dir
 from tuna.fleet.local import Progress, Task
 from tuna.fleet.quickstart import run_quickstart
 
@@ -23,13 +29,7 @@ def _x(value: float | None) -> str:
 
 
 @click.command("quickstart", cls=TunaCommand)
-@click.option(
-    "-w",
-    "--workers",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Worker processes (default: one per CPU core).",
-)
+@workers_option
 @click.option(
     "--candidates",
     type=click.IntRange(min=1),
@@ -61,7 +61,7 @@ def quickstart(workers: int | None, candidates: int) -> None:
         with Live(console=err_console, transient=True, auto_refresh=False) as live:
 
             def show(p: Progress) -> None:
-                table = _progress_table(p, Task.COMPILE)
+                table = progress_table(p, Task.COMPILE)
                 table.title = stage["name"]
                 live.update(table, refresh=True)
 
@@ -69,7 +69,7 @@ def quickstart(workers: int | None, candidates: int) -> None:
                 db,
                 settings.db_url.render_as_string(hide_password=False),
                 workers=workers or os.cpu_count() or 1,
-                log_dir=Path(os.environ.get("TUNA_LOG_DIR") or data_dir() / "logs"),
+                log_dir=log_dir(),
                 candidates=candidates,
                 on_stage=lambda name: stage.update(name=name),
                 on_progress=show,
