@@ -12,7 +12,6 @@ Everything is written in a few multi-row statements per batch, never a round tri
 from __future__ import annotations
 
 import hashlib
-import zlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +20,7 @@ from sqlalchemy.dialects import mysql, sqlite
 from sqlalchemy.orm import Session
 
 from tuna.backends.base import CompileOutcome, EvalOutcome, KernelBinary
+from tuna.db.blobs import pack_kernel
 from tuna.db.models import Base, FindDb, JobKernel, KernelCache, PerfDb
 
 if TYPE_CHECKING:
@@ -36,17 +36,6 @@ def kernel_identity(kernel: KernelBinary) -> str:
         h.update(len(part).to_bytes(8, "big"))
         h.update(part)
     return h.hexdigest()
-
-
-def pack_kernel(binary: bytes) -> tuple[bytes, int]:
-    """(blob, uncompressed size) as ``kernel_cache`` stores a kernel; size 0: not compressed."""
-    if not binary:
-        return b"", 0
-    return zlib.compress(binary, 6), len(binary)
-
-
-def unpack_kernel(blob: bytes, uncompressed_size: int) -> bytes:
-    return zlib.decompress(blob) if uncompressed_size else bytes(blob)
 
 
 def _is_mysql(s: Session) -> bool:

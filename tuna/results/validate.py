@@ -19,12 +19,12 @@ from __future__ import annotations
 import math
 import multiprocessing
 import os
-import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from multiprocessing.pool import AsyncResult, Pool
 
 from tuna.backends import Backend, get_backend
+from tuna.db.blobs import BlobError, unpack_kernel
 from tuna.errors import DbKeyError, TunaError
 from tuna.problems.conv import ConvProblem
 from tuna.problems.keys import parse_find_db_key, parse_perf_db_key, perf_db_key
@@ -185,12 +185,11 @@ class RowChecks:
         """The code object of a stored kernel, or None (a failure recorded) if its blob does
         not unpack to ``uncompressed_size`` bytes whose md5 is ``digest``.
 
-        Blobs are stored as ``tuna.jobs.results.pack_kernel`` writes them: zlib, or the raw
-        bytes when ``uncompressed_size`` is 0.
+        Blobs are stored as ``tuna.db.blobs.pack_kernel`` writes them.
         """
         try:
-            code = zlib.decompress(blob) if uncompressed_size else bytes(blob)
-        except zlib.error as e:
+            code = unpack_kernel(blob, uncompressed_size)
+        except BlobError as e:
             self.fail(key, solver, f"{what}: blob does not unpack: {e}")
             return None
         if uncompressed_size and len(code) != uncompressed_size:

@@ -16,9 +16,9 @@ from sqlalchemy.orm import aliased
 from tuna.backends.base import JobWork, KernelBinary, SessionInfo
 from tuna.catalog.records import conv_problem
 from tuna.db import Database
+from tuna.db.blobs import unpack_kernel
 from tuna.db.models import ConvConfig, JobKernel, KernelCache, Solver, Tensor, TuningSession
 from tuna.errors import NotFoundError, TunaError
-from tuna.jobs.results import unpack_kernel
 from tuna.jobs.states import ClaimedJob, Phase
 from tuna.problems.conv import ConvProblem
 
