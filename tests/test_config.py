@@ -57,3 +57,18 @@ def test_log_dir_defaults_under_the_data_dir_and_follows_tuna_log_dir(tmp_path):
 
     assert log_dir({"TUNA_DATA_DIR": str(tmp_path)}) == tmp_path / "logs"
     assert log_dir({"TUNA_DATA_DIR": str(tmp_path), "TUNA_LOG_DIR": "/x/y"}) == Path("/x/y")
+
+
+def test_db_url_file_is_read_when_no_url_is_given(tmp_path):
+    f = tmp_path / "db_url"
+    f.write_text("mysql+pymysql://tuna:secret@10.77.0.1:3307/tuna\n")
+    s = load_settings({"TUNA_DB_URL_FILE": str(f)})
+    assert s.db_url.host == "10.77.0.1"
+    assert s.db_url.password == "secret"
+    assert "secret" not in s.db_url_masked
+
+
+def test_unreadable_db_url_file_says_which_file(tmp_path):
+    missing = tmp_path / "nope"
+    with pytest.raises(ConfigurationError, match="TUNA_DB_URL_FILE=.*nope"):
+        load_settings({"TUNA_DB_URL_FILE": str(missing)})

@@ -1,9 +1,11 @@
 """Settings from the environment.
 
-``TUNA_DB_URL`` names the database outright. Otherwise the predecessor's variables
-(``TUNA_DB_USER_NAME``, ``TUNA_DB_USER_PASSWORD``, ``TUNA_DB_HOSTNAME``, ``TUNA_DB_NAME``)
-describe a MySQL server. With none of them set, Tuna uses an embedded SQLite database in
-the user's data directory (``TUNA_DATA_DIR`` overrides where that is), created on first use.
+``TUNA_DB_URL`` names the database outright, or ``TUNA_DB_URL_FILE`` names a file that
+holds it (how go_fish hands the URL to worker containers, never in argv or logs).
+Otherwise the predecessor's variables (``TUNA_DB_USER_NAME``, ``TUNA_DB_USER_PASSWORD``,
+``TUNA_DB_HOSTNAME``, ``TUNA_DB_NAME``) describe a MySQL server. With none of them set,
+Tuna uses an embedded SQLite database in the user's data directory (``TUNA_DATA_DIR``
+overrides where that is), created on first use.
 """
 
 from __future__ import annotations
@@ -60,6 +62,15 @@ def default_sqlite_url(env: dict[str, str] | None = None) -> URL:
 def load_settings(env: dict[str, str] | None = None) -> Settings:
     """Read the database settings from ``env`` (default: the process environment)."""
     env = dict(os.environ) if env is None else env
+    if env.get("TUNA_DB_URL_FILE") and not env.get("TUNA_DB_URL"):
+        path = Path(env["TUNA_DB_URL_FILE"])
+        try:
+            env = {**env, "TUNA_DB_URL": path.read_text().strip()}
+        except OSError as e:
+            raise ConfigurationError(
+                f"TUNA_DB_URL_FILE={path}: cannot read it ({e.strerror}); it must hold the "
+                "database URL on one line"
+            ) from e
     if env.get("TUNA_DB_URL"):
         try:
             url = make_url(env["TUNA_DB_URL"])

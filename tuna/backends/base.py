@@ -178,3 +178,20 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def evaluate(self, work: JobWork) -> EvalOutcome:
         """Check and time the job's compiled kernels; pick the best parameters."""
+
+    # -- What a worker container of this backend needs (go_fish on a fleet) -------------
+
+    def container_args(self, phase: str, gpu: int | None) -> list[str]:
+        """Extra ``docker run`` arguments for a worker of ``phase`` using ``gpu``.
+
+        Device flags belong here (e.g. ``--device /dev/kfd``); never ``--privileged``. A
+        CPU backend needs none.
+        """
+        return []
+
+    def worker_environment(
+        self, session: SessionInfo, phase: str, gpu: int | None, scratch: str
+    ) -> dict[str, str]:
+        """Environment for one worker process of ``phase`` (e.g. per-worker cache paths
+        under ``scratch``, a directory private to that worker, and device selection)."""
+        return {}
