@@ -8,7 +8,12 @@ from sqlalchemy import exc as sa_exc
 
 from tuna.errors import DatabaseError
 from tuna.jobs.errors import TransientDatabaseError
-from tuna.jobs.retry import transient_cause, with_retry
+from tuna.jobs.retry import (
+    connection_lost_cause,
+    through_outages,
+    transient_cause,
+    with_retry,
+)
 
 
 def wrapped(orig: Exception) -> DatabaseError:
@@ -82,3 +87,79 @@ def test_other_errors_propagate_at_once():
     with pytest.raises(DatabaseError, match="db: failed"):
         with_retry(txn, what="claim", sleep=lambda _s: None)
     assert len(calls) == 1
+
+
+# -- outages ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("orig", "cause"),
+    [
+        (pymysql.err.OperationalError(2003, "Can't connect to MySQL server"), "MySQL error 2003"),
+        (pymysql.err.OperationalError(2013, "Lost connection during query"), "MySQL error 2013"),
+        (pymysql.err.OperationalError(1927, "Connection was killed"), "MySQL error 1927"),
+        (ConnectionRefusedError(111, "refused"), "ConnectionRefusedError"),
+    ],
+)
+def test_an_unreachable_server_is_an_outage(orig, cause):
+    assert connection_lost_cause(wrapped(orig)) == cause
+
+
+@pytest.mark.parametrize(
+    "orig",
+    [
+        pymysql.err.OperationalError(1213, "Deadlock found"),
+        pymysql.err.IntegrityError(1062, "Duplicate entry"),
+        sqlite3.OperationalError("database is locked"),
+    ],
+)
+def test_other_errors_are_not_outages(orig):
+    assert connection_lost_cause(wrapped(orig)) is None
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def sleep(self, s: float) -> None:
+        self.sleeps.append(s)
+        self.now += s
+
+
+def test_an_outage_is_ridden_out_with_growing_pauses():
+    clock = FakeClock()
+    calls = []
+
+    def fn():
+        calls.append(clock.now)
+        if len(calls) < 5:
+            raise wrapped(pymysql.err.OperationalError(2003, "Can't connect"))
+        return "ok"
+
+    assert through_outages(fn, what="t", sleep=clock.sleep, clock=lambda: clock.now) == "ok"
+    assert len(calls) == 5
+    assert clock.sleeps == sorted(clock.sleeps) and clock.sleeps[0] < clock.sleeps[-1]
+
+
+def test_an_outage_longer_than_the_patience_raises_the_last_error():
+    clock = FakeClock()
+
+    def fn():
+        raise wrapped(pymysql.err.OperationalError(2013, "Lost connection"))
+
+    with pytest.raises(DatabaseError):
+        through_outages(fn, what="t", patience=30, sleep=clock.sleep, clock=lambda: clock.now)
+    assert 20 <= clock.now <= 30
+
+
+def test_other_errors_are_not_repeated_through_outages():
+    calls = []
+
+    def fn():
+        calls.append(1)
+        raise wrapped(pymysql.err.IntegrityError(1062, "Duplicate entry"))
+
+    with pytest.raises(DatabaseError):
+        through_outages(fn, what="t", sleep=lambda s: None)
+    assert calls == [1]

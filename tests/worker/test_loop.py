@@ -285,3 +285,34 @@ def test_a_second_ctrl_c_aborts_the_job_and_hands_it_back(lite, sqlite_url, tmp_
     assert "stopped: aborted; 1 claimed, 0 done" in out
     row = job_row(lite, sd.jobs[0])
     assert (row.state, row.retries, row.lease_owner) == (S.NEW, 0, None)
+
+
+def test_a_database_outage_is_ridden_out_and_no_job_is_lost(lite, monkeypatch):
+    """Claims and records that fail with "server has gone away" are repeated, not fatal."""
+    import pymysql
+
+    from tuna.errors import DatabaseError
+    from tuna.jobs import states as st
+
+    sd = seed(lite, configs=4, solvers=["NoopDirect"])
+    failures = {"claim_jobs": 2, "record_outcomes": 2}
+
+    def flaky(name):
+        real = getattr(st, name)
+
+        def call(*a, **kw):
+            if failures[name]:
+                failures[name] -= 1
+                orig = pymysql.err.OperationalError(2006, "MySQL server has gone away")
+                raise DatabaseError("db: failed") from orig
+            return real(*a, **kw)
+
+        return call
+
+    for name in failures:
+        monkeypatch.setattr(st, name, flaky(name))
+    monkeypatch.setattr("tuna.jobs.retry.log.warning", lambda *a, **k: None)
+    r = run(lite, sd.session, "compile")
+    assert failures == {"claim_jobs": 0, "record_outcomes": 0}
+    assert (r.claimed, r.done, r.lost, r.stopped) == (4, 4, 0, "drained")
+    assert states(lite, sd.session) == {S.COMPILED: 4}

@@ -81,3 +81,68 @@ def with_retry(
             log.info("%s: %s, retry %d/%d in %.3f s", what, cause, attempt, attempts - 1, delay)
             sleep(delay)
     raise AssertionError("unreachable")
+
+
+# -- The database went away: a restart, a failover, a cut network ---------------------------
+
+# Client-side "can't reach / lost the server" and server-side "shutting down / killed".
+CONNECTION_LOST_MYSQL_CODES = frozenset(
+    {
+        1053,  # server shutdown in progress
+        1927,  # connection was killed (MariaDB)
+        2003,  # can't connect to server
+        2006,  # server has gone away
+        2013,  # lost connection during query
+        2055,  # lost connection (system error)
+    }
+)
+DEFAULT_OUTAGE_PATIENCE = 300.0
+
+
+def connection_lost_cause(exc: BaseException) -> str | None:
+    """Why ``exc`` looks like the database being unreachable for now, or None."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, sa_exc.DBAPIError) and cur.connection_invalidated:
+            return "connection invalidated"
+        orig = cur.orig if isinstance(cur, sa_exc.DBAPIError) else cur
+        args = getattr(orig, "args", ())
+        if args and isinstance(args[0], int) and args[0] in CONNECTION_LOST_MYSQL_CODES:
+            return f"MySQL error {args[0]}"
+        if isinstance(orig, (ConnectionError, TimeoutError)):
+            return type(orig).__name__
+        cur = cur.__cause__ or cur.__context__
+    return None
+
+
+def through_outages(
+    fn: Callable[[], T],
+    *,
+    what: str,
+    patience: float = DEFAULT_OUTAGE_PATIENCE,
+    max_delay: float = 5.0,
+    sleep: Callable[[float], object] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> T:
+    """Call ``fn`` (one whole transaction) again while the database is unreachable.
+
+    For workers and go_fish, which must ride out a database restart: the transaction is
+    repeated after a growing pause, for up to ``patience`` seconds, then the last error
+    propagates. Repeating is safe for Tuna's writes because each is fenced: a write whose
+    commit reached the server before the connection dropped finds the job already moved
+    and changes nothing the second time.
+    """
+    deadline = clock() + patience
+    delay = 0.25
+    while True:
+        try:
+            return fn()
+        except Exception as e:
+            cause = connection_lost_cause(e)
+            if cause is None or clock() + delay > deadline:
+                raise
+            log.warning("%s: database unreachable (%s), trying again in %.1f s", what, cause, delay)
+            sleep(delay)
+            delay = min(max_delay, delay * 2)

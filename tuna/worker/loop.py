@@ -13,6 +13,10 @@ and records the outcomes through the state machine, fenced by the claim's attemp
   phase of the session is in flight anywhere (in-flight jobs could still come back to
   this phase through a failure or an expired lease). It does not wait for jobs still in
   an earlier phase: run the compile workers first, or run eval workers without ``burst``.
+* **Database outages**: every transaction is repeated while the database is unreachable
+  (a restart, a cut network), for up to ``outage_patience`` seconds; the heartbeat keeps
+  trying too. A job whose lease ran out meanwhile is handed to another worker and this
+  worker's late write is fenced out.
 * **Batches**: outcomes are recorded when the batch is done or ``record_interval``
   seconds after the last record, whichever comes first, so fast jobs share transactions
   and slow jobs are recorded as soon as they finish.
@@ -29,15 +33,17 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from types import FrameType
+from typing import TypeVar
 
 from tuna.backends import Backend, get_backend
 from tuna.backends.base import CompileOutcome, EvalOutcome, JobWork, Outcome
 from tuna.db import Database
 from tuna.db.enums import JobState
 from tuna.jobs import states
+from tuna.jobs.retry import DEFAULT_OUTAGE_PATIENCE, through_outages
 from tuna.jobs.states import (
     DEFAULT_LEASE_SECONDS,
     DEFAULT_MAX_RETRIES,
@@ -49,10 +55,17 @@ from tuna.worker.work import WorkLoader, load_session
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 
 def make_owner() -> str:
-    """A worker's lease owner id: ``host:pid:random``, unique even across restarts."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    """A worker's lease owner id: ``host:pid:random``, unique even across restarts.
+
+    ``TUNA_WORKER_NAME`` replaces the host name (go_fish names its containers' workers
+    ``<machine>/<worker>``, so ``job.lease_owner`` says where a job runs).
+    """
+    name = os.environ.get("TUNA_WORKER_NAME") or socket.gethostname()
+    return f"{name}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
 @dataclass
@@ -155,6 +168,7 @@ class Worker:
         hooks: Sequence[Hook],
         stop: threading.Event | None,
         handle_signals: bool,
+        outage_patience: float = DEFAULT_OUTAGE_PATIENCE,
     ) -> None:
         self.db, self.session_id, self.phase = db, session_id, phase
         self.burst, self.max_jobs, self.gpu = burst, max_jobs, gpu
@@ -166,6 +180,7 @@ class Worker:
         self.hooks = list(hooks)
         self.stop = stop or threading.Event()
         self.handle_signals = handle_signals
+        self.outage_patience = outage_patience
         session = load_session(db, session_id)
         self.backend = backend or get_backend(session.backend)
         self.loader = WorkLoader(db, session)
@@ -214,7 +229,9 @@ class Worker:
             return 0
         # Jitter, so a fleet started together does not reap in lock step.
         self._next_reap = time.monotonic() + self.reap_interval * random.uniform(0.5, 1.5)
-        reaped = len(states.reap_expired(self.db, max_retries=self.max_retries))
+        reaped = len(
+            self._db(lambda: states.reap_expired(self.db, max_retries=self.max_retries), "reap")
+        )
         self.report.reaped += reaped
         return reaped
 
@@ -222,14 +239,17 @@ class Worker:
         limit = self.claim_batch
         if self.max_jobs is not None:
             limit = min(limit, self.max_jobs - self.report.claimed)
-        jobs = states.claim_jobs(
-            self.db,
-            self.session_id,
-            self.phase,
-            owner=self.owner,
-            limit=limit,
-            lease_seconds=self.lease_seconds,
-            gpu=self.gpu,
+        jobs = self._db(
+            lambda: states.claim_jobs(
+                self.db,
+                self.session_id,
+                self.phase,
+                owner=self.owner,
+                limit=limit,
+                lease_seconds=self.lease_seconds,
+                gpu=self.gpu,
+            ),
+            "claim",
         )
         self.heartbeat.hold(jobs)
         self.report.claimed += len(jobs)
@@ -238,11 +258,16 @@ class Worker:
     def _drained(self) -> bool:
         if self._reap(now=True):
             return False
-        counts = states.count_jobs(self.db, self.session_id, [self.phase.ready, self.phase.running])
+        counts = self._db(
+            lambda: states.count_jobs(
+                self.db, self.session_id, [self.phase.ready, self.phase.running]
+            ),
+            "count jobs",
+        )
         return not any(counts.values())
 
     def _work(self, jobs: list[ClaimedJob]) -> None:
-        works = self.loader.load(jobs)
+        works = self._db(lambda: self.loader.load(jobs), "load jobs")
         pending: list[tuple[ClaimedJob, Outcome]] = []
         last_record = time.monotonic()
         for job in jobs:
@@ -290,7 +315,12 @@ class Worker:
     def _record(self, pending: list[tuple[ClaimedJob, Outcome]]) -> None:
         if not pending:
             return
-        rec = states.record_outcomes(self.db, self.owner, pending, max_retries=self.max_retries)
+        rec = self._db(
+            lambda: states.record_outcomes(
+                self.db, self.owner, pending, max_retries=self.max_retries
+            ),
+            "record",
+        )
         self.heartbeat.forget([j.id for j, _ in pending])
         r = self.report
         r.done += rec.count(self.phase.done)
@@ -302,10 +332,19 @@ class Worker:
     def _release(self, jobs: list[ClaimedJob]) -> None:
         if not jobs:
             return
-        released = states.release_jobs(self.db, self.owner, jobs)
+        released = self._db(lambda: states.release_jobs(self.db, self.owner, jobs), "release")
         self.heartbeat.forget([j.id for j in jobs])
         self.report.released += len(released)
         self.report.lost += len(jobs) - len(released)
+
+    def _db(self, fn: Callable[[], T], what: str) -> T:
+        """Run one transaction, riding out a database outage (a stop signal ends the wait)."""
+        return through_outages(
+            fn,
+            what=f"{self.owner}: {what}",
+            patience=self.outage_patience,
+            sleep=self.stop.wait,
+        )
 
     @contextlib.contextmanager
     def _signals(self) -> Iterator[None]:
@@ -353,6 +392,7 @@ def run_worker(
     hooks: Sequence[Hook] = (),
     stop: threading.Event | None = None,
     handle_signals: bool = True,
+    outage_patience: float = DEFAULT_OUTAGE_PATIENCE,
 ) -> WorkerReport:
     """Work ``phase`` of session ``session_id`` until stopped (or drained, with ``burst``).
 
@@ -360,7 +400,8 @@ def run_worker(
     transaction (more is cheaper for short jobs; a claimed job waits for the ones before
     it). Leases last ``lease_seconds`` and are extended every ``heartbeat_interval``
     (default a third of the lease). ``max_jobs`` stops after claiming that many jobs.
-    ``stop`` lets another thread stop the worker as SIGTERM would.
+    ``stop`` lets another thread stop the worker as SIGTERM would. While the database
+    is unreachable, each transaction is tried again for up to ``outage_patience`` seconds.
     """
     return Worker(
         db,
@@ -381,4 +422,5 @@ def run_worker(
         hooks=hooks,
         stop=stop,
         handle_signals=handle_signals,
+        outage_patience=outage_patience,
     ).run()
