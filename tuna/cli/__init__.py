@@ -11,6 +11,7 @@ from tuna.cli.db import db_group
 from tuna.cli.go_fish import go_fish_cmd
 from tuna.cli.jobs import jobs_group
 from tuna.cli.load import load_jobs_cmd
+from tuna.cli.machine import machine_group
 from tuna.cli.quickstart import quickstart
 from tuna.cli.results import export_db_cmd, import_db_cmd, merge_db_cmd, update_golden_cmd
 from tuna.cli.session import session_group
@@ -42,6 +43,7 @@ main.add_command(query_db_cmd)
 main.add_command(db_group)
 main.add_command(session_group)
 main.add_command(load_jobs_cmd)
+main.add_command(machine_group)
 main.add_command(go_fish_cmd)
 main.add_command(worker_cmd)
 main.add_command(jobs_group)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
+from sqlalchemy.engine import URL, make_url
 
 from tuna.cli.base import (
     TunaCommand,
@@ -20,7 +22,14 @@ from tuna.cli.base import (
 )
 from tuna.config import load_settings
 from tuna.config import log_dir as default_log_dir
-from tuna.fleet.local import FishReport, Progress, Task, run_local, worker_environment
+from tuna.fleet.fanout import fan_out
+from tuna.fleet.inspect import check_worker_db_url, fleet_status
+from tuna.fleet.local import run_local
+from tuna.fleet.machines import MachineRow, list_machines
+from tuna.fleet.phase import FishReport, Progress, Task, worker_environment
+from tuna.fleet.remote import FleetOptions, run_fleet
+from tuna.fleet.ssh import Connections
+from tuna.jobs.sessions import get_session
 
 
 def _duration(seconds: float | None) -> str:
@@ -50,9 +59,10 @@ def print_summary(r: FishReport) -> None:
     verdict = (
         "interrupted" if r.interrupted else "drained" if r.drained else "stopped with work left"
     )
+    where = f"on {len(r.hosts)} machine(s)" if r.hosts else "local"
     console.print(
         f"go_fish {r.task.value}, session {r.session}: {verdict} in {_duration(r.final.elapsed_s)}"
-        f" with {r.workers} local worker(s); {r.final.finished} job(s) left the phase, "
+        f" with {r.workers} {where} worker(s); {r.final.finished} job(s) left the phase, "
         f"{r.final.remaining} remain",
         markup=False,
         soft_wrap=True,
@@ -60,8 +70,10 @@ def print_summary(r: FishReport) -> None:
     console.print(
         "  " + ", ".join(f"{st.value} {n}" for st, n in c.by_state.items() if n), markup=False
     )
+    for host, why in r.lost_hosts.items():
+        err_console.print(f"  lost {host}: {why}", markup=False, soft_wrap=True)
     bad = [code for code in r.exit_codes if code not in (0, None)]
-    if bad:
+    if bad and r.logs:
         err_console.print(
             f"  {len(bad)} worker(s) exited with an error; logs: {r.logs[0].parent}", markup=False
         )
@@ -74,14 +86,79 @@ def print_summary(r: FishReport) -> None:
         console.print(table)
 
 
+def _machines(arch: str | None, num_cu: int | None, ids: tuple[int, ...]) -> list[MachineRow]:
+    db = database()
+    try:
+        return list_machines(db, arch=arch, num_cu=num_cu, ids=ids, available_only=True)
+    finally:
+        db.dispose()
+
+
+def _connections(known_hosts: Path | None) -> Connections:
+    return Connections(known_hosts)
+
+
+def exec_on(machines: list[MachineRow], command: str, known_hosts: Path | None) -> None:
+    """``go_fish -e``: run a command on every machine, print each result, fail once at the end."""
+    with _connections(known_hosts) as conns:
+        outcomes = fan_out([m.host for m in machines], lambda h: conns.run(h, command))
+    failed = 0
+    for o in outcomes:
+        if o.value is not None:
+            status = o.value.exit_status
+            failed += status != 0
+            console.rule(f"{escape(str(o.host))}: exit {status}", align="left")
+            out = (o.value.stdout + o.value.stderr).rstrip()
+            if out:
+                console.print(out, markup=False, highlight=False, soft_wrap=True)
+        else:
+            failed += 1
+            console.rule(f"{escape(str(o.host))}: unreachable", align="left")
+            err_console.print(str(o.error), markup=False, soft_wrap=True)
+    console.print(f"{len(outcomes) - failed} of {len(outcomes)} machine(s) succeeded")
+    if failed:
+        raise click.exceptions.Exit(1)
+
+
+def status_of(machines: list[MachineRow], image: str | None, known_hosts: Path | None) -> None:
+    """``go_fish --status``: a table of every machine's reachability, engine, image, GPUs."""
+    with _connections(known_hosts) as conns:
+        rows = fleet_status(conns, machines, image)
+    table = Table(title=f"machines (image {image or 'not checked'})", title_justify="left")
+    for col in ("id", "host", "arch", "reachable", "docker", "image", "GPUs (registered / seen)"):
+        table.add_column(col)
+    for st in rows:
+        m = st.machine
+        table.add_row(
+            str(m.id),
+            escape(m.hostname),
+            m.arch or "",
+            f"yes, {st.latency_ms:.0f} ms"
+            if st.reachable
+            else f"[red]no[/]: {escape(st.error or '')}",
+            escape(st.docker or "") if st.docker_ok else f"[red]{escape(st.docker or '-')}[/]",
+            escape(st.image or "-")
+            if st.image_ok or not image
+            else f"[red]{escape(st.image or '-')}[/]",
+            f"{','.join(map(str, m.gpus)) or '-'} / {escape(st.devices or '-')}",
+        )
+    console.print(table)
+    if not all(s.reachable and s.docker_ok and (s.image_ok or not image) for s in rows):
+        raise click.exceptions.Exit(1)
+
+
+def _show_live(task: Task) -> tuple[Live, Callable[[Progress], None]]:
+    live = Live(console=err_console, transient=True, auto_refresh=False)
+
+    def show(p: Progress) -> None:
+        live.update(progress_table(p, task), refresh=True)
+
+    return live, show
+
+
 @click.command("go_fish", cls=TunaCommand)
 @click.option(
-    "--session",
-    "--session_id",
-    "session_id",
-    type=int,
-    required=True,
-    help="Session whose jobs to work.",
+    "--session", "--session_id", "session_id", type=int, help="Session whose jobs to work."
 )
 @click.option(
     "--compile",
@@ -107,12 +184,22 @@ def print_summary(r: FishReport) -> None:
     flag_value=Task.BIN_CACHE.value,
     help="Evaluate compiled kernel jobs: winners' binaries for the kernel db.",
 )
+@click.option("-e", "--exec", "command", help="Run COMMAND on every selected machine.")
+@click.option(
+    "--status", is_flag=True, help="Check every selected machine: SSH, Docker, image, GPUs."
+)
 @click.option(
     "--local",
     is_flag=True,
     help="Run workers on this machine (the default while no machine is registered).",
 )
+@click.option("-a", "--arch", help="Only machines of this arch.")
+@click.option("-n", "--num_cu", "--num-cu", "num_cu", type=int, help="Only this CU count.")
+@click.option(
+    "-m", "--machine", "machine_ids", type=int, multiple=True, help="Only these machine ids."
+)
 @workers_option
+@click.option("--image", help="Worker image (default: the session's docker image).")
 @click.option(
     "-f",
     "--find_enforce",
@@ -127,61 +214,147 @@ def print_summary(r: FishReport) -> None:
     help="Jobs each worker claims per transaction.",
 )
 @click.option(
+    "--lease-seconds",
+    type=click.FloatRange(min=1),
+    help="Lease length of the workers' jobs (default: the worker's).",
+)
+@click.option(
     "--log-dir",
     type=click.Path(file_okay=False, path_type=Path),
     help="Where worker logs go (default: $TUNA_LOG_DIR or <data dir>/logs).",
 )
+@click.option(
+    "--known-hosts",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Known-hosts file (default: $TUNA_KNOWN_HOSTS or ~/.ssh/known_hosts).",
+)
 @verbose_option
 def go_fish_cmd(
-    session_id: int,
+    session_id: int | None,
     task: str | None,
+    command: str | None,
+    status: bool,
     local: bool,
+    arch: str | None,
+    num_cu: int | None,
+    machine_ids: tuple[int, ...],
     workers: int | None,
+    image: str | None,
     find_enforce: str | None,
     claim_batch: int,
+    lease_seconds: float | None,
     log_dir: Path | None,
+    known_hosts: Path | None,
 ) -> None:
     """Run one phase of a session on workers until its queue is drained.
 
-    Starts worker processes, shows progress (jobs by state, rate, ETA), ends when the
-    phase's queue is drained and prints a summary with the top failure reasons. Ctrl-C
-    stops the workers: each finishes its current job and hands the rest back.
+    With machines registered (`tuna machine add`), go_fish starts worker containers on
+    them over SSH from the session's image: -w per machine for --compile (default: the
+    machine's setting, else its CPU count), one per GPU for evaluation. Without any, or
+    with --local, it starts worker processes on this machine. It shows progress (jobs by
+    state, rate, ETA), reports machines it loses and carries on, ends when the phase's
+    queue is drained and prints a summary with the top failure reasons. Ctrl-C stops the
+    workers: each finishes its current job and hands the rest back.
+
+    Remote workers get the database from TUNA_WORKER_DB_URL (default TUNA_DB_URL) through
+    a file only root can read, never on a command line.
 
     \b
     Examples:
       go_fish --session 3 --compile
-      go_fish --session 3 --run_perf -w 2
-      go_fish --session 3 --run_find -f 3
+      go_fish --session 3 --run_perf -a gfx90a -n 104
+      go_fish --session 3 --run_find -f 3 -m 1 -m 2
+      go_fish --session 3 --compile --local -w 2
+      go_fish -e "docker images" -a gfx90a
+      go_fish --status --image tuna-worker:latest
     """
+    if command is not None or status:
+        if task or (command is not None and status):
+            raise click.UsageError("-e and --status run alone, without a phase or each other")
+        machines = _machines(arch, num_cu, machine_ids)
+        if not machines:
+            raise click.UsageError("no machine selected; register one with `tuna machine add`")
+        if command is not None:
+            exec_on(machines, command, known_hosts)
+        else:
+            if image is None and session_id is not None:
+                db = database()
+                try:
+                    image = get_session(db, session_id).docker_image
+                finally:
+                    db.dispose()
+            status_of(machines, image, known_hosts)
+        return
     if task is None:
-        raise click.UsageError("say what to run: --compile, --run_perf, --run_find or --bin_cache")
+        raise click.UsageError(
+            "say what to run: --compile, --run_perf, --run_find, --bin_cache, -e CMD or --status"
+        )
+    if session_id is None:
+        raise click.UsageError("--session is needed to run a phase")
     chosen = Task(task)
     settings = load_settings()
     logs = log_dir or default_log_dir()
     env = worker_environment(int(find_enforce) if find_enforce else None)
+    worker_args = ["--claim-batch", str(claim_batch)]
+    if lease_seconds is not None:
+        worker_args += ["--lease-seconds", str(lease_seconds)]
+    machines = [] if local else _machines(arch, num_cu, machine_ids)
+    if not local and not machines and (arch or num_cu or machine_ids):
+        raise click.UsageError("no available machine matches -a/-n/-m; see `tuna machine list`")
     db = database()
     try:
-        with Live(console=err_console, transient=True, auto_refresh=False) as live:
-
-            def show(p: Progress) -> None:
-                live.update(progress_table(p, chosen), refresh=True)
-
-            report = run_local(
-                db,
-                session_id,
-                chosen,
-                workers=workers or os.cpu_count() or 1,
+        live, show = _show_live(chosen)
+        if not machines:
+            with live:
+                report = run_local(
+                    db,
+                    session_id,
+                    chosen,
+                    workers=workers or os.cpu_count() or 1,
+                    log_dir=logs,
+                    db_url=settings.db_url.render_as_string(hide_password=False),
+                    extra_env=env,
+                    worker_args=worker_args,
+                    on_progress=show,
+                )
+        else:
+            worker_url = _worker_db_url(settings.db_url)
+            image = image or get_session(db, session_id).docker_image
+            if not image:
+                raise click.UsageError(f"session {session_id} names no docker image; pass --image")
+            options = FleetOptions(
+                image=image,
+                worker_db_url=worker_url.render_as_string(hide_password=False),
                 log_dir=logs,
-                db_url=settings.db_url.render_as_string(hide_password=False),
+                compile_workers=workers,
                 extra_env=env,
-                worker_args=["--claim-batch", str(claim_batch)],
-                on_progress=show,
+                worker_args=tuple(worker_args),
             )
+            with _connections(known_hosts) as conns, live:
+                report = run_fleet(
+                    db,
+                    conns,
+                    session_id,
+                    chosen,
+                    machines,
+                    options,
+                    on_progress=show,
+                    on_event=lambda text: live.console.print(text, markup=False, soft_wrap=True),
+                )
     finally:
         db.dispose()
     print_summary(report)
     if not report.drained and not report.interrupted:
         raise click.exceptions.Exit(1)
+
+
+def _worker_db_url(head: URL) -> URL:
+    given = os.environ.get("TUNA_WORKER_DB_URL")
+    url = make_url(given) if given else head
+    if url.drivername == "mysql":
+        url = url.set(drivername="mysql+pymysql")
+    check_worker_db_url(url)
+    return url
 
 
 def go_fish_main() -> None:

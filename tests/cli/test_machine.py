@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+import json
+
+from tuna.cli import main
+
+
+def test_machine_add_list_set_remove(runner):
+    r = runner.invoke(
+        main,
+        [
+            "machine",
+            "add",
+            "gpu-01",
+            "--user",
+            "tuna",
+            "-a",
+            "gfx90a",
+            "-n",
+            "104",
+            "--gpus",
+            "0,1",
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    assert "machine 1: gpu-01:22 registered" in r.output
+    r = runner.invoke(
+        main, ["machine", "add", "10.0.0.7", "--port", "2222", "--docker", "compile_workers=16"]
+    )
+    assert r.exit_code == 0, r.output
+    listed = runner.invoke(main, ["machine", "list"])
+    assert "gpu-01" in listed.output and "gfx90a" in listed.output and "0,1" in listed.output
+    data = json.loads(runner.invoke(main, ["machine", "list", "--json"]).output)
+    assert [(m["hostname"], m["port"], m["gpus"]) for m in data] == [
+        ("gpu-01", 22, [0, 1]),
+        ("10.0.0.7", 2222, []),
+    ]
+    assert data[1]["docker_settings"] == {"compile_workers": 16}
+    r = runner.invoke(main, ["machine", "set", "gpu-01", "--unavailable", "--gpus", "0,1,2,3"])
+    assert r.exit_code == 0, r.output
+    assert "no" in r.output and "0,1,2,3" in r.output
+    r = runner.invoke(main, ["machine", "remove", "2"])
+    assert r.exit_code == 0 and "(10.0.0.7:2222) removed" in r.output
+    assert "10.0.0.7" not in runner.invoke(main, ["machine", "list"]).output
+
+
+def test_machine_errors_say_what_to_do(runner):
+    r = runner.invoke(main, ["machine", "add", "gpu-01", "--gpus", "zero"])
+    assert r.exit_code != 0 and "GPU indices separated by commas" in r.output
+    r = runner.invoke(main, ["machine", "add", "gpu-01", "--docker", "workers=3"])
+    assert r.exit_code != 0 and "KEY one of docker, compile_workers" in r.output
+    r = runner.invoke(main, ["machine", "set", "7", "--unavailable"])
+    assert r.exit_code != 0 and "tuna machine list" in r.output
+    r = runner.invoke(main, ["machine", "set", "7"])
+    assert r.exit_code != 0 and "say what to change" in r.output
+
+
+def test_go_fish_without_a_task_or_machines_says_what_to_do(runner):
+    r = runner.invoke(main, ["go_fish", "--session", "1"])
+    assert r.exit_code != 0 and "-e CMD or --status" in r.output
+    r = runner.invoke(main, ["go_fish", "-e", "uptime"])
+    assert r.exit_code != 0 and "tuna machine add" in r.output
+    r = runner.invoke(main, ["go_fish", "--compile"])
+    assert r.exit_code != 0 and "--session is needed" in r.output
+
+
+def test_go_fish_on_machines_refuses_the_embedded_database(runner):
+    runner.invoke(main, ["machine", "add", "gpu-01"])
+    runner.invoke(
+        main, ["session", "create", "--arch", "cpu", "--num-cu", "2", "--backend", "noop"]
+    )
+    r = runner.invoke(main, ["go_fish", "--session", "1", "--compile", "--image", "x"])
+    assert r.exit_code != 0 and "embedded SQLite database is only for --local" in r.output

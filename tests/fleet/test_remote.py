@@ -1,0 +1,105 @@
+"""go_fish on a fleet, without a fleet: what go_fish asks each machine to run."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.jobs.seed import open_test_db, seed
+from tuna.backends.noop import NoopBackend
+from tuna.db import Database
+from tuna.errors import TunaError
+from tuna.fleet.machines import MachineRow
+from tuna.fleet.phase import Task
+from tuna.fleet.remote import FleetOptions, FleetRun, HostState, run_fleet
+from tuna.fleet.ssh import Connections
+
+SECRET = "mysql+pymysql://tuna:s3cret@10.77.0.1:3307/tuna"
+
+
+@pytest.fixture
+def lite(sqlite_url: str) -> Iterator[Database]:
+    database = open_test_db(sqlite_url)
+    yield database
+    database.dispose()
+
+
+@pytest.fixture
+def options(tmp_path: Path) -> FleetOptions:
+    return FleetOptions(image="tuna-worker:ci", worker_db_url=SECRET, log_dir=tmp_path / "logs")
+
+
+def fleet_run(db, task, machines, options) -> FleetRun:
+    sd = seed(db, configs=2)
+    return FleetRun(
+        db, Connections(Path("/nonexistent")), sd.session, task, machines, options, None, None
+    )
+
+
+def test_worker_containers_get_the_url_from_a_file_never_argv(lite, options, monkeypatch):
+    monkeypatch.setattr(
+        NoopBackend,
+        "container_args",
+        lambda self, phase, gpu: ["--device", "/dev/kfd"] if phase == "eval" else [],
+    )
+    monkeypatch.setattr(
+        NoopBackend,
+        "worker_environment",
+        lambda self, session, phase, gpu, scratch: {"CACHE": f"{scratch}/cache", "GPU": str(gpu)},
+    )
+    m = MachineRow(1, "gpu-01", gpus=(0, 3), docker_settings={"run_args": ["--ipc", "host"]})
+    run = fleet_run(lite, Task.RUN_PERF, [m], options)
+    slots = run._plan(HostState(m))
+    assert [(s.worker, s.gpu) for s in slots] == [("eval-gpu0", 0), ("eval-gpu3", 3)]
+    assert slots[1].log == options.log_dir / "eval" / "gfx-noop" / "gpu-01" / "eval-gpu3.log"
+    slots[1].container = "tuna-x-eval-gpu3"
+    argv = shlex.split(run._docker_run(slots[1]))
+    assert "s3cret" not in " ".join(argv)
+    assert argv[:2] == ["docker", "run"] and "--privileged" not in argv
+    run_dir = f"/tmp/tuna-go_fish/{run.run_id}"
+    assert f"{run_dir}/db_url:/run/tuna/db_url:ro" in argv
+    assert f"{run_dir}/eval-gpu3:/scratch" in argv
+    env = {argv[i + 1] for i, a in enumerate(argv) if a == "-e"}
+    assert {
+        "TUNA_DB_URL_FILE=/run/tuna/db_url",
+        "TUNA_WORKER_NAME=gpu-01/eval-gpu3",
+        "CACHE=/scratch/cache",
+        "GPU=3",
+    } <= env
+    image_at = argv.index("tuna-worker:ci")
+    assert argv[image_at - 4 : image_at] == ["--device", "/dev/kfd", "--ipc", "host"]
+    assert argv[image_at + 1 :] == [
+        "tuna", "worker", "--session", str(run.session.id), "--phase", "eval", "--burst",
+        "--gpu", "3",
+    ]  # fmt: skip
+
+
+def test_compile_workers_per_machine(lite, options):
+    fixed = MachineRow(1, "a", docker_settings={"compile_workers": 3, "docker": "sudo docker"})
+    run = fleet_run(lite, Task.COMPILE, [fixed], options)
+    slots = run._plan(HostState(fixed))
+    assert [s.worker for s in slots] == ["compile-0", "compile-1", "compile-2"]
+    slots[0].container = "c"
+    assert shlex.split(run._docker_run(slots[0]))[:3] == ["sudo", "docker", "run"]
+    other = MachineRow(2, "b")
+    run = FleetRun(
+        lite, Connections(Path("/x")), run.session.id, Task.COMPILE, [other],
+        FleetOptions(image="i", worker_db_url=SECRET, log_dir=Path("/l"), compile_workers=2),
+        None, None,
+    )  # fmt: skip
+    assert len(run._plan(HostState(other))) == 2
+
+
+def test_eval_on_another_arch_is_refused(lite, options):
+    sd = seed(lite, configs=1)
+    m = MachineRow(1, "gpu-01", arch="gfx942")
+    with pytest.raises(TunaError, match="targets gfx-noop, but gpu-01 is another arch"):
+        run_fleet(lite, Connections(Path("/x")), sd.session, Task.RUN_PERF, [m], options)
+
+
+def test_no_machine_is_an_error(lite, options):
+    with pytest.raises(TunaError, match="no machine selected"):
+        fleet_run(lite, Task.COMPILE, [], options)

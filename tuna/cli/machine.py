@@ -1,0 +1,310 @@
+"""``tuna machine``: the worker hosts go_fish may use."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from tuna.cli.base import TunaGroup, console, database
+from tuna.errors import TunaError
+from tuna.fleet.machines import (
+    DOCKER_SETTINGS,
+    MachineRow,
+    add_machine,
+    get_machine,
+    list_machines,
+    remove_machine,
+    set_machine,
+)
+from tuna.fleet.ssh import default_known_hosts, fetch_host_key, fingerprint, trust_host_key
+
+
+def _gpus(text: str | None) -> tuple[int, ...] | None:
+    if text is None:
+        return None
+    if not text.strip():
+        return ()
+    try:
+        return tuple(int(g) for g in text.split(","))
+    except ValueError:
+        raise TunaError(
+            f"--gpus {text!r}: write GPU indices separated by commas, e.g. 0,1,2,3"
+        ) from None
+
+
+def _docker(pairs: tuple[str, ...], *, allow_unset: bool = False) -> dict[str, Any]:
+    settings: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or key not in DOCKER_SETTINGS:
+            raise TunaError(
+                f"--docker {pair!r}: write KEY=VALUE with KEY one of {', '.join(DOCKER_SETTINGS)}"
+            )
+        kind = DOCKER_SETTINGS[key]
+        if allow_unset and value == "":
+            settings[key] = None
+        elif kind is int:
+            try:
+                settings[key] = int(value)
+            except ValueError:
+                raise TunaError(f"--docker {pair!r}: {key} takes a whole number") from None
+        elif kind is list:
+            settings[key] = value.split()
+        else:
+            settings[key] = value
+    return settings
+
+
+def machine_table(rows: list[MachineRow]) -> Table:
+    table = Table(title_justify="left")
+    for col in (
+        "id",
+        "host",
+        "port",
+        "user",
+        "arch",
+        "num_cu",
+        "gpus",
+        "available",
+        "key",
+        "docker",
+    ):
+        table.add_column(col, justify="right" if col in ("id", "port", "num_cu") else "left")
+    for m in rows:
+        table.add_row(
+            str(m.id),
+            escape(m.hostname),
+            str(m.port),
+            escape(m.user or ""),
+            m.arch or "",
+            "" if m.num_cu is None else str(m.num_cu),
+            ",".join(map(str, m.gpus)),
+            "yes" if m.available else "no",
+            escape(m.key_file or "agent"),
+            escape(
+                json.dumps(dict(m.docker_settings), sort_keys=True) if m.docker_settings else ""
+            ),
+        )
+    return table
+
+
+@click.group("machine", cls=TunaGroup)
+def machine_group() -> None:
+    """Worker machines go_fish reaches over SSH (no password is ever stored).
+
+    Authentication is by the machine's key file or your SSH agent; host keys must be in
+    your known-hosts file (TUNA_KNOWN_HOSTS, default ~/.ssh/known_hosts).
+
+    \b
+    Examples:
+      tuna machine add gpu-node-01 --user tuna --arch gfx90a --num-cu 104 --gpus 0,1,2,3
+      tuna machine add 10.0.0.7 --port 2222 --key-file ~/.ssh/tuna --docker compile_workers=16
+      tuna machine list -a gfx90a
+      tuna machine set 3 --unavailable
+      tuna machine trust 3
+      tuna machine remove 3
+    """
+
+
+_KEYS = ", ".join(DOCKER_SETTINGS)
+
+
+@machine_group.command("add")
+@click.argument("hostname")
+@click.option("--port", type=click.IntRange(1, 65535), default=22, show_default=True)
+@click.option("--user", help="User to log in as (default: yours).")
+@click.option("-a", "--arch", help="GPU architecture, e.g. gfx90a.")
+@click.option("-n", "--num-cu", "--num_cu", "num_cu", type=int, help="Compute units per GPU.")
+@click.option("--gpus", help="GPU indices, comma-separated (one eval worker per GPU).")
+@click.option("--key-file", help="Private key to log in with (default: your SSH agent and keys).")
+@click.option(
+    "--docker",
+    "docker",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help=f"Docker setting (repeatable): {_KEYS}.",
+)
+@click.option("--unavailable", is_flag=True, help="Register it, but let go_fish skip it.")
+def add(
+    hostname: str,
+    port: int,
+    user: str | None,
+    arch: str | None,
+    num_cu: int | None,
+    gpus: str | None,
+    key_file: str | None,
+    docker: tuple[str, ...],
+    unavailable: bool,
+) -> None:
+    """Register a worker machine.
+
+    \b
+    Examples:
+      tuna machine add gpu-node-01 --user tuna --arch gfx90a --num-cu 104 --gpus 0,1,2,3
+      tuna machine add 10.0.0.7 --port 2222 --docker "docker=sudo docker"
+    """
+    db = database()
+    try:
+        m = add_machine(
+            db,
+            hostname,
+            port=port,
+            user=user,
+            arch=arch,
+            num_cu=num_cu,
+            gpus=_gpus(gpus) or (),
+            available=not unavailable,
+            key_file=str(Path(key_file).expanduser()) if key_file else None,
+            docker_settings=_docker(docker),
+        )
+    finally:
+        db.dispose()
+    console.print(f"machine {m.id}: {escape(m.hostname)}:{m.port} registered")
+
+
+@machine_group.command("list")
+@click.option("-a", "--arch", help="Only machines of this arch.")
+@click.option("-n", "--num-cu", "--num_cu", "num_cu", type=int, help="Only this CU count.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def list_cmd(arch: str | None, num_cu: int | None, as_json: bool) -> None:
+    """List registered machines.
+
+    \b
+    Examples:
+      tuna machine list
+      tuna machine list -a gfx90a --json
+    """
+    db = database()
+    try:
+        rows = list_machines(db, arch=arch, num_cu=num_cu)
+    finally:
+        db.dispose()
+    if as_json:
+        click.echo(
+            json.dumps(
+                [
+                    {**m.__dict__, "gpus": list(m.gpus), "docker_settings": dict(m.docker_settings)}
+                    for m in rows
+                ],
+                indent=2,
+            )
+        )
+    elif rows:
+        console.print(machine_table(rows))
+    else:
+        console.print("no machines registered; add one with `tuna machine add HOSTNAME`")
+
+
+@machine_group.command("set")
+@click.argument("machine")
+@click.option("--hostname", help="New host name or address.")
+@click.option("--port", type=click.IntRange(1, 65535))
+@click.option("--user")
+@click.option("-a", "--arch")
+@click.option("-n", "--num-cu", "--num_cu", "num_cu", type=int)
+@click.option("--gpus", help="GPU indices, comma-separated ('' for none).")
+@click.option("--key-file", help="Private key ('' to use the agent).")
+@click.option("--available/--unavailable", default=None, help="Whether go_fish may use it.")
+@click.option(
+    "--docker",
+    "docker",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help=f"Docker setting to change (KEY= removes it): {_KEYS}.",
+)
+def set_cmd(
+    machine: str,
+    hostname: str | None,
+    port: int | None,
+    user: str | None,
+    arch: str | None,
+    num_cu: int | None,
+    gpus: str | None,
+    key_file: str | None,
+    available: bool | None,
+    docker: tuple[str, ...],
+) -> None:
+    """Change a machine (by id or host name).
+
+    \b
+    Examples:
+      tuna machine set 3 --unavailable
+      tuna machine set gpu-node-01 --gpus 0,1 --docker compile_workers=8
+    """
+    changes: dict[str, Any] = {
+        k: v
+        for k, v in {
+            "hostname": hostname,
+            "port": port,
+            "user": user,
+            "arch": arch,
+            "num_cu": num_cu,
+            "available": available,
+        }.items()
+        if v is not None
+    }
+    if gpus is not None:
+        changes["gpus"] = _gpus(gpus)
+    if key_file is not None:
+        changes["key_file"] = str(Path(key_file).expanduser()) if key_file else None
+    if docker:
+        changes["docker_settings"] = _docker(docker, allow_unset=True)
+    if not changes:
+        raise click.UsageError("say what to change, e.g. --unavailable or --gpus 0,1")
+    db = database()
+    try:
+        m = set_machine(db, machine, **changes)
+    finally:
+        db.dispose()
+    console.print(machine_table([m]))
+
+
+@machine_group.command("remove")
+@click.argument("machine")
+def remove(machine: str) -> None:
+    """Forget a machine (its jobs' history stays).
+
+    \b
+    Example:
+      tuna machine remove 3
+    """
+    db = database()
+    try:
+        m = remove_machine(db, machine)
+    finally:
+        db.dispose()
+    console.print(f"machine {m.id} ({escape(m.hostname)}:{m.port}) removed")
+
+
+@machine_group.command("trust")
+@click.argument("machine")
+@click.option("--known-hosts", type=click.Path(path_type=Path), help="File to add the key to.")
+@click.option("-y", "--yes", is_flag=True, help="Add the key without asking.")
+def trust(machine: str, known_hosts: Path | None, yes: bool) -> None:
+    """Fetch a machine's SSH host key, show its fingerprint and add it to known hosts.
+
+    Compare the fingerprint with the one the machine's owner gives you
+    (`ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub` on the machine) before trusting it.
+
+    \b
+    Examples:
+      tuna machine trust 3
+      tuna machine trust gpu-node-01 --yes
+    """
+    db = database()
+    try:
+        m = get_machine(db, machine)
+    finally:
+        db.dispose()
+    path = known_hosts or default_known_hosts()
+    key = fetch_host_key(m.host)
+    console.print(f"{escape(m.hostname)}:{m.port} presents {key.get_name()} {fingerprint(key)}")
+    if not yes and not click.confirm(f"add it to {path}?", default=False):
+        raise click.exceptions.Exit(1)
+    trust_host_key(m.host, key, path)
+    console.print(f"added to {escape(str(path))}")

@@ -1,0 +1,123 @@
+"""One phase of a session, as go_fish runs it anywhere: the task, its progress, its report.
+
+Shared by go_fish on this machine (:mod:`tuna.fleet.local`) and on a fleet
+(:mod:`tuna.fleet.remote`).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy import func, select
+
+from tuna.db import Database
+from tuna.db.enums import JobState, JobStep
+from tuna.db.models import Job
+from tuna.errors import TunaError
+from tuna.jobs import JobCounts, Phase
+
+
+class Task(str, enum.Enum):
+    """What go_fish is asked to do, in the predecessor's words."""
+
+    COMPILE = "compile"
+    RUN_PERF = "run_perf"
+    RUN_FIND = "run_find"
+    BIN_CACHE = "bin_cache"
+
+    @property
+    def phase(self) -> Phase:
+        return Phase.COMPILE if self is Task.COMPILE else Phase.EVAL
+
+    @property
+    def step(self) -> JobStep | None:
+        """The job step this task evaluates (compile serves every step)."""
+        return {
+            Task.RUN_PERF: JobStep.PERF,
+            Task.RUN_FIND: JobStep.FIND,
+            Task.BIN_CACHE: JobStep.KERNEL,
+        }.get(self)
+
+
+FIND_ENFORCE = (1, 3, 4)
+
+
+def worker_environment(find_enforce: int | None) -> dict[str, str]:
+    """Extra environment of the predecessor's ``-f/--find_enforce`` for the library."""
+    if find_enforce is None:
+        return {}
+    if find_enforce not in FIND_ENFORCE:
+        raise TunaError(f"-f/--find_enforce {find_enforce}: use 1, 3 or 4")
+    env = {"MIOPEN_FIND_ENFORCE": str(find_enforce)}
+    if find_enforce == 4:
+        env["MIOPEN_DISABLE_CACHE"] = "1"
+    return env
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One look at the phase: jobs by state, how many the run finished, rate and ETA."""
+
+    counts: JobCounts
+    remaining: int  # ready or in flight in this phase
+    finished: int  # left the phase since the run started
+    elapsed_s: float
+    workers_alive: int
+
+    @property
+    def rate(self) -> float:
+        return self.finished / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    @property
+    def eta_s(self) -> float | None:
+        return self.remaining / self.rate if self.rate > 0 else None
+
+
+@dataclass
+class FishReport:
+    session: int
+    task: Task
+    workers: int
+    exit_codes: list[int]
+    final: Progress
+    interrupted: bool = False
+    logs: list[Path] = field(default_factory=list)
+    hosts: list[str] = field(default_factory=list)  # machines used (a fleet run)
+    lost_hosts: dict[str, str] = field(default_factory=dict)  # still unreachable at the end
+    events: list[str] = field(default_factory=list)  # what happened to machines and workers
+
+    @property
+    def drained(self) -> bool:
+        return self.final.remaining == 0
+
+
+def check_steps(db: Database, session_id: int, task: Task) -> None:
+    """Refuse to evaluate jobs of another step than the task names (claims take any step)."""
+    step = task.step
+    if step is None:
+        return
+    with db.session() as s:
+        others = s.execute(
+            select(Job.step, func.count())
+            .where(Job.session == session_id, Job.state == JobState.COMPILED, Job.step != step)
+            .group_by(Job.step)
+        ).all()
+    if others:
+        found = ", ".join(f"{n} {JobStep(st).value}" for st, n in others)
+        flag = {
+            JobStep.PERF: "--run_perf",
+            JobStep.FIND: "--run_find",
+            JobStep.KERNEL: "--bin_cache",
+        }
+        raise TunaError(
+            f"session {session_id} has compiled jobs of another step ({found}); "
+            f"{flag[step]} would evaluate them too. Use "
+            + " / ".join(flag[JobStep(st)] for st, _ in others)
+        )
+
+
+def remaining_jobs(counts: JobCounts, phase: Phase) -> int:
+    """Jobs of ``phase`` ready or in flight."""
+    return counts.by_state[phase.ready] + counts.by_state[phase.running]

@@ -1,0 +1,469 @@
+"""go_fish on a fleet: worker containers on remote machines over SSH, watched until done.
+
+For one phase of a session, go_fish:
+
+1. on every selected machine (in parallel), writes the workers' database URL to a file
+   only root can read, under the machine's scratch directory, and starts worker
+   containers from the session's image with the docker CLI over the SSH connection: N
+   for compilation, one per GPU for evaluation, with the device flags and environment
+   the backend asks for (never ``--privileged``). The URL reaches each container as a
+   read-only mounted file (``TUNA_DB_URL_FILE``), never in argv, environment or logs.
+2. watches the phase's jobs in the database (progress, rate, ETA), reaps expired leases,
+   and polls each machine's containers from a background thread. A machine that stops
+   answering is reported lost and the run carries on: its jobs come back when their
+   leases expire and other machines take them; anything it writes later is fenced out.
+   A worker container that dies while work is left is replaced (a few times per slot).
+3. ends when the phase's queue is drained (or nothing can work on what is left), stops
+   what still runs, gathers every container's log under
+   ``<log dir>/<phase>/<arch>/<host>/<worker>.log`` and removes the containers and files.
+
+Ctrl-C stops the containers with SIGTERM: each worker finishes its current job and hands
+the rest back.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+import shlex
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tuna.backends import get_backend
+from tuna.db import Database
+from tuna.errors import TunaError
+from tuna.fleet.fanout import HostOutcome, fan_out
+from tuna.fleet.machines import MachineRow
+from tuna.fleet.phase import FishReport, Progress, Task, check_steps, remaining_jobs
+from tuna.fleet.ssh import Connections, SshError
+from tuna.jobs import job_counts, reap_expired
+from tuna.jobs.retry import through_outages
+from tuna.worker.work import load_session
+
+log = logging.getLogger(__name__)
+
+CONTAINER_DB_URL = "/run/tuna/db_url"
+CONTAINER_SCRATCH = "/scratch"
+MAX_REPLACEMENTS = 3
+
+
+@dataclass
+class Slot:
+    """One worker container on one machine (and its replacements, one at a time)."""
+
+    machine: MachineRow
+    worker: str  # e.g. "compile-0", "eval-gpu1"
+    gpu: int | None
+    log: Path
+    container: str = ""
+    state: str = "starting"  # running, exited, gone (its host never answered again)
+    exit_code: int | None = None
+    replacements: int = 0
+    collected: set[str] = field(default_factory=set)
+
+    @property
+    def running(self) -> bool:
+        return self.state in ("starting", "running")
+
+
+@dataclass
+class HostState:
+    machine: MachineRow
+    slots: list[Slot] = field(default_factory=list)
+    lost: str | None = None  # why it is not answering now
+    ever_lost: bool = False
+
+
+@dataclass(frozen=True)
+class FleetOptions:
+    image: str
+    worker_db_url: str
+    log_dir: Path
+    compile_workers: int | None = None  # per machine; default: the machine's setting, else nproc
+    extra_env: dict[str, str] = field(default_factory=dict)
+    worker_args: tuple[str, ...] = ()
+    interval: float = 1.0  # how often progress is counted
+    poll_every: float = 3.0  # how often machines are asked about their containers
+    poll_timeout: float = 10.0
+    reap_every: float = 5.0
+    drain_grace: float = 30.0  # after draining, how long workers get to exit by themselves
+    stop_timeout: int = 60  # docker stop -t: time for a worker to finish its current job
+
+
+_STATUS_EXIT = re.compile(r"Exited \((-?\d+)\)")
+
+
+class FleetRun:
+    """One go_fish phase on remote machines; use :func:`run_fleet`."""
+
+    def __init__(
+        self,
+        db: Database,
+        conns: Connections,
+        session_id: int,
+        task: Task,
+        machines: Sequence[MachineRow],
+        options: FleetOptions,
+        on_progress: Callable[[Progress], None] | None,
+        on_event: Callable[[str], None] | None,
+    ) -> None:
+        if not machines:
+            raise TunaError("no machine selected; `tuna machine list` shows the registered ones")
+        self.db, self.conns, self.task, self.opt = db, conns, task, options
+        self.session = load_session(db, session_id)
+        self.backend = get_backend(self.session.backend)
+        self.run_id = time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+        self.hosts = [HostState(m) for m in machines]
+        self.events: list[str] = []
+        self._on_progress, self._on_event = on_progress, on_event
+        self._lock = threading.Lock()
+        self._stop_polling = threading.Event()
+
+    # -- events -------------------------------------------------------------------------------
+
+    def event(self, text: str) -> None:
+        log.info("go_fish %s: %s", self.run_id, text)
+        with self._lock:
+            self.events.append(text)
+        if self._on_event:
+            self._on_event(text)
+
+    # -- remote commands ----------------------------------------------------------------------
+
+    def _run_dir(self, m: MachineRow) -> str:
+        return f"{m.scratch}/{self.run_id}"
+
+    def _docker_run(self, slot: Slot) -> str:
+        m, phase = slot.machine, self.task.phase.value
+        run_dir = self._run_dir(m)
+        env = dict(self.opt.extra_env)
+        env.update(
+            self.backend.worker_environment(self.session, phase, slot.gpu, CONTAINER_SCRATCH)
+        )
+        env["TUNA_DB_URL_FILE"] = CONTAINER_DB_URL
+        env["TUNA_WORKER_NAME"] = f"{m.hostname}/{slot.worker}"
+        argv = [
+            *shlex.split(m.docker),
+            "run",
+            "-d",
+            "--name",
+            slot.container,
+            "--label",
+            f"tuna.run={self.run_id}",
+            "--label",
+            f"tuna.session={self.session.id}",
+            "--network",
+            "host",
+            "-v",
+            f"{run_dir}/db_url:{CONTAINER_DB_URL}:ro",
+            "-v",
+            f"{run_dir}/{slot.worker}:{CONTAINER_SCRATCH}",
+        ]
+        for key, value in sorted(env.items()):
+            argv += ["-e", f"{key}={value}"]
+        argv += [*self.backend.container_args(phase, slot.gpu), *m.run_args, self.opt.image]
+        argv += ["tuna", "worker", "--session", str(self.session.id), "--phase", phase, "--burst"]
+        if slot.gpu is not None:
+            argv += ["--gpu", str(slot.gpu)]
+        argv += list(self.opt.worker_args)
+        return shlex.join(argv)
+
+    def _plan(self, host: HostState) -> list[Slot]:
+        m = host.machine
+        arch_dir = self.opt.log_dir / self.task.phase.value / self.session.arch / m.hostname
+
+        def slot(worker: str, gpu: int | None) -> Slot:
+            return Slot(m, worker, gpu, arch_dir / f"{worker}.log")
+
+        if self.task.phase.value == "eval":
+            return [slot(f"eval-gpu{g}", g) for g in m.gpus] or [slot("eval-0", None)]
+        n = m.compile_workers or self.opt.compile_workers
+        if n is None:
+            n = int(self.conns.check(m.host, "nproc", timeout=self.opt.poll_timeout).strip() or 1)
+        return [slot(f"compile-{i}", None) for i in range(max(1, n))]
+
+    def _start_host(self, host: HostState) -> int:
+        m = host.machine
+        slots = self._plan(host)
+        run_dir = shlex.quote(self._run_dir(m))
+        dirs = " ".join(shlex.quote(f"{self._run_dir(m)}/{s.worker}") for s in slots)
+        self.conns.check(m.host, f"umask 077 && mkdir -p {run_dir} {dirs}")
+        self.conns.put(m.host, f"{self._run_dir(m)}/db_url", self.opt.worker_db_url.encode())
+        host.slots = slots
+        for s in slots:
+            self._start_slot(s)
+        return len(slots)
+
+    def _start_slot(self, slot: Slot) -> None:
+        suffix = f"-r{slot.replacements}" if slot.replacements else ""
+        slot.container = f"tuna-{self.run_id}-{slot.worker}{suffix}"
+        self.conns.check(
+            slot.machine.host, self._docker_run(slot), timeout=self.opt.poll_timeout * 3
+        )
+        slot.state, slot.exit_code = "running", None
+
+    def start(self) -> None:
+        outcomes = fan_out(
+            [h.machine.host for h in self.hosts],
+            lambda host: self._start_host(self._state(host.name)),
+        )
+        started = 0
+        for h, o in zip(self.hosts, outcomes, strict=True):
+            if o.ok:
+                started += o.value or 0
+                self.event(
+                    f"{h.machine.hostname}: started {o.value} {self.task.phase.value} worker(s)"
+                )
+            else:
+                h.lost, h.ever_lost = str(o.error), True
+                h.slots = []
+                self.event(f"{h.machine.hostname}: could not start workers: {_why(o)}")
+        if not started:
+            raise TunaError(
+                f"go_fish {self.task.value}: no machine could start a worker (see above)"
+            )
+
+    def _state(self, hostname: str) -> HostState:
+        return next(h for h in self.hosts if h.machine.hostname == hostname)
+
+    # -- polling ------------------------------------------------------------------------------
+
+    def _ps(self, host: HostState) -> dict[str, tuple[str, int | None]]:
+        m = host.machine
+        out = self.conns.check(
+            m.host,
+            shlex.join(
+                [
+                    *shlex.split(m.docker),
+                    "ps",
+                    "-a",
+                    "--filter",
+                    f"label=tuna.run={self.run_id}",
+                    "--format",
+                    "{{.Names}}|{{.State}}|{{.Status}}",
+                ]
+            ),
+            timeout=self.opt.poll_timeout,
+        )
+        found: dict[str, tuple[str, int | None]] = {}
+        for line in out.splitlines():
+            name, _, rest = line.partition("|")
+            state, _, status = rest.partition("|")
+            code = _STATUS_EXIT.search(status)
+            found[name] = (state, int(code.group(1)) if code else None)
+        return found
+
+    def poll(self, *, replace: bool) -> None:
+        """Ask every machine about its containers; note lost and returning machines."""
+        live = [h for h in self.hosts if h.slots]
+        outcomes = fan_out(
+            [h.machine.host for h in live], lambda host: self._ps(self._state(host.name))
+        )
+        for h, o in zip(live, outcomes, strict=True):
+            if not o.ok:
+                if h.lost is None:
+                    h.lost, h.ever_lost = _why(o), True
+                    self.event(
+                        f"lost {h.machine.hostname}: {h.lost}; its jobs return to the queue "
+                        "when their leases expire, and its late results will be refused"
+                    )
+                continue
+            if h.lost is not None:
+                h.lost = None
+                self.event(f"{h.machine.hostname} answers again")
+            assert o.value is not None
+            for s in h.slots:
+                state, code = o.value.get(s.container, ("gone", None))
+                if state in ("exited", "dead", "gone"):
+                    if s.running:
+                        s.state, s.exit_code = "exited", code
+                        self._collect(s)
+                        if replace and code not in (0, None) and s.replacements < MAX_REPLACEMENTS:
+                            self._replace(s)
+                else:
+                    s.state = "running"
+
+    def _replace(self, slot: Slot) -> None:
+        old = slot.container
+        slot.replacements += 1
+        try:
+            self._start_slot(slot)
+        except SshError as e:
+            slot.state = "exited"
+            self.event(f"{slot.machine.hostname}: could not replace {old}: {e}")
+            return
+        self.event(
+            f"{slot.machine.hostname}: worker {slot.worker} exited {slot.exit_code}; "
+            f"started {slot.container} in its place"
+        )
+
+    def _collect(self, slot: Slot) -> None:
+        """Append the container's log to the slot's log file, then remove the container."""
+        if slot.container in slot.collected:
+            return
+        m = slot.machine
+        docker = shlex.split(m.docker)
+        try:
+            r = self.conns.run(
+                m.host, shlex.join([*docker, "logs", slot.container]) + " 2>&1", timeout=60
+            )
+            slot.log.parent.mkdir(parents=True, exist_ok=True)
+            with slot.log.open("a") as f:
+                f.write(f"=== {slot.container} on {m.hostname} (exit {slot.exit_code}) ===\n")
+                f.write(r.stdout)
+            self.conns.run(m.host, shlex.join([*docker, "rm", "-f", slot.container]), timeout=60)
+            slot.collected.add(slot.container)
+        except SshError as e:
+            log.warning("could not collect %s: %s", slot.container, e)
+
+    def _poller(self) -> None:
+        while not self._stop_polling.wait(self.opt.poll_every):
+            try:
+                self.poll(replace=True)
+            except Exception:  # the watcher must not die of one bad poll
+                log.warning("go_fish %s: poll failed", self.run_id, exc_info=True)
+
+    # -- the run ------------------------------------------------------------------------------
+
+    def _alive(self) -> int:
+        return sum(s.running for h in self.hosts for s in h.slots)
+
+    def watch(self) -> FishReport:
+        db, session_id, phase = self.db, self.session.id, self.task.phase
+        start_remaining = remaining_jobs(job_counts(db, session_id), phase)
+        started = time.monotonic()
+        last_reap, drained_at = started, None
+
+        def look() -> Progress:
+            counts = through_outages(lambda: job_counts(db, session_id), what="go_fish: count jobs")
+            remaining = remaining_jobs(counts, phase)
+            return Progress(
+                counts,
+                remaining,
+                max(0, start_remaining - remaining),
+                time.monotonic() - started,
+                self._alive(),
+            )
+
+        interrupted = False
+        poller = threading.Thread(target=self._poller, name="go_fish-poll", daemon=True)
+        poller.start()
+        try:
+            while True:
+                progress = look()
+                if self._on_progress:
+                    self._on_progress(progress)
+                now = time.monotonic()
+                if progress.remaining == 0:
+                    drained_at = drained_at or now
+                    if progress.workers_alive == 0 or now - drained_at > self.opt.drain_grace:
+                        break
+                elif progress.workers_alive == 0:
+                    self.event("every worker has exited with work left")
+                    break
+                if now - last_reap >= self.opt.reap_every:
+                    reaped = through_outages(
+                        lambda: reap_expired(db, session_id=session_id), what="go_fish: reap"
+                    )
+                    if reaped:
+                        self.event(f"{len(reaped)} job(s) with expired leases back in the queue")
+                    last_reap = now
+                time.sleep(self.opt.interval)
+        except KeyboardInterrupt:
+            interrupted = True
+            self.event("interrupted: stopping the workers (each finishes its current job)")
+        finally:
+            self._stop_polling.set()
+            poller.join()
+            self.finish()
+        through_outages(lambda: reap_expired(db, session_id=session_id), what="go_fish: reap")
+        final = look()
+        return FishReport(
+            session_id,
+            self.task,
+            sum(len(h.slots) for h in self.hosts),
+            [s.exit_code if s.exit_code is not None else -1 for h in self.hosts for s in h.slots],
+            final,
+            interrupted,
+            sorted({s.log for h in self.hosts for s in h.slots}),
+            hosts=[h.machine.hostname for h in self.hosts],
+            lost_hosts={h.machine.hostname: h.lost for h in self.hosts if h.lost},
+            events=list(self.events),
+        )
+
+    def finish(self) -> None:
+        """Stop what still runs, gather logs, remove containers and the run's files."""
+
+        def stop_host(host_name: str) -> None:
+            h = self._state(host_name)
+            m = h.machine
+            running = [s.container for s in h.slots if s.running]
+            if running:
+                self.conns.run(
+                    m.host,
+                    shlex.join(
+                        [*shlex.split(m.docker), "stop", "-t", str(self.opt.stop_timeout), *running]
+                    ),
+                    timeout=self.opt.stop_timeout + 30,
+                )
+
+        live = [h for h in self.hosts if h.slots]
+        fan_out([h.machine.host for h in live], lambda host: stop_host(host.name))
+        self.poll(replace=False)
+        for h in live:
+            if h.lost:
+                left = [s.container for s in h.slots if s.running]
+                for s in h.slots:
+                    if s.running:
+                        s.state = "gone"
+                self.event(
+                    f"{h.machine.hostname} is still unreachable ({h.lost}); containers "
+                    f"{', '.join(left) or 'none'} were not stopped there. Remove them with "
+                    f"`docker rm -f` when it is back; their late results are refused"
+                )
+                continue
+            try:
+                self.conns.run(
+                    h.machine.host, f"rm -rf {shlex.quote(self._run_dir(h.machine))}", timeout=60
+                )
+            except SshError as e:
+                self.event(
+                    f"{h.machine.hostname}: could not remove {self._run_dir(h.machine)}: {e}"
+                )
+
+
+def _why(o: HostOutcome[Any]) -> str:
+    err = o.error
+    text = str(err) if err else "unknown error"
+    prefix = f"{o.host}: "
+    return text[len(prefix) :] if text.startswith(prefix) else text
+
+
+def run_fleet(
+    db: Database,
+    conns: Connections,
+    session_id: int,
+    task: Task,
+    machines: Sequence[MachineRow],
+    options: FleetOptions,
+    *,
+    on_progress: Callable[[Progress], None] | None = None,
+    on_event: Callable[[str], None] | None = None,
+) -> FishReport:
+    """Run ``task`` of session ``session_id`` on ``machines`` until its queue is drained."""
+    check_steps(db, session_id, task)
+    run = FleetRun(db, conns, session_id, task, machines, options, on_progress, on_event)
+    if task.phase.value == "eval":
+        wrong = [m.hostname for m in machines if m.arch and m.arch != run.session.arch]
+        if wrong:
+            raise TunaError(
+                f"session {session_id} targets {run.session.arch}, but {', '.join(wrong)} "
+                "is another arch; evaluate on matching machines (-a picks them)"
+            )
+    run.start()
+    return run.watch()
