@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 
+from tests.fleet.sshd import sshd_fixture  # noqa: F401  (the sshd fixture)
 from tuna.cli import main
 
 
@@ -71,3 +72,14 @@ def test_go_fish_on_machines_refuses_the_embedded_database(runner):
     )
     r = runner.invoke(main, ["go_fish", "--session", "1", "--compile", "--image", "x"])
     assert r.exit_code != 0 and "embedded SQLite database is only for --local" in r.output
+
+
+def test_machine_trust_adds_the_fetched_key(runner, sshd, tmp_path):
+    known = tmp_path / "known_hosts"
+    runner.invoke(main, ["machine", "add", "127.0.0.1", "--port", str(sshd.port)])
+    r = runner.invoke(main, ["machine", "trust", "1", "--known-hosts", str(known)], input="n\n")
+    assert r.exit_code == 1 and "presents ssh-ed25519 SHA256:" in r.output
+    assert not known.exists()
+    r = runner.invoke(main, ["machine", "trust", "1", "--known-hosts", str(known), "--yes"])
+    assert r.exit_code == 0, r.output
+    assert known.read_text() == sshd.known_hosts.read_text()
