@@ -283,3 +283,22 @@ CREATE TABLE perf_db (
 
 INSERT INTO alembic_version (version_num) VALUES ('0001');
 
+-- Running upgrade 0001 -> 0002
+
+CREATE TABLE solver_applicability (
+    id BIGINT NOT NULL AUTO_INCREMENT, 
+    session INTEGER NOT NULL, 
+    config INTEGER NOT NULL, 
+    solver INTEGER NOT NULL, 
+    applicable BOOL NOT NULL, 
+    reason VARCHAR(512), 
+    created DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP, 
+    CONSTRAINT pk_solver_applicability PRIMARY KEY (id), 
+    CONSTRAINT fk_solver_applicability_config_conv_config FOREIGN KEY(config) REFERENCES conv_config (id) ON DELETE CASCADE, 
+    CONSTRAINT fk_solver_applicability_session_session FOREIGN KEY(session) REFERENCES session (id), 
+    CONSTRAINT fk_solver_applicability_solver_solver FOREIGN KEY(solver) REFERENCES solver (id), 
+    CONSTRAINT uq_solver_applicability_session_config_solver UNIQUE (session, config, solver)
+)ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci;
+
+UPDATE alembic_version SET version_num='0002' WHERE alembic_version.version_num = '0001';
+

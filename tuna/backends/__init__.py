@@ -7,7 +7,9 @@ imported only when asked for, so a worker for one library never imports another'
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 from tuna.backends.base import (
     Backend,
@@ -22,14 +24,17 @@ from tuna.backends.base import (
     SolverInfo,
 )
 from tuna.errors import TunaError
+from tuna.problems.conv import ConvProblem
 
 __all__ = [
+    "ApplicabilityAnswer",
     "Backend",
     "CompileOutcome",
     "EvalOutcome",
     "FindResult",
     "JobWork",
     "KernelBinary",
+    "LibraryQueries",
     "Outcome",
     "PerfResult",
     "SessionInfo",
@@ -44,12 +49,50 @@ __all__ = [
 _BUILT_IN: dict[str, str] = {
     "noop": "tuna.backends.noop:NoopBackend",
     "cpuconv": "tuna.backends.cpuconv:CpuConvBackend",
+    "miopen": "tuna.backends.miopen:MiopenBackend",
 }
 _registered: dict[str, Callable[[], Backend]] = {}
 
 
 class UnknownBackendError(TunaError):
     """Raised when a session or command names a backend Tuna does not have."""
+
+
+@dataclass(frozen=True)
+class ApplicabilityAnswer:
+    """What a library said about some problems, by the caller's key (a config id).
+
+    ``applicable`` holds, for each problem it answered, the solvers that apply; every other
+    solver does not, for the reason in ``reasons`` (or ``default_reason``). ``failed`` holds
+    the problems it gave no answer for, and why.
+    """
+
+    applicable: Mapping[int, frozenset[str]]
+    failed: Mapping[int, str] = field(default_factory=dict)
+    reasons: Mapping[int, str] = field(default_factory=dict)
+    default_reason: str = "not applicable"
+
+    def reason(self, key: int) -> str:
+        return self.reasons.get(key, self.default_reason)
+
+
+@runtime_checkable
+class LibraryQueries(Protocol):
+    """A backend whose solvers and applicability only the library build itself can tell
+    (MIOpen through fin), so they are asked for a session and stored: ``tuna solvers
+    update`` stores the solvers, ``tuna applicability update`` the applicability, and
+    ``load_jobs`` uses the stored applicability instead of :meth:`Backend.applicability`.
+    """
+
+    def session_solvers(self, session: SessionInfo) -> list[SolverInfo]:
+        """Every solver of the session's library build."""
+        ...
+
+    def session_applicability(
+        self, session: SessionInfo, problems: Sequence[tuple[int, ConvProblem]]
+    ) -> ApplicabilityAnswer:
+        """Which solvers apply to each (key, problem), as the session's library build says."""
+        ...
 
 
 def register_backend(name: str, factory: Callable[[], Backend]) -> None:

@@ -15,6 +15,7 @@ from tuna.cli.machine import machine_group
 from tuna.cli.quickstart import quickstart
 from tuna.cli.results import export_db_cmd, import_db_cmd, merge_db_cmd, update_golden_cmd
 from tuna.cli.session import session_group
+from tuna.cli.solvers import applicability_group, solvers_group
 from tuna.cli.worker import worker_cmd
 
 
@@ -42,6 +43,8 @@ main.add_command(import_configs_cmd)
 main.add_command(query_db_cmd)
 main.add_command(db_group)
 main.add_command(session_group)
+main.add_command(solvers_group)
+main.add_command(applicability_group)
 main.add_command(load_jobs_cmd)
 main.add_command(machine_group)
 main.add_command(go_fish_cmd)

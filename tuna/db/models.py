@@ -380,3 +380,23 @@ class Golden(Base):
     time_ms: Mapped[float] = mapped_column(Double)
     workspace: Mapped[int] = mapped_column(BigInteger)
     algorithm: Mapped[str] = mapped_column(String(64))
+
+
+class SolverApplicability(Base):
+    """Whether a solver applies to a config, as a session's library build said.
+
+    Written by ``tuna applicability update`` (for MIOpen: fin's ``applicability`` step) and
+    read by ``load_jobs``; ``reason`` says why a solver does not apply. One row per
+    (session, config, solver).
+    """
+
+    __tablename__ = "solver_applicability"
+    __table_args__ = (UniqueConstraint("session", "config", "solver"), TABLE_OPTIONS)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    session: Mapped[int] = mapped_column(ForeignKey("session.id"))
+    config: Mapped[int] = mapped_column(ForeignKey("conv_config.id", ondelete="CASCADE"))
+    solver: Mapped[int] = mapped_column(ForeignKey("solver.id"))
+    applicable: Mapped[bool] = mapped_column(Boolean)
+    reason: Mapped[str | None] = mapped_column(String(512))
+    created: Mapped[dt.datetime] = mapped_column(DateTime, server_default=text("CURRENT_TIMESTAMP"))

@@ -1,8 +1,11 @@
 """load_jobs: one job per (config, applicable solver) of a session, never duplicated.
 
-Applicability comes from the session's backend. A (session, config, solver, step) that is
-already queued is left alone; work an earlier session with the same fingerprint already
-finished is skipped unless forced, and the report says how much and why.
+Applicability comes from the rows ``tuna applicability update`` stored for the session where
+a config has them, otherwise from the session's backend; a backend whose library alone can
+tell (``LibraryQueries``: MIOpen through fin) needs stored rows, and a config without them is
+reported, not queued. A (session, config, solver, step) that is already queued is left
+alone; work an earlier session with the same fingerprint already finished is skipped unless
+forced, and the report says how much and why.
 """
 
 from __future__ import annotations
@@ -12,16 +15,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session as OrmSession
 from sqlalchemy.orm import aliased
 
-from tuna.backends import get_backend
+from tuna.backends import Backend, LibraryQueries, get_backend
+from tuna.backends.base import SolverInfo
 from tuna.catalog.records import conv_problem
 from tuna.db import Database
 from tuna.db.bulk import chunks, insert_missing
 from tuna.db.enums import JobState, JobStep
-from tuna.db.models import ConfigTag, ConvConfig, Job, Tensor, TuningSession
+from tuna.db.models import ConfigTag, ConvConfig, Job, Solver, Tensor, TuningSession
 from tuna.errors import NotFoundError, TunaError
+from tuna.jobs.applicability import stored_applicability
 from tuna.jobs.sessions import sync_solvers
+from tuna.problems.conv import ConvProblem
 
 
 @dataclass
@@ -64,7 +71,11 @@ def load_jobs(
             )
         backend = get_backend(sess.backend)
         solver_ids = sync_solvers(session, sess.backend)
-        infos = {s.name: s for s in backend.solvers()}
+        library = isinstance(backend, LibraryQueries)
+        if library:  # the solver table holds what the library build reported
+            infos = _stored_solvers(session, sess.backend)
+        else:
+            infos = {s.name: s for s in backend.solvers()}
         chosen = list(solvers) if solvers else sorted(infos)
         unknown = [s for s in chosen if s not in infos]
         if unknown:
@@ -91,12 +102,15 @@ def load_jobs(
             raise NotFoundError(f"no config is tagged {tag!r}; import_configs -t {tag} -f FILE")
         report.configs = len(configs)
 
+        stored = stored_applicability(session, sess.id, [cfg.id for cfg, _x, _w in configs])
         wanted: list[tuple[int, int]] = []
         for cfg, xt, wt in configs:
             problem = conv_problem(cfg, xt, wt)
             for name in chosen:
                 report.candidates += 1
-                reason = backend.applicability(problem, name)
+                reason = _applicability(
+                    backend, library, stored.get(cfg.id), problem, solver_ids[name], name, sess.id
+                )
                 if reason is None:
                     wanted.append((cfg.id, solver_ids[name]))
                 else:
@@ -147,3 +161,40 @@ def load_jobs(
         insert_missing(session, Job, rows)  # state: the column's default, "new"
         report.inserted = len(rows)
     return report
+
+
+def _stored_solvers(session: OrmSession, backend: str) -> dict[str, SolverInfo]:
+    rows = session.execute(
+        select(Solver.name, Solver.tunable, Solver.numeric_id, Solver.algorithm).where(
+            Solver.backend == backend, Solver.valid.is_(True)
+        )
+    )
+    return {name: SolverInfo(name, bool(tunable), nid, alg) for name, tunable, nid, alg in rows}
+
+
+def _applicability(
+    backend: Backend,
+    library: bool,
+    stored: dict[int, tuple[bool, str | None]] | None,
+    problem: ConvProblem,
+    solver_id: int,
+    name: str,
+    session_id: int,
+) -> str | None:
+    """None when ``name`` applies to the config, otherwise why not: the stored answer when
+    the config has rows, else the backend's (a library backend needs rows)."""
+    if stored is None:
+        if library:
+            return (
+                f"no stored applicability for the config: run `tuna applicability update "
+                f"--session {session_id}`"
+            )
+        return backend.applicability(problem, name)
+    found = stored.get(solver_id)
+    if found is None:
+        return (
+            f"no stored applicability for the solver: run `tuna applicability update "
+            f"--session {session_id}` again"
+        )
+    applicable, reason = found
+    return None if applicable else (reason or "not applicable (stored)")

@@ -18,7 +18,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session as OrmSession
 
-from tuna.backends import get_backend
+from tuna.backends import LibraryQueries, get_backend
+from tuna.backends.base import SessionInfo, SolverInfo
 from tuna.db import Database
 from tuna.db.bulk import insert_missing
 from tuna.db.models import Solver, TuningSession
@@ -92,6 +93,111 @@ def sync_solvers(session: OrmSession, backend_name: str) -> dict[str, int]:
     insert_missing(session, Solver, rows)
     found = session.execute(select(Solver.name, Solver.id).where(Solver.backend == backend_name))
     return {name: id_ for name, id_ in found}
+
+
+@dataclass
+class SolverUpdate:
+    """What ``update_solvers`` changed in the solver table of one backend."""
+
+    backend: str
+    source: str  # where the list came from: the library build (fin) or the backend itself
+    reported: int = 0
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    retired: list[str] = field(default_factory=list)
+    unchanged: int = 0
+
+
+def session_info(row: TuningSession) -> SessionInfo:
+    """A session row as a backend sees it."""
+    return SessionInfo(
+        id=row.id,
+        arch=row.arch,
+        num_cu=row.num_cu,
+        backend=row.backend,
+        library_version=row.library_version,
+        library_commit=row.library_commit,
+        toolchain=row.toolchain,
+        docker_image=row.docker_image,
+        environment=dict(row.environment or {}),
+    )
+
+
+def update_solvers(db: Database, session_id: int) -> SolverUpdate:
+    """Make the solver table of the session's backend what its library build reports.
+
+    A backend that asks its library (MIOpen: fin ``get_solvers``) is asked with the
+    session's settings; any other gives its own list. New solvers are added; the tunable
+    flag, numeric id and algorithm of known ones follow the report; solvers no longer
+    reported are marked invalid (``valid`` 0), never deleted, since results refer to them.
+    """
+    with db.session() as session:
+        row = session.get(TuningSession, session_id)
+        if row is None:
+            raise NotFoundError(
+                f"session {session_id} does not exist; `tuna session list` shows the sessions"
+            )
+        info = session_info(row)
+    backend = get_backend(info.backend)
+    reported: list[SolverInfo]
+    if isinstance(backend, LibraryQueries):
+        reported, source = backend.session_solvers(info), "library"
+    else:
+        reported, source = backend.solvers(), "backend"
+    report = SolverUpdate(info.backend, source, reported=len(reported))
+    by_name = {s.name: s for s in reported}
+    with db.session() as session:
+        existing = {
+            r.name: r for r in session.scalars(select(Solver).where(Solver.backend == info.backend))
+        }
+        for name, s in by_name.items():
+            r = existing.get(name)
+            if r is None:
+                session.add(
+                    Solver(
+                        backend=info.backend,
+                        name=name,
+                        tunable=s.tunable,
+                        numeric_id=s.numeric_id,
+                        algorithm=s.algorithm,
+                    )
+                )
+                report.added.append(name)
+                continue
+            wanted = (s.tunable, s.numeric_id, s.algorithm or r.algorithm, True)
+            if (r.tunable, r.numeric_id, r.algorithm, r.valid) == wanted:
+                report.unchanged += 1
+                continue
+            r.tunable, r.numeric_id, r.algorithm, r.valid = wanted
+            report.updated.append(name)
+        for name, r in existing.items():
+            if name not in by_name and r.valid:
+                r.valid = False
+                report.retired.append(name)
+    return report
+
+
+@dataclass(frozen=True)
+class SolverRow:
+    id: int
+    backend: str
+    name: str
+    tunable: bool
+    numeric_id: int | None
+    algorithm: str | None
+    valid: bool
+
+
+def list_solvers(db: Database, backend: str | None = None) -> list[SolverRow]:
+    """The solver table (of one backend), by backend and numeric id."""
+    query = select(Solver).order_by(Solver.backend, Solver.numeric_id, Solver.name)
+    if backend is not None:
+        query = query.where(Solver.backend == backend)
+    with db.session() as session:
+        return [
+            SolverRow(r.id, r.backend, r.name, r.tunable, r.numeric_id, r.algorithm, r.valid)
+            for r in session.scalars(query)
+        ]
 
 
 def create_session(db: Database, spec: SessionSpec) -> SessionRow:
