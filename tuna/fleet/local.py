@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
+from tuna.backends import get_backend
 from tuna.db import Database
 from tuna.errors import TunaError
 from tuna.fleet.phase import (
@@ -32,6 +35,7 @@ from tuna.fleet.phase import (
 )
 from tuna.jobs import job_counts, reap_expired
 from tuna.jobs.sessions import get_session
+from tuna.worker.work import load_session
 
 __all__ = ["FishReport", "Progress", "Task", "log_path", "run_local", "worker_environment"]
 
@@ -87,15 +91,22 @@ def run_local(
     procs: list[subprocess.Popen[bytes]] = []
     files: list[IO[bytes]] = []
     logs: list[Path] = []
+    backend = get_backend(session.backend)
+    info = load_session(db, session_id)
+    scratch = Path(tempfile.mkdtemp(prefix=f"tuna-go_fish-{session_id}-"))
     for i in range(workers):
         path = log_path(log_dir, task, session.arch, f"worker-{i}")
         path.parent.mkdir(parents=True, exist_ok=True)
         out = path.open("ab")
         files.append(out)
         logs.append(path)
+        # Per-worker settings of the backend (private caches), in a directory of its own.
+        own = scratch / f"worker-{i}"
+        own.mkdir()
+        worker_env = {**env, **backend.worker_environment(info, phase.value, None, str(own))}
         procs.append(
             subprocess.Popen(
-                cmd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT
+                cmd, env=worker_env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT
             )
         )
     log.info(
@@ -147,6 +158,7 @@ def run_local(
                 p.wait()
         for f in files:
             f.close()
+        shutil.rmtree(scratch, ignore_errors=True)
     reap_expired(db, session_id=session_id)
     final = look()
     return FishReport(

@@ -61,14 +61,14 @@ class Slot:
     gpu: int | None
     log: Path
     container: str = ""
-    state: str = "starting"  # running, exited, gone (its host never answered again)
+    status: str = "starting"  # running, exited, gone (its host never answered again)
     exit_code: int | None = None
     replacements: int = 0
     collected: set[str] = field(default_factory=set)
 
     @property
     def running(self) -> bool:
-        return self.state in ("starting", "running")
+        return self.status in ("starting", "running")
 
 
 @dataclass
@@ -76,6 +76,7 @@ class HostState:
     machine: MachineRow
     slots: list[Slot] = field(default_factory=list)
     lost: str | None = None  # why it is not answering now
+    lost_since: float = 0.0  # time.monotonic() when it stopped answering
     ever_lost: bool = False
 
 
@@ -84,7 +85,7 @@ class FleetOptions:
     image: str
     worker_db_url: str
     log_dir: Path
-    compile_workers: int | None = None  # per machine; default: the machine's setting, else nproc
+    compile_workers: int | None = None  # per machine (-w); default: its setting, else nproc
     extra_env: dict[str, str] = field(default_factory=dict)
     worker_args: tuple[str, ...] = ()
     interval: float = 1.0  # how often progress is counted
@@ -93,6 +94,7 @@ class FleetOptions:
     reap_every: float = 5.0
     drain_grace: float = 30.0  # after draining, how long workers get to exit by themselves
     stop_timeout: int = 60  # docker stop -t: time for a worker to finish its current job
+    lost_patience: float = 600.0  # how long to wait for machines while only lost ones are left
 
 
 _STATUS_EXIT = re.compile(r"Exited \((-?\d+)\)")
@@ -182,7 +184,7 @@ class FleetRun:
 
         if self.task.phase.value == "eval":
             return [slot(f"eval-gpu{g}", g) for g in m.gpus] or [slot("eval-0", None)]
-        n = m.compile_workers or self.opt.compile_workers
+        n = self.opt.compile_workers or m.compile_workers
         if n is None:
             n = int(self.conns.check(m.host, "nproc", timeout=self.opt.poll_timeout).strip() or 1)
         return [slot(f"compile-{i}", None) for i in range(max(1, n))]
@@ -205,7 +207,7 @@ class FleetRun:
         self.conns.check(
             slot.machine.host, self._docker_run(slot), timeout=self.opt.poll_timeout * 3
         )
-        slot.state, slot.exit_code = "running", None
+        slot.status, slot.exit_code = "running", None
 
     def start(self) -> None:
         outcomes = fan_out(
@@ -267,7 +269,7 @@ class FleetRun:
         for h, o in zip(live, outcomes, strict=True):
             if not o.ok:
                 if h.lost is None:
-                    h.lost, h.ever_lost = _why(o), True
+                    h.lost, h.ever_lost, h.lost_since = _why(o), True, time.monotonic()
                     self.event(
                         f"lost {h.machine.hostname}: {h.lost}; its jobs return to the queue "
                         "when their leases expire, and its late results will be refused"
@@ -281,12 +283,12 @@ class FleetRun:
                 state, code = o.value.get(s.container, ("gone", None))
                 if state in ("exited", "dead", "gone"):
                     if s.running:
-                        s.state, s.exit_code = "exited", code
+                        s.status, s.exit_code = "exited", code
                         self._collect(s)
                         if replace and code not in (0, None) and s.replacements < MAX_REPLACEMENTS:
                             self._replace(s)
                 else:
-                    s.state = "running"
+                    s.status = "running"
 
     def _replace(self, slot: Slot) -> None:
         old = slot.container
@@ -294,7 +296,7 @@ class FleetRun:
         try:
             self._start_slot(slot)
         except SshError as e:
-            slot.state = "exited"
+            slot.status = "exited"
             self.event(f"{slot.machine.hostname}: could not replace {old}: {e}")
             return
         self.event(
@@ -333,6 +335,13 @@ class FleetRun:
     def _alive(self) -> int:
         return sum(s.running for h in self.hosts for s in h.slots)
 
+    def _only_lost_left(self, now: float) -> bool:
+        """Every machine with running workers has been lost for longer than we wait."""
+        busy = [h for h in self.hosts if any(s.running for s in h.slots)]
+        return bool(busy) and all(
+            h.lost is not None and now - h.lost_since > self.opt.lost_patience for h in busy
+        )
+
     def watch(self) -> FishReport:
         db, session_id, phase = self.db, self.session.id, self.task.phase
         start_remaining = remaining_jobs(job_counts(db, session_id), phase)
@@ -365,6 +374,12 @@ class FleetRun:
                         break
                 elif progress.workers_alive == 0:
                     self.event("every worker has exited with work left")
+                    break
+                elif self._only_lost_left(now):
+                    self.event(
+                        f"only unreachable machines are left after {self.opt.lost_patience:g} s; "
+                        "stopping with work left"
+                    )
                     break
                 if now - last_reap >= self.opt.reap_every:
                     reaped = through_outages(
@@ -420,7 +435,7 @@ class FleetRun:
                 left = [s.container for s in h.slots if s.running]
                 for s in h.slots:
                     if s.running:
-                        s.state = "gone"
+                        s.status = "gone"
                 self.event(
                     f"{h.machine.hostname} is still unreachable ({h.lost}); containers "
                     f"{', '.join(left) or 'none'} were not stopped there. Remove them with "
