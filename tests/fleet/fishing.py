@@ -1,0 +1,113 @@
+"""Helpers for the cluster tests: register the cluster's hosts, run go_fish, read the results."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, select
+
+from tuna.db import Database
+from tuna.db.enums import JobState
+from tuna.db.models import Job
+from tuna.fleet.machines import MachineRow, add_machine
+from tuna.fleet.ssh import Host
+
+ARCH = "cpu-cluster"
+
+
+def register_hosts(
+    db: Database,
+    cluster: Any,
+    *,
+    arch: str = ARCH,
+    gpus: Sequence[int] = (0,),
+    compile_workers: int = 1,
+) -> list[MachineRow]:
+    """Every cluster host as a machine (by address, as root, with the cluster's key)."""
+    return [
+        add_machine(
+            db,
+            h.address,
+            port=h.port,
+            user=h.user,
+            arch=arch,
+            num_cu=2,
+            gpus=gpus,
+            key_file=str(cluster.key_file),
+            docker_settings={"compile_workers": compile_workers},
+        )
+        for h in cluster.hosts
+    ]
+
+
+def ssh_host(cluster: Any, h: Any) -> Host:
+    return Host(h.name, h.address, h.port, h.user, str(cluster.key_file))
+
+
+def fish_env(cluster: Any, log_dir: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        TUNA_DB_URL=cluster.db_url,
+        TUNA_WORKER_DB_URL=cluster.worker_db_url,
+        TUNA_KNOWN_HOSTS=str(cluster.known_hosts),
+        TUNA_LOG_DIR=str(log_dir),
+        COLUMNS="200",
+    )
+    return env
+
+
+def start_go_fish(cluster: Any, log_dir: Path, *args: str) -> subprocess.Popen[str]:
+    """``go_fish ARGS`` against the cluster, as a user would run it on the head node."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "tuna.cli", "go_fish", *args],
+        env=fish_env(cluster, log_dir),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def go_fish(cluster: Any, log_dir: Path, *args: str, timeout: float = 600) -> str:
+    """Run go_fish to the end; its output (the test fails with it if go_fish failed)."""
+    proc = start_go_fish(cluster, log_dir, *args)
+    out, _ = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, f"go_fish {' '.join(args)} exited {proc.returncode}:\n{out}"
+    return out
+
+
+def states(db: Database, session: int) -> dict[JobState, int]:
+    with db.session() as s:
+        rows = s.execute(
+            select(Job.state, func.count()).where(Job.session == session).group_by(Job.state)
+        ).all()
+    return {JobState(st): n for st, n in rows}
+
+
+def wait_for(predicate: Callable[[], Any], what: str, timeout: float = 120.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+
+
+def in_flight_on(db: Database, session: int, address: str) -> list[int]:
+    """Ids of the session's jobs a worker on ``address`` holds right now."""
+    with db.session() as s:
+        return list(
+            s.scalars(
+                select(Job.id).where(
+                    Job.session == session,
+                    Job.state.in_([JobState.COMPILE_START, JobState.EVAL_START]),
+                    Job.lease_owner.like(f"{address}/%"),
+                )
+            )
+        )

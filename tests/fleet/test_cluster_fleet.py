@@ -1,0 +1,259 @@
+"""go_fish on the test cluster: three worker hosts, each with its own sshd and Docker engine.
+
+End to end with real kernels (cpuconv, resnet50 at batch 1), then the faults the issue
+names: a worker container killed mid-job, a host cut off for longer than the lease, and
+the database restarted during a run. The fault tests use the ``noop`` backend, whose
+jobs take a set time, so the fault lands while a job is in flight.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import Counter
+from importlib import resources
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select, update
+
+from tests.fleet.fishing import (
+    ARCH,
+    go_fish,
+    in_flight_on,
+    register_hosts,
+    ssh_host,
+    start_go_fish,
+    states,
+    wait_for,
+)
+from tests.jobs.seed import UNIVERSAL, seed
+from tuna.catalog.importer import import_configs
+from tuna.catalog.parsing import read_lines
+from tuna.db.enums import JobState
+from tuna.db.models import FindDb, Job, JobKernel, PerfDb, TuningSession
+from tuna.fleet.ssh import Connections
+from tuna.jobs.load import load_jobs
+from tuna.jobs.sessions import SessionSpec, create_session
+
+pytestmark = pytest.mark.cluster
+
+S = JobState
+NOOP_ARCH = "gfx-noop"  # tests.jobs.seed's session
+
+
+def _count(db, model, session) -> int:
+    with db.session() as s:
+        return s.execute(
+            select(func.count()).select_from(model).where(model.session == session)
+        ).scalar_one()
+
+
+def _duplicates(db, model, session) -> list[tuple[int, int]]:
+    """(config, solver) pairs with more than one result row: must be none."""
+    with db.session() as s:
+        return list(
+            s.execute(
+                select(model.config, model.solver)
+                .where(model.session == session)
+                .group_by(model.config, model.solver)
+                .having(func.count() > 1)
+            ).all()
+        )
+
+
+def _worker_logs(log_dir: Path, phase: str, arch: str, address: str) -> str:
+    logs = sorted((log_dir / phase / arch / address).glob("*.log"))
+    assert logs, f"no {phase} log from {address} under {log_dir}"
+    return "\n".join(p.read_text() for p in logs)
+
+
+def _set_env(db, session: int, env: dict[str, str]) -> None:
+    with db.session() as s:
+        s.execute(update(TuningSession).where(TuningSession.id == session).values(environment=env))
+
+
+def resnet50_batch1() -> list[tuple[int, str]]:
+    text = resources.files("tuna.catalog.samples").joinpath("resnet50.txt").read_text()
+    lines = [re.sub(r" -n \d+ ", " -n 1 ", line) for line in text.splitlines()]
+    # Forward layers only: the point is the fleet, and 20 layers keep the run short.
+    return read_lines("\n".join(line for line in lines if line.rstrip().endswith("-F 1 -t 1")))
+
+
+# -- end to end ------------------------------------------------------------------------------
+
+
+def test_resnet50_is_compiled_and_tuned_across_all_three_hosts(cluster, cluster_db, tmp_path):
+    db = cluster_db
+    report = import_configs(db, resnet50_batch1(), tag="resnet50-n1", source="test")
+    assert report.inserted >= 10
+    session = create_session(
+        db,
+        SessionSpec(
+            arch=ARCH,
+            num_cu=2,
+            backend="cpuconv",
+            docker_image=cluster.image,
+            label="cluster e2e",
+            environment={"CPUCONV_MAX_CANDIDATES": "2"},
+        ),
+    )
+    loaded = load_jobs(db, session.id, step="perf", tag="resnet50-n1", only_tunable=True)
+    assert loaded.inserted >= 10
+    register_hosts(db, cluster)
+    logs = tmp_path / "logs"
+
+    out = go_fish(cluster, logs, "--session", str(session.id), "--compile")
+    assert "drained" in out and "on 3 machine(s)" in out
+    out = go_fish(cluster, logs, "--session", str(session.id), "--run_perf")
+    assert "drained" in out
+
+    assert states(db, session.id) == {S.EVALUATED: loaded.inserted}
+    assert _count(db, PerfDb, session.id) == loaded.inserted
+    assert _duplicates(db, PerfDb, session.id) == []
+    for h in cluster.hosts:  # every host did part of both phases
+        compiled = _worker_logs(logs, "compile", ARCH, h.address)
+        evaluated = _worker_logs(logs, "eval", ARCH, h.address)
+        assert re.search(r"[1-9]\d* done", compiled), compiled[-2000:]
+        assert re.search(r"[1-9]\d* done", evaluated), evaluated[-2000:]
+
+
+def test_exec_and_status_report_every_host(cluster, cluster_db, tmp_path):
+    register_hosts(cluster_db, cluster)
+    out = go_fish(cluster, tmp_path, "-e", "hostname")
+    for h in cluster.hosts:
+        assert f"{h.address}: exit 0" in out and h.name in out
+    assert "3 of 3 machine(s) succeeded" in out
+    out = go_fish(cluster, tmp_path, "--status", "--image", cluster.image)
+    assert out.count("yes,") == 3, out
+
+    first = cluster.hosts[0]
+    cluster.cut(first.name)
+    try:
+        proc = start_go_fish(cluster, tmp_path, "--status", "--image", cluster.image)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        cluster.restore(first.name)
+    assert proc.returncode == 1, out
+    assert out.count("yes,") == 2 and "no: " in out
+
+
+# -- faults ----------------------------------------------------------------------------------
+
+
+def _noop_session(db, cluster, configs: int):
+    """A noop session of ``configs`` x 2 jobs, its image the cluster's, the hosts registered."""
+    sd = seed(db, configs=configs, solvers=UNIVERSAL)
+    register_hosts(db, cluster, arch=NOOP_ARCH)
+    with db.session() as s:
+        s.execute(
+            update(TuningSession)
+            .where(TuningSession.id == sd.session)
+            .values(docker_image=cluster.image)
+        )
+    return sd
+
+
+def test_a_worker_container_killed_mid_job_loses_no_job(cluster, cluster_db, tmp_path):
+    db = cluster_db
+    sd = _noop_session(db, cluster, 12)
+    _set_env(db, sd.session, {"NOOP_SLEEP_S": "1.5"})
+    victim_host = cluster.hosts[0]
+    proc = start_go_fish(
+        cluster, tmp_path, "--session", str(sd.session), "--compile", "--lease-seconds", "5"
+    )
+    try:
+        held = wait_for(lambda: in_flight_on(db, sd.session, victim_host.address), "a job on w1")
+        with Connections(Path(cluster.known_hosts)) as conns:
+            killed = conns.check(
+                ssh_host(cluster, victim_host),
+                f"docker kill $(docker ps -q --filter label=tuna.session={sd.session})",
+            )
+        assert killed.strip()
+        out, _ = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out
+    assert "started tuna-" in out and "in its place" in out, out
+    assert states(db, sd.session) == {S.COMPILED: len(sd.jobs)}
+    with db.session() as s:
+        attempts = dict(s.execute(select(Job.id, Job.attempt).where(Job.id.in_(held))).all())
+        per_job = Counter(s.scalars(select(JobKernel.job).where(JobKernel.job.in_(sd.jobs))).all())
+    assert all(a >= 2 for a in attempts.values()), attempts  # the killed attempt, then another
+    assert set(per_job.values()) == {1}, per_job  # one kernel link per job: nothing twice
+
+
+def test_a_host_cut_off_past_its_lease_is_reported_and_its_late_results_refused(
+    cluster, cluster_db, tmp_path
+):
+    db = cluster_db
+    sd = _noop_session(db, cluster, 18)
+    go_fish(cluster, tmp_path, "--session", str(sd.session), "--compile", "-w", "2")
+    _set_env(db, sd.session, {"NOOP_SLEEP_S": "2"})
+    cut = cluster.hosts[0]
+    proc = start_go_fish(
+        cluster, tmp_path, "--session", str(sd.session), "--run_perf", "--lease-seconds", "6"
+    )
+    try:
+        wait_for(lambda: in_flight_on(db, sd.session, cut.address), "a job on w1")
+        cluster.cut(cut.name)
+        cut_at = time.monotonic()
+        try:
+            time.sleep(0.5)  # a write already on the wire lands; nothing leaves w1 after that
+            with db.session() as s:
+                stuck = dict(
+                    s.execute(
+                        select(Job.id, Job.attempt).where(
+                            Job.id.in_(in_flight_on(db, sd.session, cut.address))
+                        )
+                    ).all()
+                )
+            assert stuck, "w1 held no job when it was cut off"
+
+            def taken_over() -> bool:  # reaped after the lease, claimed again by another host
+                with db.session() as s:
+                    now = dict(
+                        s.execute(select(Job.id, Job.attempt).where(Job.id.in_(stuck))).all()
+                    )
+                return all(now[i] > a for i, a in stuck.items())
+
+            wait_for(taken_over, "the cut host's jobs to be taken over", timeout=120)
+            # Long enough for go_fish to notice (a poll times out after 10 s).
+            time.sleep(max(0.0, 20 - (time.monotonic() - cut_at)))
+        finally:
+            cluster.restore(cut.name)
+        out, _ = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out
+    assert f"lost {cut.address}" in out, out
+    assert states(db, sd.session) == {S.EVALUATED: len(sd.jobs)}
+    assert _duplicates(db, FindDb, sd.session) == [] and _duplicates(db, PerfDb, sd.session) == []
+    assert _count(db, FindDb, sd.session) == len(sd.jobs)
+    late = _worker_logs(tmp_path, "eval", NOOP_ARCH, cut.address)
+    lost = [int(n) for n in re.findall(r"(\d+) lost", late)]
+    assert lost and max(lost) >= 1, late[-3000:]  # its late write was fenced out
+
+
+def test_a_database_restart_during_a_run_loses_and_duplicates_nothing(
+    cluster, cluster_db, tmp_path
+):
+    db = cluster_db
+    sd = _noop_session(db, cluster, 15)
+    _set_env(db, sd.session, {"NOOP_SLEEP_S": "0.5"})
+    proc = start_go_fish(cluster, tmp_path, "--session", str(sd.session), "--compile", "-w", "2")
+    try:
+        wait_for(lambda: states(db, sd.session).get(S.COMPILED, 0) >= 6, "some jobs compiled")
+        cluster.restart_db()
+        out, _ = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out
+    assert states(db, sd.session) == {S.COMPILED: len(sd.jobs)}
+    with db.session() as s:
+        per_job = Counter(s.scalars(select(JobKernel.job).where(JobKernel.job.in_(sd.jobs))).all())
+    assert set(per_job.values()) == {1}, per_job
+    assert len(per_job) == len(sd.jobs)
