@@ -59,10 +59,10 @@ def print_summary(r: FishReport) -> None:
     verdict = (
         "interrupted" if r.interrupted else "drained" if r.drained else "stopped with work left"
     )
-    where = f"on {len(r.hosts)} machine(s)" if r.hosts else "local"
+    where = f"worker(s) on {len(r.hosts)} machine(s)" if r.hosts else "local worker(s)"
     console.print(
         f"go_fish {r.task.value}, session {r.session}: {verdict} in {_duration(r.final.elapsed_s)}"
-        f" with {r.workers} {where} worker(s); {r.final.finished} job(s) left the phase, "
+        f" with {r.workers} {where}; {r.final.finished} job(s) left the phase, "
         f"{r.final.remaining} remain",
         markup=False,
         soft_wrap=True,

@@ -81,6 +81,7 @@ def run_local(
         "-m",
         "tuna.cli",
         "worker",
+        "-v",  # a log line per job
         "--session",
         str(session_id),
         "--phase",

@@ -169,7 +169,9 @@ class FleetRun:
         for key, value in sorted(env.items()):
             argv += ["-e", f"{key}={value}"]
         argv += [*self.backend.container_args(phase, slot.gpu), *m.run_args, self.opt.image]
-        argv += ["tuna", "worker", "--session", str(self.session.id), "--phase", phase, "--burst"]
+        # -v: the log then has a line per job (job, solver, attempt, outcome, time).
+        argv += ["tuna", "worker", "-v", "--session", str(self.session.id), "--phase", phase]
+        argv += ["--burst"]
         if slot.gpu is not None:
             argv += ["--gpu", str(slot.gpu)]
         argv += list(self.opt.worker_args)
