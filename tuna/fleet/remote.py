@@ -125,6 +125,7 @@ class FleetRun:
         self._on_progress, self._on_event = on_progress, on_event
         self._lock = threading.Lock()
         self._stop_polling = threading.Event()
+        self._poll_now = threading.Event()  # drained: look for exited workers at once
 
     # -- events -------------------------------------------------------------------------------
 
@@ -268,6 +269,7 @@ class FleetRun:
         outcomes = fan_out(
             [h.machine.host for h in live], lambda host: self._ps(self._state(host.name))
         )
+        ended: dict[str, list[Slot]] = {}
         for h, o in zip(live, outcomes, strict=True):
             if not o.ok:
                 if h.lost is None:
@@ -283,14 +285,22 @@ class FleetRun:
             assert o.value is not None
             for s in h.slots:
                 state, code = o.value.get(s.container, ("gone", None))
-                if state in ("exited", "dead", "gone"):
-                    if s.running:
-                        s.status, s.exit_code = "exited", code
-                        self._collect(s)
-                        if replace and code not in (0, None) and s.replacements < MAX_REPLACEMENTS:
-                            self._replace(s)
-                else:
+                if state not in ("exited", "dead", "gone"):
                     s.status = "running"
+                elif s.running:
+                    s.status, s.exit_code = "exited", code
+                    ended.setdefault(h.machine.hostname, []).append(s)
+        # Logs and clean-up of the workers that ended, all machines at once.
+        fan_out(
+            [self._state(name).machine.host for name in ended],
+            lambda host: self._collect_host(ended[host.name], replace=replace),
+        )
+
+    def _collect_host(self, slots: list[Slot], *, replace: bool) -> None:
+        for s in slots:
+            self._collect(s)
+            if replace and s.exit_code not in (0, None) and s.replacements < MAX_REPLACEMENTS:
+                self._replace(s)
 
     def _replace(self, slot: Slot) -> None:
         old = slot.container
@@ -312,21 +322,24 @@ class FleetRun:
             return
         m = slot.machine
         docker = shlex.split(m.docker)
-        try:
-            r = self.conns.run(
-                m.host, shlex.join([*docker, "logs", slot.container]) + " 2>&1", timeout=60
-            )
+        logs = shlex.join([*docker, "logs", slot.container])
+        rm = shlex.join([*docker, "rm", "-f", slot.container])
+        try:  # one round trip: the log, then the container is removed
+            r = self.conns.run(m.host, f"{logs} 2>&1 && {rm} >/dev/null", timeout=60)
             slot.log.parent.mkdir(parents=True, exist_ok=True)
             with slot.log.open("a") as f:
                 f.write(f"=== {slot.container} on {m.hostname} (exit {slot.exit_code}) ===\n")
                 f.write(r.stdout)
-            self.conns.run(m.host, shlex.join([*docker, "rm", "-f", slot.container]), timeout=60)
             slot.collected.add(slot.container)
         except SshError as e:
             log.warning("could not collect %s: %s", slot.container, e)
 
     def _poller(self) -> None:
-        while not self._stop_polling.wait(self.opt.poll_every):
+        while True:
+            self._poll_now.wait(self.opt.poll_every)
+            self._poll_now.clear()
+            if self._stop_polling.is_set():
+                return
             try:
                 self.poll(replace=True)
             except Exception:  # the watcher must not die of one bad poll
@@ -372,6 +385,7 @@ class FleetRun:
                 now = time.monotonic()
                 if progress.remaining == 0:
                     drained_at = drained_at or now
+                    self._poll_now.set()  # burst workers exit now: collect them without delay
                     if progress.workers_alive == 0 or now - drained_at > self.opt.drain_grace:
                         break
                 elif progress.workers_alive == 0:
@@ -396,6 +410,7 @@ class FleetRun:
             self.event("interrupted: stopping the workers (each finishes its current job)")
         finally:
             self._stop_polling.set()
+            self._poll_now.set()
             poller.join()
             self.finish()
         through_outages(lambda: reap_expired(db, session_id=session_id), what="go_fish: reap")
@@ -432,6 +447,7 @@ class FleetRun:
         live = [h for h in self.hosts if h.slots]
         fan_out([h.machine.host for h in live], lambda host: stop_host(host.name))
         self.poll(replace=False)
+        reachable = []
         for h in live:
             if h.lost:
                 left = [s.container for s in h.slots if s.running]
@@ -444,14 +460,16 @@ class FleetRun:
                     f"`docker rm -f` when it is back; their late results are refused"
                 )
                 continue
-            try:
-                self.conns.run(
-                    h.machine.host, f"rm -rf {shlex.quote(self._run_dir(h.machine))}", timeout=60
-                )
-            except SshError as e:
-                self.event(
-                    f"{h.machine.hostname}: could not remove {self._run_dir(h.machine)}: {e}"
-                )
+            reachable.append(h.machine)
+        removed = fan_out(
+            [m.host for m in reachable],
+            lambda host: self.conns.check(
+                host, f"rm -rf {shlex.quote(self._run_dir(self._state(host.name).machine))}"
+            ),
+        )
+        for o in removed:
+            if not o.ok:
+                self.event(f"{o.host.name}: could not remove the run's files: {_why(o)}")
 
 
 def _why(o: HostOutcome[Any]) -> str:
