@@ -81,6 +81,17 @@ def test_compile_then_evaluate_is_deterministic():
     assert other.find.time_ms != ev.find.time_ms
 
 
+def test_evaluate_names_the_kernel_it_compiled_as_the_solutions():
+    b = NoopBackend()
+    (own,) = b.compile(work("NoopTunable", problem())).kernels
+    (foreign,) = b.compile(work("NoopDirect", problem())).kernels
+    c = b.compile(work("NoopTunable", problem()))
+    ev = b.evaluate(
+        work("NoopTunable", problem(), "eval", kernels=(foreign, own), payload=c.payload)
+    )
+    assert ev.ok and ev.kernels == (own,) and own.name == "noop_NoopTunable"
+
+
 def test_identical_kernels_for_every_problem_of_a_solver():
     b = NoopBackend()
     assert (

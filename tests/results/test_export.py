@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import base64
 import bz2
 import hashlib
 import json
 import sqlite3
 
 import pytest
-from sqlalchemy import insert, update
+from sqlalchemy import insert, select, update
 
+from tuna.backends import CompileOutcome, EvalOutcome, FindResult, KernelBinary, PerfResult
 from tuna.db import Database
-from tuna.db.models import KernelCache, Solver
+from tuna.db.models import FindDb, KernelCache, Solver
 from tuna.errors import NotFoundError, TunaError
+from tuna.jobs import Phase, claim_jobs, record_outcome
+from tuna.jobs.load import load_jobs
 from tuna.problems import parse_find_db_key, perf_db_columns
 from tuna.results import export
 from tuna.results.export import ExportSpec, export_db
@@ -23,6 +27,7 @@ from tuna.results.validate import ExportRefusedError
 from .seed import (
     K1,
     K3,
+    MIOPEN_DATA,
     ONE_BY_ONE,
     THREE_BY_THREE,
     add_configs,
@@ -130,8 +135,15 @@ def test_perf_db_as_sqlite_and_text(db, session, tmp_path):
 
 def test_kernel_db_of_a_real_run(db, tmp_path):
     sid = run_noop(db, [ONE_BY_ONE, THREE_BY_THREE])
+    with db.session() as s:
+        assert None not in set(s.scalars(select(FindDb.kernel)))  # the backend named them
     report = export_db(db, ExportSpec(kind="kern", session=sid, out_dir=tmp_path))
-    assert report.counts["kernels"] >= 1 and report.counts["winners_without_kernels"] == 0
+    assert report.counts["kernels"] >= 1
+    assert (
+        report.counts["winners_with_chosen_kernels"],
+        report.counts["winners_with_all_job_kernels"],
+        report.counts["winners_without_kernels"],
+    ) == (2, 0, 0)
     with sqlite3.connect(tmp_path / "gfx90a68.kdb") as conn:
         rows = conn.execute(
             "SELECT kernel_name, kernel_args, kernel_blob, kernel_hash, uncompressed_size "
@@ -149,6 +161,87 @@ def test_kernel_db_of_a_real_run(db, tmp_path):
     assert (tmp_path / "g" / "gfx90a68.kdb").read_bytes() == (
         tmp_path / "gfx90a68.kdb"
     ).read_bytes()
+
+
+# The kernel object of the real fin recording (ConvAsm1x1UV2, gfx906), as fin wrote it.
+RECORDED = json.loads((MIOPEN_DATA / "fin_output_find_eval.json").read_text())[1]["input"][
+    "miopen_find_compile_result"
+][0]["kernel_objects"][0]
+RECORDED_CODE = bz2.decompress(base64.b64decode(RECORDED["blob"]))
+# The kern_db row MIOpen stores for it on gfx906 (reference §5: LoadProgram appends
+# " -mcpu=<arch>" to the options, SaveBinary ".o" to the file name): every column exact.
+RECORDED_ROW = (
+    "conv1x1u_stride2.s.o",
+    RECORDED["comp_options"] + " -mcpu=gfx906",
+    base64.b64decode(RECORDED["blob"]),
+    "9afa6cbaa2e2c982366ad27e15620ee5",
+    145576,
+)
+
+
+def candidates() -> tuple[KernelBinary, ...]:
+    """A tunable job's compiled candidates: the recorded kernel and two other perf configs."""
+    recorded = KernelBinary(RECORDED["kernel_file"], RECORDED["comp_options"], RECORDED_CODE)
+    others = tuple(
+        KernelBinary(recorded.name, recorded.args.replace("k_mult=16", f"k_mult={k}"),
+                     RECORDED_CODE + bytes([k]))
+        for k in (4, 8)
+    )  # fmt: skip
+    return (recorded, *others)
+
+
+def tuned(db: Database, compiled: tuple[KernelBinary, ...], chosen: tuple[KernelBinary, ...]):
+    """A gfx906 session whose one perf job compiled ``compiled`` and whose evaluate phase
+    named ``chosen`` as the solution's kernels, recorded as a worker records them."""
+    add_configs(db, [ONE_BY_ONE])
+    sid = make_session(db, arch="gfx906", num_cu=60)
+    assert load_jobs(db, sid, step="perf", tag="net", solvers=["NoopTunable"]).inserted == 1
+    [job] = claim_jobs(db, sid, Phase.COMPILE, owner="t")
+    record_outcome(db, "t", job, CompileOutcome(kernels=compiled, payload="{}"))
+    [job] = claim_jobs(db, sid, Phase.EVAL, owner="t")
+    find = FindResult(0.25, 0, "implicit_gemm", "2x16")
+    record_outcome(db, "t", job, EvalOutcome(perf=PerfResult("2x16"), find=find, kernels=chosen))
+    return sid
+
+
+def kern_db_rows(path):
+    with sqlite3.connect(path) as conn:
+        return conn.execute(
+            "SELECT kernel_name, kernel_args, kernel_blob, kernel_hash, uncompressed_size "
+            "FROM kern_db ORDER BY kernel_args"
+        ).fetchall()
+
+
+def test_the_kdb_holds_the_winning_kernel_byte_for_byte_as_miopen_stores_it(db, tmp_path):
+    recorded, *_others = compiled = candidates()
+    sid = tuned(db, compiled, chosen=(recorded,))
+    report = export_db(db, ExportSpec(kind="kern", session=sid, out_dir=tmp_path))
+    assert kern_db_rows(tmp_path / "gfx906_60.kdb") == [RECORDED_ROW]
+    assert RECORDED_ROW[1].startswith(" -Wa,-defsym,stride_h=1 ")  # fin's leading space kept
+    counts = {"keys": 1, "kernels": 1, "winners_with_chosen_kernels": 1,
+              "winners_with_all_job_kernels": 0, "winners_without_kernels": 0}  # fmt: skip
+    assert report.counts == {"rows_checked": 1, **counts}
+    manifest = json.loads((tmp_path / "gfx906_60.kdb.manifest.json").read_text())
+    assert manifest["counts"] == report.counts
+
+
+@pytest.mark.parametrize("chosen", ["unnamed", "two kernels"])
+def test_without_a_named_kernel_the_kdb_takes_all_the_jobs_kernels_and_says_so(
+    db, tmp_path, chosen, caplog
+):
+    compiled = candidates()
+    sid = tuned(db, compiled, chosen=() if chosen == "unnamed" else compiled[:2])
+    report = export_db(db, ExportSpec(kind="kern", session=sid, out_dir=tmp_path))
+    rows = kern_db_rows(tmp_path / "gfx906_60.kdb")
+    assert RECORDED_ROW in rows and len(rows) == 3
+    assert sorted(r[1] for r in rows) == sorted(k.args + " -mcpu=gfx906" for k in compiled)
+    assert (
+        report.counts["winners_with_chosen_kernels"],
+        report.counts["winners_with_all_job_kernels"],
+    ) == (0, 1)
+    manifest = json.loads((tmp_path / "gfx906_60.kdb.manifest.json").read_text())
+    assert manifest["counts"]["winners_with_all_job_kernels"] == 1
+    assert "did not name the fastest solver's kernel" in caplog.text
 
 
 def test_every_kind_of_bad_row_is_listed_and_nothing_written(db, session, tmp_path):

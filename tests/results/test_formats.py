@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import bz2
+import json
 import sqlite3
 from pathlib import Path
 
@@ -24,6 +26,7 @@ from tuna.results.formats import (
     export_file_names,
     file_format,
     find_db_line,
+    kdb_name_args,
     md5_hex,
     pack_kdb_blob,
     parse_find_entry,
@@ -224,6 +227,58 @@ def test_kdb_blobs_are_bzip2_with_the_md5_of_the_code(tmp_path: Path) -> None:
     assert file_format(tmp_path / "gfx90a.kdb") == "kern-sqlite"
     bad = KdbRow(row.kernel_name, row.kernel_args, row.blob, "0" * 32, row.uncompressed_size)
     assert bad.problem() == f"md5 of the code object is {md5_hex(code)}, not kernel_hash {'0' * 32}"
+
+
+# The kernel object of the real fin recording (ConvAsm1x1UV2 on gfx906), as fin wrote it.
+RECORDED_KERNEL = json.loads((MIOPEN_DATA / "fin_output_find_eval.json").read_text())[1]["input"][
+    "miopen_find_compile_result"
+][0]["kernel_objects"][0]
+
+
+def test_the_recorded_kernel_gets_miopens_kdb_name_and_args() -> None:
+    """What ``Handle::LoadProgram`` / ``SaveBinary`` (and fin's evaluate) look the recorded
+    kernel up by: ``<kernel_file>.o`` and the options exactly as fin wrote them, leading space
+    kept, plus `` -mcpu=gfx906`` (the arch without its target features)."""
+    name, options = RECORDED_KERNEL["kernel_file"], RECORDED_KERNEL["comp_options"]
+    assert name == "conv1x1u_stride2.s"
+    assert options.startswith(" -Wa,-defsym,stride_h=1 -Wa,-defsym,stride_w=1 ")
+    assert options.endswith(" -Wa,-defsym,waves_c_in_group=1")
+    for arch in ("gfx906", "gfx906:sram-ecc+:xnack-"):
+        assert kdb_name_args(name, options, arch) == (
+            "conv1x1u_stride2.s.o",
+            options + " -mcpu=gfx906",
+        )
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "arch", "expected"),
+    [
+        ("MIOpenConvDirUni.cl", " -DMLO_HW_WAVE_SZ=64", "gfx90a",
+         ("MIOpenConvDirUni.cl.o", " -DMLO_HW_WAVE_SZ=64 -mcpu=gfx90a")),
+        ("conv.cpp", "", "gfx942:sramecc+:xnack-", ("conv.cpp.o", " -mcpu=gfx942")),
+        ("conv.s", "  -Wa,x  ", "gfx90a", ("conv.s.o", "  -Wa,x   -mcpu=gfx90a")),
+        # LoadProgram appends no -mcpu to MLIR programs
+        ("mlir_gen_igemm_conv2d_v4r4_fwd.mlir", " --operation conv2d", "gfx908",
+         ("mlir_gen_igemm_conv2d_v4r4_fwd.mlir.o", " --operation conv2d")),
+        # already in MIOpen's form (fin's own test: the name ends in .o)
+        ("conv.s.o", " -DX -mcpu=gfx90a", "gfx90a", ("conv.s.o", " -DX -mcpu=gfx90a")),
+        # a CPU backend's shared object, as cpuconv stores it
+        ("cpuconv_CpuIm2colGemm_0123abcd.so", "-O3 -march=native -fPIC -shared", "x86_64-avx2",
+         ("cpuconv_CpuIm2colGemm_0123abcd.so", "-O3 -march=native -fPIC -shared")),
+    ],
+)  # fmt: skip
+def test_kdb_name_and_args(name: str, args: str, arch: str, expected: tuple[str, str]) -> None:
+    assert kdb_name_args(name, args, arch) == expected
+
+
+def test_kdb_blobs_compress_as_miopen_does() -> None:
+    """The recorded blob is MIOpen's bzip2 of the code object: packing the code gives it back
+    byte for byte."""
+    blob = base64.b64decode(RECORDED_KERNEL["blob"])
+    code = bz2.decompress(blob)
+    assert len(code) == RECORDED_KERNEL["uncompressed_size"]
+    assert md5_hex(code) == RECORDED_KERNEL["md5_sum"]
+    assert pack_kdb_blob(code) == (blob, RECORDED_KERNEL["uncompressed_size"])
 
 
 def test_a_discarded_kdb_leaves_no_file(tmp_path: Path) -> None:

@@ -11,7 +11,8 @@ database (the problem, the session, what the compile phase produced) and records
 outcome they return in one fenced transaction: a :class:`CompileOutcome` becomes
 ``kernel_cache`` rows (content-addressed) linked from the job plus an opaque payload kept
 for the evaluate phase; an :class:`EvalOutcome` becomes a ``perf_db`` row (the best
-parameters) and/or a ``find_db`` row (time, workspace, algorithm).
+parameters) and/or a ``find_db`` row (time, workspace, algorithm), linked to the kernel of
+the chosen solution where the backend names it.
 """
 
 from __future__ import annotations
@@ -132,10 +133,18 @@ class CompileOutcome(_Outcome):
 
 @dataclass(frozen=True)
 class EvalOutcome(_Outcome):
-    """The evaluate phase's result: the perf-db and/or find-db row to upsert."""
+    """The evaluate phase's result: the perf-db and/or find-db row to upsert.
+
+    ``kernels`` says which of the job's compiled kernels the chosen solution runs (the
+    winning candidate's, for a tunable solver's perf step): items of ``JobWork.kernels``,
+    name, args and bytes unchanged, which is how the kernel cache finds them again. The
+    kernel db exports those only. Empty means the backend does not say, and the kernel db
+    then takes every kernel the job compiled.
+    """
 
     perf: PerfResult | None = None
     find: FindResult | None = None
+    kernels: tuple[KernelBinary, ...] = ()
 
 
 Outcome = CompileOutcome | EvalOutcome

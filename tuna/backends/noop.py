@@ -3,7 +3,8 @@
 It has a handful of solvers with simple applicability rules (one only for 1x1 filters,
 one only for 3x3 stride-1 filters, one tunable), builds one tiny "kernel" per solver
 (identical for every problem, so the kernel cache stores it once) and reports times
-derived from a hash of the problem, so every run gives the same results.
+derived from a hash of the problem, so every run gives the same results. Evaluate names
+the kernel it compiled as the solution's (``EvalOutcome.kernels``), as a real backend does.
 
 Test knobs, as fields of an instance or as the session's environment (which reaches a
 worker in another process): ``sleep_s`` / ``NOOP_SLEEP_S`` sleeps in every phase;
@@ -41,6 +42,10 @@ SOLVERS: tuple[SolverInfo, ...] = (
 )
 _BY_NAME = {s.name: s for s in SOLVERS}
 _TILES = tuple(f"{m}x{n}" for m in (1, 2, 4) for n in (8, 16, 32))
+
+
+def _kernel_name(solver: str) -> str:
+    return f"noop_{solver}"
 
 
 def _digest(*parts: object) -> int:
@@ -87,7 +92,7 @@ class NoopBackend(Backend):
         space = self.tuning_space(work.problem, work.solver)
         best = space[_digest(work.problem, work.solver, "tile") % len(space)] if space else None
         kernel = KernelBinary(
-            name=f"noop_{work.solver}",
+            name=_kernel_name(work.solver),
             args=f"-DSOLVER={work.solver}",
             binary=f"noop kernel {work.solver}".encode(),
         )
@@ -110,7 +115,8 @@ class NoopBackend(Backend):
             algorithm=_BY_NAME[work.solver].algorithm or "unknown",
             params=params,
         )
-        return EvalOutcome(find=find, perf=PerfResult(params) if params else None)
+        own = tuple(k for k in work.kernels if k.name == _kernel_name(work.solver))
+        return EvalOutcome(find=find, perf=PerfResult(params) if params else None, kernels=own)
 
     def _enter(self, work: JobWork) -> None:
         log_path = self.log_path or work.session.environment.get("NOOP_LOG")

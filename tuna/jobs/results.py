@@ -4,7 +4,8 @@
   binaries are stored once: insert the missing ones, reuse the rest) and are linked from
   the job (``job_kernel``, replaced on every compile);
 * evaluate: ``perf_db`` and ``find_db`` rows are upserted, keyed (session, config, solver),
-  with the id of the job that produced them.
+  with the id of the job that produced them and, where the backend named the chosen
+  solution's kernel (``EvalOutcome.kernels``), that kernel's ``kernel_cache`` id.
 
 Everything is written in a few multi-row statements per batch, never a round trip per row.
 """
@@ -12,6 +13,8 @@ Everything is written in a few multi-row statements per batch, never a round tri
 from __future__ import annotations
 
 import hashlib
+import logging
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +28,8 @@ from tuna.db.models import Base, FindDb, JobKernel, KernelCache, PerfDb
 
 if TYPE_CHECKING:
     from tuna.jobs.states import ClaimedJob
+
+log = logging.getLogger(__name__)
 
 _ROWS_PER_STATEMENT = 200
 
@@ -130,10 +135,61 @@ def write_compile_results(s: Session, done: Sequence[tuple[ClaimedJob, CompileOu
         s.connection().execute(insert(JobKernel), list(chunk))
 
 
+def solution_kernels(
+    s: Session, named: Sequence[tuple[int, Sequence[KernelBinary]]]
+) -> dict[int, int | None]:
+    """job id -> the ``kernel_cache`` id of the one kernel its evaluate phase named, or None.
+
+    ``named`` pairs a job with the kernels its outcome says the chosen solution runs. They
+    are found by identity among the job's own compile links (``job_kernel``), so a kernel the
+    job did not compile is never linked. The ``kernel`` columns of ``find_db`` and
+    ``perf_db`` hold one id: a solution of several kernels gets None, as does one naming a
+    kernel the job lacks (logged), and the kernel db then takes all of the job's kernels.
+    """
+    wanted = {job: {kernel_identity(k) for k in kernels} for job, kernels in named if kernels}
+    found: dict[int, dict[str, int]] = defaultdict(dict)
+    for chunk in _chunks(sorted(wanted)):
+        idents = sorted({i for job in chunk for i in wanted[job]})
+        q = (
+            select(JobKernel.job, KernelCache.identity, KernelCache.id)
+            .join(KernelCache, KernelCache.id == JobKernel.kernel)
+            .where(JobKernel.job.in_(chunk), KernelCache.identity.in_(idents))
+        )
+        for job, identity, kid in s.connection().execute(q):
+            found[job][identity] = kid
+    chosen: dict[int, int | None] = {}
+    for job, identities in wanted.items():
+        ids = found[job]
+        missing = len(identities - ids.keys())
+        if missing:
+            log.warning(
+                "job %d: the evaluate phase named %d kernel(s) its compile phase did not "
+                "produce; its results link no kernel",
+                job, missing,
+            )  # fmt: skip
+            chosen[job] = None
+        elif len(identities) > 1:
+            log.debug(
+                "job %d: the chosen solution has %d kernels; none linked", job, len(identities)
+            )
+            chosen[job] = None
+        else:
+            (chosen[job],) = ids.values()
+    return chosen
+
+
 def write_eval_results(s: Session, done: Sequence[tuple[ClaimedJob, EvalOutcome]]) -> None:
-    """perf_db and find_db rows of completed evaluate phases, upserted."""
+    """perf_db and find_db rows of completed evaluate phases, upserted.
+
+    Every row names its job and the kernel of the chosen solution where the outcome says
+    which it is (:func:`solution_kernels`), or no kernel; a row written again by another
+    job loses the old link.
+    """
     perf: dict[tuple[int, int, int], dict[str, Any]] = {}
     find: dict[tuple[int, int, int], dict[str, Any]] = {}
+    kernels = solution_kernels(
+        s, [(job.id, o.kernels) for job, o in done if o.perf is not None or o.find is not None]
+    )
     for job, outcome in done:
         key = (job.session, job.config, job.solver)
         base: Mapping[str, Any] = {
@@ -141,8 +197,9 @@ def write_eval_results(s: Session, done: Sequence[tuple[ClaimedJob, EvalOutcome]
             "config": job.config,
             "solver": job.solver,
         }
+        kernel = kernels.get(job.id)
         if outcome.perf is not None:
-            perf[key] = {**base, "params": outcome.perf.params, "job": job.id}
+            perf[key] = {**base, "params": outcome.perf.params, "job": job.id, "kernel": kernel}
         if outcome.find is not None:
             f = outcome.find
             find[key] = {
@@ -152,6 +209,7 @@ def write_eval_results(s: Session, done: Sequence[tuple[ClaimedJob, EvalOutcome]
                 "algorithm": f.algorithm,
                 "params": f.params,
                 "job": job.id,
+                "kernel": kernel,
             }
     keys = ("session", "config", "solver")
     _upsert(s, PerfDb, [perf[k] for k in sorted(perf)], keys)

@@ -7,9 +7,12 @@ whole export and no file is written. Then:
   solvers, fastest first, equal times ordered by solver name;
 * ``perf``: ``<base>.db`` (sqlite, MIOpen's ``config`` + ``perf_db``) and ``<base>.db.txt``
   (x-joined keys, sorted), one entry per (perf-db key, solver);
-* ``kern``: ``<base>.kdb``, the kernels of each key's fastest solver (the kernels linked from
-  its find row, or those of the job that produced it), re-packed with bzip2 and checked
-  against their md5.
+* ``kern``: ``<base>.kdb``, the kernels of each key's fastest solver: the kernel its find row
+  links (the chosen solution's, as the backend named it in the evaluate phase) or, where the
+  row links none, every kernel the job that produced the row compiled (counted as
+  ``winners_with_all_job_kernels`` in the report and the manifest); under the name and args
+  MIOpen looks them up by (:func:`~tuna.results.formats.kdb_name_args`), re-packed with bzip2
+  and checked against their md5.
 
 Rows are streamed from the database as plain tuples (:mod:`tuna.results.rows`). A manifest
 with the provenance of every session and the sha256 of every file is written beside them.
@@ -41,10 +44,10 @@ from tuna.results.formats import (
     KdbRow,
     KernDbWriter,
     PerfColumns,
-    db_arch,
     db_basename,
     export_file_names,
     is_gpu_arch,
+    kdb_name_args,
     perf_db_line,
     write_perf_sqlite,
     write_text_lines,
@@ -323,17 +326,6 @@ def _export_perf(
 # --- kernel db -----------------------------------------------------------------------------------
 
 
-def _kdb_name_args(name: str, args: str, arch: str) -> tuple[str, str]:
-    """MIOpen's object-file name and build args for a GPU arch (§5); others are kept as given."""
-    if not is_gpu_arch(arch):
-        return name, args
-    if not name.endswith(".o"):
-        name += ".o"
-    if "-mcpu=" not in args:
-        args = f"{args} -mcpu={db_arch(arch)}".strip()
-    return name, args
-
-
 def _export_kern(
     s: Session, source: Source, spec: ExportSpec, checks: RowChecks, path: Path
 ) -> tuple[list[ExportedFile], dict[str, int]]:
@@ -342,27 +334,32 @@ def _export_kern(
     if not winners:
         raise _none_found(source, "find results", spec.config_tag)
     users: dict[int, _Winner] = {}  # kernel id -> a winner that uses it (for messages)
-    by_job: dict[int, _Winner] = {}
+    unnamed: dict[int, _Winner] = {}  # job -> its winner, whose find row links no kernel
     for w in winners.values():
         if w.kernel is not None:
             users.setdefault(w.kernel, w)
-        if w.job is not None:
-            by_job[w.job] = w
+        elif w.job is not None:
+            unnamed[w.job] = w
     jobs_with_kernels: set[int] = set()
-    for part in chunks(sorted(by_job), 1000):
+    for part in chunks(sorted(unnamed), 1000):
         for job, kernel in s.execute(
             select(JobKernel.job, JobKernel.kernel).where(JobKernel.job.in_(part))
         ):
-            users.setdefault(kernel, by_job[job])
+            users.setdefault(kernel, unnamed[job])
             jobs_with_kernels.add(job)
     if not users:
         raise TunaError(
             f"nothing to export: no kernel is linked to the fastest solvers of {source.label} "
             "(a kernel db needs the compiled code objects)"
         )
-    without = sum(
-        1 for w in winners.values() if w.kernel is None and w.job not in jobs_with_kernels
-    )
+    named = sum(1 for w in winners.values() if w.kernel is not None)
+    all_of_job = len(jobs_with_kernels)
+    if all_of_job:
+        log.warning(
+            "export kern: %s: for %d of %d key(s) the backend did not name the fastest "
+            "solver's kernel; every kernel its job compiled was taken",
+            source.label, all_of_job, len(winners),
+        )  # fmt: skip
     writer = KernDbWriter(path)
     try:
         seen: dict[tuple[str, str], str] = {}
@@ -381,7 +378,7 @@ def _export_kern(
                                      digest)  # fmt: skip
                 if code is None:
                     continue
-                row = KdbRow.of(*_kdb_name_args(name, args, source.arch), code)
+                row = KdbRow.of(*kdb_name_args(name, args, source.arch), code)
                 name_args = (row.kernel_name, row.kernel_args)
                 if seen.setdefault(name_args, digest) != digest:
                     checks.fail(
@@ -399,5 +396,11 @@ def _export_kern(
         writer.discard()
         raise
     kernels = len(seen)
-    counts = {"keys": len(winners), "kernels": kernels, "winners_without_kernels": without}
+    counts = {
+        "keys": len(winners),
+        "kernels": kernels,
+        "winners_with_chosen_kernels": named,
+        "winners_with_all_job_kernels": all_of_job,
+        "winners_without_kernels": len(winners) - named - all_of_job,
+    }
     return [ExportedFile.of(path, kernels, kernels)], counts

@@ -438,6 +438,25 @@ KERN_DB_DDL: tuple[str, ...] = (
 )
 
 
+def kdb_name_args(name: str, args: str, arch: str) -> tuple[str, str]:
+    """The ``(kernel_name, kernel_args)`` MIOpen stores a kernel under and looks it up by (§5).
+
+    ``name`` and ``args`` are the program file and build options as fin reports them
+    (``kernel_file``, ``comp_options``, which usually start with a space). As
+    ``Handle::LoadProgram`` and ``SaveBinary`` form them (and fin's evaluate steps, which
+    load kernels the same way): the name gets ``.o``; the args get `` -mcpu=<arch>``, the
+    arch without its target features, unless the program is ``.mlir``. Nothing else
+    changes, not a space: the lookup compares the strings exactly. A name that ends in ``.o``
+    already has this form (fin's own test) and is kept with its args, and so is every kernel
+    of a non-GPU arch (a CPU backend's shared objects are no MIOpen programs).
+    """
+    if not is_gpu_arch(arch) or name.endswith(".o"):
+        return name, args
+    if name.endswith(".mlir"):
+        return f"{name}.o", args
+    return f"{name}.o", f"{args} -mcpu={db_arch(arch)}"
+
+
 def pack_kdb_blob(code: bytes) -> tuple[bytes, int]:
     """(blob, uncompressed_size) as MIOpen stores a code object.
 

@@ -59,6 +59,9 @@ def test_perf_step_compiles_a_sample_and_reports_the_fastest_correct_candidate()
         assert "-DCV_DIR=0 -DCV_N=2 -DCV_C=3 -DCV_K=4 -DCV_G=1 -DCV_HI=7 -DCV_WI=9" in k.args
     assert e.ok and e.perf is not None and e.find is not None
     assert e.perf.params in table and e.find.params == e.perf.params
+    # the solution's kernel: the shared object the winner is built into, not both
+    (unit,) = e.kernels
+    assert unit in c.kernels and unit.name == table[e.perf.params][0]
     assert e.find.algorithm == "miopenConvolutionFwdAlgoGEMM"
     assert e.find.workspace == 4 * 3 * 9 * 7 * 9 and e.find.time_ms > 0
 
@@ -81,6 +84,7 @@ def test_find_and_kernel_steps_use_the_default():
     assert list(json.loads(c.payload)["candidates"]) == ["1,1,4,16,1"]
     assert e.perf is None and e.find is not None and e.find.params == "1,1,4,16,1"
     assert e.find.algorithm == "miopenConvolutionBwdDataAlgoWinograd"
+    assert e.kernels == c.kernels and len(c.kernels) == 1
     c, e = compile_and_evaluate(b, P.with_direction("W"), sv.TILED, step="kernel")
     assert len(c.kernels) == 1 and e.ok and e.perf is None and e.find is None
 

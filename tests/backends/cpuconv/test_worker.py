@@ -15,6 +15,8 @@ from tuna.db.enums import JobState
 from tuna.db.models import FindDb, Job, JobKernel, KernelCache, PerfDb, Solver
 from tuna.jobs.load import load_jobs
 from tuna.jobs.sessions import SessionSpec, create_session
+from tuna.results.export import ExportSpec, export_db
+from tuna.results.formats import read_kern_db
 from tuna.worker import run_worker
 
 LINES = """\
@@ -35,9 +37,10 @@ def count(db: Database, model: type, *where: object) -> int:
         return s.scalar(select(func.count()).select_from(model).where(*where)) or 0
 
 
-def test_a_session_is_tuned_end_to_end(lite):
+def test_a_session_is_tuned_end_to_end(lite, tmp_path):
     import_configs(lite, read_lines(LINES), tag="tiny")
-    env = {"CPUCONV_MAX_CANDIDATES": "3", "CPUCONV_OPT": "1", "CPUCONV_REPEATS": "2"}
+    env = {"CPUCONV_MAX_CANDIDATES": "3", "CPUCONV_OPT": "1", "CPUCONV_REPEATS": "2",
+           "CPUCONV_PER_UNIT": "1"}  # fmt: skip
     session = create_session(
         lite, SessionSpec(arch="cpu", num_cu=2, backend="cpuconv", environment=env)
     ).id
@@ -78,3 +81,26 @@ def test_a_session_is_tuned_end_to_end(lite):
     assert count(lite, PerfDb, PerfDb.session == session) == 6  # the tunable jobs
     assert set(perf) == {"CpuDirectTiled", "CpuIm2colGemm", "CpuGemm1x1", "CpuWinograd2x3"}
     assert count(lite, KernelCache) >= 8 and count(lite, JobKernel) >= 8
+
+    # Each find row links the shared object its winner is built into, one of its job's
+    # candidates; the kernel db holds those of each key's fastest solver, nothing else.
+    with lite.session() as s:
+        linked = s.execute(
+            select(FindDb.config, FindDb.time_ms, Solver.name, KernelCache.kernel_name,
+                   KernelCache.kernel_args, KernelCache.kernel_hash, FindDb.job)
+            .join(Solver, Solver.id == FindDb.solver)
+            .join(KernelCache, KernelCache.id == FindDb.kernel)
+            .where(FindDb.session == session)
+        ).all()  # fmt: skip
+        per_job = dict(s.execute(select(JobKernel.job, func.count()).group_by(JobKernel.job)).all())
+    assert len(linked) == 8
+    assert sorted(per_job[r.job] for r in linked) == [1, 1, 3, 3, 3, 3, 3, 3]  # 3 candidates
+    fastest: dict[int, tuple[str, str, str]] = {}
+    for config, _t, _solver, name, args, digest, _job in sorted(linked, key=lambda r: r[:3]):
+        fastest.setdefault(config, (name, args, digest))
+    report = export_db(lite, ExportSpec(kind="kern", session=session, out_dir=tmp_path))
+    kdb = read_kern_db(tmp_path / "cpu_2.kdb")
+    assert sorted((r.kernel_name, r.kernel_args, r.kernel_hash) for r in kdb) == sorted(
+        fastest.values()
+    )  # a CPU arch: name and args exactly as the backend built them
+    assert report.counts["winners_with_chosen_kernels"] == 2

@@ -91,6 +91,7 @@ def test_find_step_gives_the_recorded_kernel_and_find_row(session):
          "md5_sum": KERNEL_MD5, "uncompressed_size": 145576}
     ]  # fmt: skip
     assert e.ok and e.perf is None and e.find is not None
+    assert e.kernels == (kernel,)  # the find compile built the one solution: its kernels
     assert e.find.time_ms == TIME
     assert e.find.workspace == 0
     assert e.find.algorithm == "miopenConvolutionBwdDataAlgoDirect"
@@ -101,7 +102,44 @@ def test_perf_step_gives_the_tuned_parameters(session):
     c, e = compile_and_evaluate(session, "perf")
     assert json.loads(c.payload or "")["step"] == "miopen_perf_compile"
     assert e.perf is not None and e.perf.params == "32,1,16,2,1,1,2,4,4,1"
+    assert e.kernels == c.kernels and len(c.kernels) == 1
     assert e.find is not None and e.find.time_ms == TIME
+
+
+def test_perf_step_names_the_tuned_solutions_kernels_among_the_candidates(session, tmp_path):
+    """The perf compile built every candidate (here the recorded kernel and a second perf
+    config); fin's perf eval names the tuned solution's kernels, and only those are named."""
+    decoy = (
+        "r = out[1]['miopen_perf_compile_result'][0]\n"
+        "k = dict(r['kernel_objects'][0], comp_options=' -Wa,-defsym,k_mult=8')\n"
+        "r['kernel_objects'].append(k)"
+    )
+    backend = MiopenBackend()
+    c = backend.compile(work(with_env(session, FIN_PATH=wrapped_fin(tmp_path, decoy)), step="perf"))
+    recorded, other = c.kernels
+    assert (recorded.name, other.args) == ("conv1x1u_stride2.s", " -Wa,-defsym,k_mult=8")
+    e = backend.evaluate(
+        work(session, "eval", "perf", attempt=2, kernels=c.kernels, payload=c.payload)
+    )
+    assert e.ok and e.perf is not None and e.kernels == (recorded,)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        "del out[1]['miopen_perf_eval_result'][0]['kernel_objects']",
+        "out[1]['miopen_perf_eval_result'][0]['kernel_objects'][0]['comp_options'] += ' -DNEW'",
+    ],
+    ids=["none named", "one fin built anew"],
+)
+def test_perf_step_names_no_kernel_where_fin_does_not_name_compiled_ones(session, tmp_path, edit):
+    backend = MiopenBackend()
+    c = backend.compile(work(session, step="perf"))
+    fin = wrapped_fin(tmp_path, edit)
+    e = backend.evaluate(
+        work(with_env(session, FIN_PATH=fin), "eval", "perf", kernels=c.kernels, payload=c.payload)
+    )
+    assert e.ok and e.perf is not None and e.kernels == ()
 
 
 def test_kernel_step_checks_and_writes_no_row(session):

@@ -9,12 +9,13 @@ numbers are the recorded ones (ConvAsm1x1UV2: 2.8596839904785156 ms, params
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import sqlite3
 
 from sqlalchemy import func, select
 
-from tests.backends.miopen.conftest import FAKE_FIN
+from tests.backends.miopen.conftest import FAKE_FIN, real_output
 from tuna.catalog.importer import import_configs, read_lines
 from tuna.db.enums import JobState
 from tuna.db.models import FindDb, Job, JobKernel, PerfDb
@@ -91,12 +92,25 @@ def test_compile_eval_export_through_fin(db, tmp_path):
         f"{HALF_KEY}=ConvAsm1x1UV2:1.42984,0,miopenConvolutionBwdDataAlgoDirect",
     ]  # keys sorted
 
-    export_db(db, ExportSpec(kind="kern", session=sid, out_dir=out))
+    with db.session() as s:  # each find row links the kernel its evaluate phase named
+        assert s.scalar(select(func.count(func.distinct(FindDb.kernel)))) == 1
+        assert s.scalar(select(func.count()).where(FindDb.kernel.is_(None))) == 0
+    kern = export_db(db, ExportSpec(kind="kern", session=sid, out_dir=out))
+    assert (kern.counts["winners_with_chosen_kernels"], kern.counts["kernels"]) == (3, 1)
     (row,) = list(read_kern_db(out / "gfx906_60.kdb"))  # one code object, used by all three
-    assert row.kernel_name == "conv1x1u_stride2.s.o"
-    assert row.kernel_args.lstrip().startswith("-Wa,-defsym,stride_h=1 -Wa,-defsym,stride_w=1")
-    assert row.kernel_args.endswith("-Wa,-defsym,waves_c_in_group=1 -mcpu=gfx906")
-    assert row.kernel_hash == KERNEL_MD5 and row.uncompressed_size == 145576
+    # The row MIOpen stores for fin's kernel object (reference §5), every column exact: the
+    # file name plus ".o", fin's options as recorded (leading space and all) plus " -mcpu=",
+    # and MIOpen's own bzip2 blob.
+    recorded = real_output()[1]["input"]["miopen_find_compile_result"][0]["kernel_objects"][0]
+    assert (row.kernel_name, row.kernel_args, row.blob, row.kernel_hash, row.uncompressed_size) == (
+        recorded["kernel_file"] + ".o",
+        recorded["comp_options"] + " -mcpu=gfx906",
+        base64.b64decode(recorded["blob"]),
+        recorded["md5_sum"],
+        recorded["uncompressed_size"],
+    )
+    assert row.kernel_name == "conv1x1u_stride2.s.o" and row.kernel_hash == KERNEL_MD5
+    assert row.kernel_args.startswith(" -Wa,-defsym,stride_h=1 -Wa,-defsym,stride_w=1 ")
     assert hashlib.md5(row.code()).hexdigest() == KERNEL_MD5 and row.problem() is None
 
     perf = load_jobs(db, sid, step="perf", tag="net", solvers=["ConvAsm1x1UV2"])

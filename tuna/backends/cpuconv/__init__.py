@@ -9,9 +9,10 @@ What the steps mean:
 
 * **perf**: compile every candidate of the solver's space, or a deterministic sample of
   ``max_candidates`` that always holds the default; evaluate verifies and times them all and
-  reports the fastest correct one as the perf-db row and as the find-db row.
+  reports the fastest correct one as the perf-db row and as the find-db row, naming the
+  shared object it is built into as the solution's kernel (the one the kernel db takes).
 * **find**: compile and evaluate the default parameters (the backend cannot see the perf db);
-  the find-db row.
+  the find-db row and its kernel.
 * **kernel**: compile the default parameters into a kernel of its own (the kernel-cache
   rows); evaluate only verifies it and writes no row.
 
@@ -52,6 +53,7 @@ from tuna.backends.base import (
     EvalOutcome,
     FindResult,
     JobWork,
+    KernelBinary,
     PerfResult,
     SolverInfo,
 )
@@ -269,11 +271,18 @@ class CpuConvBackend(Backend):
                     f"time budget of {knobs.time_budget_s:g} s exceeded after {e.done} of "
                     f"{e.total} candidates"
                 )
-        return self._outcome(work, measured, {c.params: c.workspace for c in candidates})
+        units = {params: by_name[name] for params, (name, _symbol) in table.items()}
+        return self._outcome(work, measured, {c.params: c.workspace for c in candidates}, units)
 
     def _outcome(
-        self, work: JobWork, measured: list[run.Measured], workspace: dict[str, int]
+        self,
+        work: JobWork,
+        measured: list[run.Measured],
+        workspace: dict[str, int],
+        units: dict[str, KernelBinary],
     ) -> EvalOutcome:
+        """The fastest correct candidate's rows, naming the shared object it is built into
+        (``units``: params -> the compiled kernel holding them) as the solution's kernel."""
         passed = [m for m in measured if m.ok]
         failed = [m for m in measured if not m.ok]
         if failed:
@@ -301,4 +310,4 @@ class CpuConvBackend(Backend):
         )
         tunable = sv.BY_NAME[work.solver].tunable
         perf = PerfResult(best.params) if work.step == "perf" and tunable else None
-        return EvalOutcome(perf=perf, find=find)
+        return EvalOutcome(perf=perf, find=find, kernels=(units[best.params],))

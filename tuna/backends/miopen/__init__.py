@@ -68,7 +68,7 @@ from tuna.backends.base import (
 )
 from tuna.backends.miopen import environment, protocol
 from tuna.backends.miopen.kernels import KernelObjectError
-from tuna.backends.miopen.payload import compile_payload, compiled_item
+from tuna.backends.miopen.payload import compile_payload, compiled_item, stored_kernels
 from tuna.backends.miopen.results import (
     FinOutputError,
     SolverResult,
@@ -271,7 +271,7 @@ class MiopenBackend(Backend):
         perf = None
         if work.step == "perf" and result.tunable and params:
             perf = PerfResult(params)
-        return EvalOutcome(perf=perf, find=find)
+        return EvalOutcome(perf=perf, find=find, kernels=_solution_kernels(work, result, compiled))
 
     def _run_job(
         self,
@@ -312,6 +312,33 @@ class MiopenBackend(Backend):
         if not result.ok:
             return outcome.inapplicable(f"fin {step}: {work.solver}: {result.reason}")
         return result, step_result
+
+
+def _solution_kernels(
+    work: JobWork, result: SolverResult, compiled: dict[str, Any]
+) -> tuple[KernelBinary, ...]:
+    """The stored kernels of the solution fin timed (``EvalOutcome.kernels``).
+
+    A find step's compile built one solution (the solver with its perf-db parameters): its
+    kernels are the ones handed to fin. A perf step's compile built every candidate, and
+    fin's result names the tuned solution's kernels (``kernel_objects``). Empty when fin
+    names none, or names one the compile phase did not build (logged): the kernel db then
+    takes all of the job's kernels.
+    """
+    if work.step == "perf":
+        named = [(m.kernel_file, m.comp_options, m.md5_sum) for m in result.kernel_meta]
+    else:
+        objects = compiled.get("kernel_objects") or []
+        named = [(o["kernel_file"], o["comp_options"], o["md5_sum"]) for o in objects]
+    found = stored_kernels(work, named)
+    if found is None:
+        log.warning(
+            "job %d: fin's %s result names kernels the compile phase did not build; "
+            "none named as the solution's",
+            work.job_id, work.solver,
+        )  # fmt: skip
+        return ()
+    return found
 
 
 def _span(batch: Sequence[tuple[int, ConvProblem]]) -> str:

@@ -9,9 +9,10 @@ two, checking every stored kernel against the md5 fin gave it.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
-from tuna.backends.base import JobWork
+from tuna.backends.base import JobWork, KernelBinary
 from tuna.backends.miopen.kernels import encode_kernel_object, md5_hex
 from tuna.backends.miopen.results import SolverResult, StepResult
 from tuna.errors import TunaError
@@ -83,3 +84,18 @@ def compiled_item(work: JobWork, compile_step: str) -> dict[str, Any]:
         "solver_name": work.solver,
         "workspace": payload.get("workspace"),
     }
+
+
+def stored_kernels(
+    work: JobWork, named: Iterable[tuple[str, str, str]]
+) -> tuple[KernelBinary, ...] | None:
+    """The job's stored kernels that fin names by ``(kernel_file, comp_options, md5_sum)``, in
+    fin's order and each once; None when one of them is not among them (fin built it anew)."""
+    stored = {(k.name, k.args, md5_hex(k.binary)): k for k in work.kernels}
+    found: dict[tuple[str, str, str], KernelBinary] = {}
+    for key in named:
+        kernel = stored.get(key)
+        if kernel is None:
+            return None
+        found.setdefault(key, kernel)
+    return tuple(found.values())
