@@ -229,6 +229,7 @@ def test_a_host_cut_off_past_its_lease_is_reported_and_its_late_results_refused(
             proc.kill()
     assert proc.returncode == 0, out
     assert f"lost {cut.address}" in out, out
+    assert f"machine {cut.address} was lost" in out, out  # and in the summary
     assert states(db, sd.session) == {S.EVALUATED: len(sd.jobs)}
     assert _duplicates(db, FindDb, sd.session) == [] and _duplicates(db, PerfDb, sd.session) == []
     assert _count(db, FindDb, sd.session) == len(sd.jobs)

@@ -71,7 +71,7 @@ def print_summary(r: FishReport) -> None:
         "  " + ", ".join(f"{st.value} {n}" for st, n in c.by_state.items() if n), markup=False
     )
     for host, why in r.lost_hosts.items():
-        err_console.print(f"  lost {host}: {why}", markup=False, soft_wrap=True)
+        err_console.print(f"  machine {host} was lost: {why}", markup=False, soft_wrap=True)
     bad = [code for code in r.exit_codes if code not in (0, None)]
     if bad and r.logs:
         err_console.print(

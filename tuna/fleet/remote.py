@@ -78,6 +78,7 @@ class HostState:
     lost: str | None = None  # why it is not answering now
     lost_since: float = 0.0  # time.monotonic() when it stopped answering
     ever_lost: bool = False
+    last_loss: str = ""  # why it stopped answering the last time
 
 
 @dataclass(frozen=True)
@@ -225,8 +226,8 @@ class FleetRun:
                     f"{h.machine.hostname}: started {o.value} {self.task.phase.value} worker(s)"
                 )
             else:
-                h.lost, h.ever_lost = str(o.error), True
-                h.slots = []
+                h.lost = h.last_loss = f"could not start workers: {_why(o)}"
+                h.ever_lost, h.slots = True, []
                 self.event(f"{h.machine.hostname}: could not start workers: {_why(o)}")
         if not started:
             raise TunaError(
@@ -274,6 +275,7 @@ class FleetRun:
             if not o.ok:
                 if h.lost is None:
                     h.lost, h.ever_lost, h.lost_since = _why(o), True, time.monotonic()
+                    h.last_loss = h.lost
                     self.event(
                         f"lost {h.machine.hostname}: {h.lost}; its jobs return to the queue "
                         "when their leases expire, and its late results will be refused"
@@ -281,7 +283,8 @@ class FleetRun:
                 continue
             if h.lost is not None:
                 h.lost = None
-                self.event(f"{h.machine.hostname} answers again")
+                gone = time.monotonic() - h.lost_since
+                self.event(f"{h.machine.hostname} answers again after {gone:.0f} s")
             assert o.value is not None
             for s in h.slots:
                 state, code = o.value.get(s.container, ("gone", None))
@@ -424,7 +427,11 @@ class FleetRun:
             interrupted,
             sorted({s.log for h in self.hosts for s in h.slots}),
             hosts=[h.machine.hostname for h in self.hosts],
-            lost_hosts={h.machine.hostname: h.lost for h in self.hosts if h.lost},
+            lost_hosts={
+                h.machine.hostname: h.lost or f"{h.last_loss} (answered again later)"
+                for h in self.hosts
+                if h.ever_lost
+            },
             events=list(self.events),
         )
 
