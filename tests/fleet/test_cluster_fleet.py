@@ -9,6 +9,7 @@ jobs take a set time, so the fault lands while a job is in flight.
 from __future__ import annotations
 
 import re
+import signal
 import time
 from collections import Counter
 from importlib import resources
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select, update
+from sqlalchemy.engine import make_url
 
 from tests.fleet.fishing import (
     ARCH,
@@ -258,3 +260,29 @@ def test_a_database_restart_during_a_run_loses_and_duplicates_nothing(
         per_job = Counter(s.scalars(select(JobKernel.job).where(JobKernel.job.in_(sd.jobs))).all())
     assert set(per_job.values()) == {1}, per_job
     assert len(per_job) == len(sd.jobs)
+
+
+def test_ctrl_c_stops_the_containers_and_hands_the_jobs_back(cluster, cluster_db, tmp_path):
+    db = cluster_db
+    sd = _noop_session(db, cluster, 15)
+    _set_env(db, sd.session, {"NOOP_SLEEP_S": "2"})
+    proc = start_go_fish(cluster, tmp_path, "--session", str(sd.session), "--compile")
+    try:
+        wait_for(lambda: states(db, sd.session).get(S.COMPILED, 0) >= 3, "some jobs compiled")
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out
+    assert "interrupted" in out, out
+    after = states(db, sd.session)
+    assert after.get(S.COMPILE_START, 0) == 0, after  # nothing left claimed
+    assert after.get(S.NEW, 0) > 0 and after[S.NEW] + after[S.COMPILED] == len(sd.jobs), after
+    for h in cluster.hosts:  # every container stopped and removed, and the run's files too
+        left = cluster.ssh_run(
+            h.name, "docker ps -aq --filter label=tuna.session; ls /tmp/tuna-go_fish"
+        )
+        assert left.stdout.strip() == "", (h.name, left)
+    password = make_url(cluster.worker_db_url).password
+    assert password and all(password not in p.read_text() for p in tmp_path.rglob("*.log"))
