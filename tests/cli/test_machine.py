@@ -31,12 +31,14 @@ def test_machine_add_list_set_remove(runner):
     assert r.exit_code == 0, r.output
     listed = runner.invoke(main, ["machine", "list"])
     assert "gpu-01" in listed.output and "gfx90a" in listed.output and "0,1" in listed.output
+    assert "never" in listed.output  # last seen: go_fish has not reached it yet
     data = json.loads(runner.invoke(main, ["machine", "list", "--json"]).output)
     assert [(m["hostname"], m["port"], m["gpus"]) for m in data] == [
         ("gpu-01", 22, [0, 1]),
         ("10.0.0.7", 2222, []),
     ]
     assert data[1]["docker_settings"] == {"compile_workers": 16}
+    assert data[1]["last_seen"] is None
     r = runner.invoke(main, ["machine", "set", "gpu-01", "--unavailable", "--gpus", "0,1,2,3"])
     assert r.exit_code == 0, r.output
     assert "no" in r.output and "0,1,2,3" in r.output

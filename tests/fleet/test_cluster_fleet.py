@@ -34,6 +34,7 @@ from tuna.catalog.importer import import_configs
 from tuna.catalog.parsing import read_lines
 from tuna.db.enums import JobState
 from tuna.db.models import FindDb, Job, JobKernel, PerfDb, TuningSession
+from tuna.fleet.machines import list_machines
 from tuna.fleet.ssh import Connections
 from tuna.jobs.load import load_jobs
 from tuna.jobs.sessions import SessionSpec, create_session
@@ -113,6 +114,7 @@ def test_resnet50_is_compiled_and_tuned_across_all_three_hosts(cluster, cluster_
     assert states(db, session.id) == {S.EVALUATED: loaded.inserted}
     assert _count(db, PerfDb, session.id) == loaded.inserted
     assert _duplicates(db, PerfDb, session.id) == []
+    assert all(m.last_seen is not None for m in list_machines(db))
     for h in cluster.hosts:  # every host did part of both phases
         compiled = _worker_logs(logs, "compile", ARCH, h.address)
         evaluated = _worker_logs(logs, "eval", ARCH, h.address)

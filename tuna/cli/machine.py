@@ -62,18 +62,8 @@ def _docker(pairs: tuple[str, ...], *, allow_unset: bool = False) -> dict[str, A
 
 def machine_table(rows: list[MachineRow]) -> Table:
     table = Table(title_justify="left")
-    for col in (
-        "id",
-        "host",
-        "port",
-        "user",
-        "arch",
-        "num_cu",
-        "gpus",
-        "available",
-        "key",
-        "docker",
-    ):
+    cols = ("id", "host", "port", "user", "arch", "num_cu", "gpus", "available", "key", "docker")
+    for col in (*cols, "last seen"):
         table.add_column(col, justify="right" if col in ("id", "port", "num_cu") else "left")
     for m in rows:
         table.add_row(
@@ -89,6 +79,7 @@ def machine_table(rows: list[MachineRow]) -> Table:
             escape(
                 json.dumps(dict(m.docker_settings), sort_keys=True) if m.docker_settings else ""
             ),
+            m.last_seen.strftime("%Y-%m-%d %H:%M") if m.last_seen else "never",
         )
     return table
 
@@ -188,7 +179,12 @@ def list_cmd(arch: str | None, num_cu: int | None, as_json: bool) -> None:
         click.echo(
             json.dumps(
                 [
-                    {**m.__dict__, "gpus": list(m.gpus), "docker_settings": dict(m.docker_settings)}
+                    {
+                        **m.__dict__,
+                        "gpus": list(m.gpus),
+                        "docker_settings": dict(m.docker_settings),
+                        "last_seen": m.last_seen.isoformat() if m.last_seen else None,
+                    }
                     for m in rows
                 ],
                 indent=2,

@@ -14,11 +14,12 @@ Docker settings (a JSON object, all optional):
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from tuna.db import Database
@@ -48,6 +49,7 @@ class MachineRow:
     available: bool = True
     key_file: str | None = None
     docker_settings: Mapping[str, Any] = field(default_factory=dict)
+    last_seen: dt.datetime | None = None
 
     @property
     def host(self) -> Host:
@@ -83,6 +85,7 @@ def _row(m: Machine) -> MachineRow:
         available=bool(m.available),
         key_file=m.key_file,
         docker_settings=dict(m.docker_settings or {}),
+        last_seen=m.last_seen,
     )
 
 
@@ -206,3 +209,11 @@ def remove_machine(db: Database, machine: int | str) -> MachineRow:
         if m is not None:
             s.delete(m)
     return target
+
+
+def mark_seen(db: Database, ids: Sequence[int]) -> None:
+    """Set ``last_seen`` of these machines to now (the database clock)."""
+    if not ids:
+        return
+    with db.session() as s:
+        s.execute(update(Machine).where(Machine.id.in_(list(ids))).values(last_seen=func.now()))

@@ -38,7 +38,7 @@ from tuna.backends import get_backend
 from tuna.db import Database
 from tuna.errors import TunaError
 from tuna.fleet.fanout import HostOutcome, fan_out
-from tuna.fleet.machines import MachineRow
+from tuna.fleet.machines import MachineRow, mark_seen
 from tuna.fleet.phase import FishReport, Progress, Task, check_steps, remaining_jobs
 from tuna.fleet.ssh import Connections, SshError
 from tuna.jobs import job_counts, reap_expired
@@ -127,6 +127,7 @@ class FleetRun:
         self._lock = threading.Lock()
         self._stop_polling = threading.Event()
         self._poll_now = threading.Event()  # drained: look for exited workers at once
+        self._seen: set[int] = set()  # machines that answered since machine.last_seen was set
 
     # -- events -------------------------------------------------------------------------------
 
@@ -271,6 +272,8 @@ class FleetRun:
             [h.machine.host for h in live], lambda host: self._ps(self._state(host.name))
         )
         ended: dict[str, list[Slot]] = {}
+        with self._lock:
+            self._seen.update(h.machine.id for h, o in zip(live, outcomes, strict=True) if o.ok)
         for h, o in zip(live, outcomes, strict=True):
             if not o.ok:
                 if h.lost is None:
@@ -401,6 +404,7 @@ class FleetRun:
                     )
                     break
                 if now - last_reap >= self.opt.reap_every:
+                    self._mark_seen()
                     reaped = through_outages(
                         lambda: reap_expired(db, session_id=session_id), what="go_fish: reap"
                     )
@@ -417,6 +421,7 @@ class FleetRun:
             poller.join()
             self.finish()
         through_outages(lambda: reap_expired(db, session_id=session_id), what="go_fish: reap")
+        self._mark_seen()
         final = look()
         return FishReport(
             session_id,
@@ -434,6 +439,14 @@ class FleetRun:
             },
             events=list(self.events),
         )
+
+    def _mark_seen(self) -> None:
+        with self._lock:
+            seen, self._seen = sorted(self._seen), set()
+        try:
+            mark_seen(self.db, seen)
+        except TunaError as e:  # bookkeeping only: never worth stopping the run for
+            log.warning("go_fish: could not set machine.last_seen: %s", e)
 
     def finish(self) -> None:
         """Stop what still runs, gather logs, remove containers and the run's files."""
