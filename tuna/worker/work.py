@@ -19,6 +19,7 @@ from tuna.db import Database
 from tuna.db.blobs import unpack_kernel
 from tuna.db.models import ConvConfig, JobKernel, KernelCache, Solver, Tensor, TuningSession
 from tuna.errors import NotFoundError, TunaError
+from tuna.jobs.sessions import session_info
 from tuna.jobs.states import ClaimedJob, Phase
 from tuna.problems.conv import ConvProblem
 
@@ -31,17 +32,7 @@ def load_session(db: Database, session_id: int) -> SessionInfo:
         row = s.get(TuningSession, session_id)
         if row is None:
             raise NotFoundError(f"session {session_id} does not exist")
-        return SessionInfo(
-            id=row.id,
-            arch=row.arch,
-            num_cu=row.num_cu,
-            backend=row.backend,
-            library_version=row.library_version,
-            library_commit=row.library_commit,
-            toolchain=row.toolchain,
-            docker_image=row.docker_image,
-            environment=dict(row.environment or {}),
-        )
+        return session_info(row)
 
 
 class WorkLoader:
