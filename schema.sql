@@ -302,3 +302,31 @@ CREATE TABLE solver_applicability (
 
 UPDATE alembic_version SET version_num='0002' WHERE alembic_version.version_num = '0001';
 
+-- Running upgrade 0002 -> 0003
+
+ALTER TABLE job_kernel ADD COLUMN chosen BOOL NOT NULL DEFAULT '0';
+
+ALTER TABLE golden ADD COLUMN job BIGINT;
+
+ALTER TABLE golden ADD CONSTRAINT fk_golden_job_job FOREIGN KEY(job) REFERENCES job (id) ON DELETE SET NULL;
+
+CREATE TABLE golden_kernel (
+    id BIGINT NOT NULL AUTO_INCREMENT, 
+    golden BIGINT NOT NULL, 
+    kernel BIGINT NOT NULL, 
+    CONSTRAINT pk_golden_kernel PRIMARY KEY (id), 
+    CONSTRAINT fk_golden_kernel_golden_golden FOREIGN KEY(golden) REFERENCES golden (id) ON DELETE CASCADE, 
+    CONSTRAINT fk_golden_kernel_kernel_kernel_cache FOREIGN KEY(kernel) REFERENCES kernel_cache (id), 
+    CONSTRAINT uq_golden_kernel_golden_kernel UNIQUE (golden, kernel)
+)ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci;
+
+CREATE INDEX ix_golden_kernel_kernel ON golden_kernel (kernel);
+
+UPDATE job_kernel SET chosen = 1 WHERE EXISTS (SELECT 1 FROM find_db f WHERE f.job = job_kernel.job AND f.kernel = job_kernel.kernel) OR EXISTS (SELECT 1 FROM perf_db p WHERE p.job = job_kernel.job AND p.kernel = job_kernel.kernel);
+
+UPDATE golden SET job = (SELECT f.job FROM find_db f WHERE f.session = golden.session AND f.config = golden.config AND f.solver = golden.solver);
+
+INSERT INTO golden_kernel (golden, kernel) SELECT g.id, jk.kernel FROM golden g JOIN job_kernel jk ON jk.job = g.job WHERE jk.chosen = 1 ORDER BY g.id, jk.kernel;
+
+UPDATE alembic_version SET version_num='0003' WHERE alembic_version.version_num = '0002';
+

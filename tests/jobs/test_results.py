@@ -1,7 +1,9 @@
 """The result rows of a completed phase: ``tuna/jobs/results.py``, on both databases.
 
-What matters here is the kernel a find/perf row links: the one the evaluate phase named as
-the chosen solution's, and only when it is one of the job's own compiled kernels.
+What matters here is which of a job's compiled kernels are chosen (``job_kernel.chosen``):
+all the kernels the evaluate phase named as the chosen solution's, only when they are the
+job's own, and moved when a re-evaluation chooses differently. The ``kernel`` column of
+the find/perf rows still names the chosen kernel when there is exactly one.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from sqlalchemy import select
 from tests.jobs.seed import seed
 from tuna.backends import CompileOutcome, EvalOutcome, FindResult, KernelBinary, PerfResult
 from tuna.db import Database
-from tuna.db.models import FindDb, KernelCache, PerfDb
-from tuna.jobs import JobFilter, Phase, claim_jobs, record_outcome, requeue_jobs
+from tuna.db.enums import JobState
+from tuna.db.models import FindDb, JobKernel, KernelCache, PerfDb
+from tuna.jobs import JobFilter, Phase, claim_jobs, record_outcome, requeue_jobs, reset_jobs
 from tuna.jobs.results import kernel_identity
 from tuna.jobs.states import ClaimedJob
 
@@ -48,6 +51,13 @@ def links(db: Database, job: ClaimedJob) -> tuple[tuple[int | None, ...], tuple[
         return tuple(find.one()), tuple(perf.one())
 
 
+def chosen(db: Database, job: ClaimedJob) -> set[int]:
+    """The ``kernel_cache`` ids of the job's chosen kernels."""
+    with db.session() as s:
+        q = select(JobKernel.kernel).where(JobKernel.job == job.id, JobKernel.chosen)
+        return set(s.scalars(q))
+
+
 def kernel_id(db: Database, kernel: KernelBinary) -> int:
     with db.session() as s:
         q = select(KernelCache.id).where(KernelCache.identity == kernel_identity(kernel))
@@ -60,6 +70,23 @@ def test_the_named_kernel_of_a_tunable_job_is_linked_from_its_rows(db):
     winner = kernel_id(db, S1)
     assert links(db, job) == ((job.id, winner), (job.id, winner))
     assert winner not in (kernel_id(db, S0), kernel_id(db, S2))
+    assert chosen(db, job) == {winner}
+
+
+def test_every_kernel_of_a_solution_of_several_is_chosen_and_no_other(db):
+    [job] = compiled_jobs(db, (S0, S1, S2))
+    evaluate(db, job, (S0, S2))
+    assert chosen(db, job) == {kernel_id(db, S0), kernel_id(db, S2)}
+    assert links(db, job) == ((job.id, None), (job.id, None))  # one column cannot say it
+
+
+def test_a_re_evaluation_that_chooses_differently_moves_the_choice(db):
+    [job] = compiled_jobs(db, (S0, S1, S2))
+    evaluate(db, job, (S0, S1))
+    requeue_jobs(db, JobFilter(session=job.session))
+    [again] = claim_jobs(db, job.session, Phase.EVAL, owner="w")
+    evaluate(db, again, (S1, S2))
+    assert chosen(db, job) == {kernel_id(db, S1), kernel_id(db, S2)}
 
 
 @pytest.mark.parametrize(
@@ -76,7 +103,16 @@ def test_no_kernel_is_linked_where_one_column_cannot_say_it(db, caplog, named, w
     with caplog.at_level(logging.WARNING, logger="tuna.jobs.results"):
         evaluate(db, job, named)
     assert links(db, job) == ((job.id, None), (job.id, None))
+    assert chosen(db, job) == (set() if warned or not named else {kernel_id(db, k) for k in named})
     assert (f"job {job.id}: the evaluate phase named 1 kernel(s)" in caplog.text) is warned
+
+
+def test_a_solution_naming_one_kernel_the_job_lacks_chooses_none_of_it(db, caplog):
+    [job] = compiled_jobs(db, (S0, S1, S2))
+    with caplog.at_level(logging.WARNING, logger="tuna.jobs.results"):
+        evaluate(db, job, (S0, ELSEWHERE))  # half a solution would be a broken kernel db
+    assert chosen(db, job) == set()
+    assert f"job {job.id}: the evaluate phase named 1 kernel(s)" in caplog.text
 
 
 def test_a_kernel_another_job_compiled_is_not_linked(db):
@@ -85,6 +121,7 @@ def test_a_kernel_another_job_compiled_is_not_linked(db):
     evaluate(db, other, (ELSEWHERE,))
     assert links(db, mine) == ((mine.id, None), (mine.id, None))
     assert links(db, other) == ((other.id, kernel_id(db, ELSEWHERE)),) * 2
+    assert (chosen(db, mine), chosen(db, other)) == (set(), {kernel_id(db, ELSEWHERE)})
 
 
 def test_a_row_written_again_without_a_named_kernel_drops_the_old_link(db):
@@ -95,3 +132,13 @@ def test_a_row_written_again_without_a_named_kernel_drops_the_old_link(db):
     [again] = claim_jobs(db, job.session, Phase.EVAL, owner="w")
     evaluate(db, again, ())
     assert links(db, job) == ((job.id, None), (job.id, None))
+    assert chosen(db, job) == set()
+
+
+def test_a_recompile_chooses_nothing_until_evaluated(db):
+    [job] = compiled_jobs(db, (S0, S1))
+    evaluate(db, job, (S0,))
+    reset_jobs(db, JobFilter(session=job.session, states=(JobState.EVALUATED,)))
+    [again] = claim_jobs(db, job.session, Phase.COMPILE, owner="w")
+    record_outcome(db, "w", again, CompileOutcome(kernels=(S0, S1)))
+    assert chosen(db, job) == set()

@@ -7,15 +7,16 @@ import bz2
 import hashlib
 import json
 import sqlite3
+from dataclasses import replace
 
 import pytest
-from sqlalchemy import insert, select, update
+from sqlalchemy import delete, insert, select, update
 
 from tuna.backends import CompileOutcome, EvalOutcome, FindResult, KernelBinary, PerfResult
 from tuna.db import Database
-from tuna.db.models import FindDb, KernelCache, Solver
+from tuna.db.models import FindDb, GoldenKernel, KernelCache, Solver
 from tuna.errors import NotFoundError, TunaError
-from tuna.jobs import Phase, claim_jobs, record_outcome
+from tuna.jobs import JobFilter, Phase, claim_jobs, record_outcome, requeue_jobs
 from tuna.jobs.load import load_jobs
 from tuna.problems import parse_find_db_key, perf_db_columns
 from tuna.results import export
@@ -225,12 +226,25 @@ def test_the_kdb_holds_the_winning_kernel_byte_for_byte_as_miopen_stores_it(db, 
     assert manifest["counts"] == report.counts
 
 
-@pytest.mark.parametrize("chosen", ["unnamed", "two kernels"])
+def test_a_solution_of_two_kernels_exports_exactly_those_two(db, tmp_path):
+    recorded, k4, _k8 = compiled = candidates()
+    sid = tuned(db, compiled, chosen=(recorded, k4))
+    report = export_db(db, ExportSpec(kind="kern", session=sid, out_dir=tmp_path))
+    rows = kern_db_rows(tmp_path / "gfx906_60.kdb")
+    assert [r[1] for r in rows] == sorted(k.args + " -mcpu=gfx906" for k in (recorded, k4))
+    assert RECORDED_ROW in rows
+    counts = {"keys": 1, "kernels": 2, "winners_with_chosen_kernels": 1,
+              "winners_with_all_job_kernels": 0, "winners_without_kernels": 0}  # fmt: skip
+    assert report.counts == {"rows_checked": 1, **counts}
+
+
+@pytest.mark.parametrize("chosen", ["unnamed", "not compiled"])
 def test_without_a_named_kernel_the_kdb_takes_all_the_jobs_kernels_and_says_so(
     db, tmp_path, chosen, caplog
 ):
     compiled = candidates()
-    sid = tuned(db, compiled, chosen=() if chosen == "unnamed" else compiled[:2])
+    stranger = KernelBinary("conv3x3.s", " -DX", b"\x7fELF 3x3")
+    sid = tuned(db, compiled, chosen=() if chosen == "unnamed" else (compiled[0], stranger))
     report = export_db(db, ExportSpec(kind="kern", session=sid, out_dir=tmp_path))
     rows = kern_db_rows(tmp_path / "gfx906_60.kdb")
     assert RECORDED_ROW in rows and len(rows) == 3
@@ -242,6 +256,58 @@ def test_without_a_named_kernel_the_kdb_takes_all_the_jobs_kernels_and_says_so(
     manifest = json.loads((tmp_path / "gfx906_60.kdb.manifest.json").read_text())
     assert manifest["counts"]["winners_with_all_job_kernels"] == 1
     assert "did not name the fastest solver's kernel" in caplog.text
+
+
+def retune(db: Database, sid: int, chosen: tuple[KernelBinary, ...]) -> None:
+    """Evaluate the session's job again (``tuna jobs requeue``), choosing ``chosen``."""
+    assert requeue_jobs(db, JobFilter(session=sid)) == 1
+    [job] = claim_jobs(db, sid, Phase.EVAL, owner="t")
+    find = FindResult(0.2, 0, "implicit_gemm", "4x16")
+    record_outcome(db, "t", job, EvalOutcome(perf=PerfResult("4x16"), find=find, kernels=chosen))
+
+
+def test_a_golden_kdb_keeps_the_kernels_frozen_with_it_after_re_tuning(db, tmp_path):
+    recorded, k4, k8 = compiled = candidates()
+    sid = tuned(db, compiled, chosen=(recorded,))
+    update_golden(db, 1, sid)
+    retune(db, sid, chosen=(k4, k8))  # the same job now chooses a two-kernel solution
+    export_db(db, ExportSpec(kind="kern", session=sid, out_dir=tmp_path / "s"))
+    now = sorted(k.args + " -mcpu=gfx906" for k in (k4, k8))
+    assert [r[1] for r in kern_db_rows(tmp_path / "s" / "gfx906_60.kdb")] == now
+    golden = ExportSpec(kind="kern", golden_v=1, arch="gfx906", out_dir=tmp_path / "g")
+    report = export_db(db, golden)
+    assert kern_db_rows(tmp_path / "g" / "gfx906_60.kdb") == [RECORDED_ROW]
+    assert report.counts["winners_with_frozen_kernels"] == 1
+    # A child version carries the row, its job and its frozen kernels forward.
+    add_configs(db, [THREE_BY_THREE])
+    other = make_session(db, arch="gfx906", num_cu=60)
+    add_find(db, other, [(K3, "NoopWinograd3x3", 0.75, 4096, "winograd")])  # no job, no kernel
+    update_golden(db, 2, other, base=1)
+    report = export_db(db, replace(golden, golden_v=2, out_dir=tmp_path))
+    assert kern_db_rows(tmp_path / "gfx906_60.kdb") == [RECORDED_ROW]
+    assert (
+        report.counts["keys"],
+        report.counts["winners_with_frozen_kernels"],
+        report.counts["winners_without_kernels"],
+    ) == (2, 1, 1)
+
+
+def test_a_golden_row_without_frozen_kernels_takes_its_jobs_kernels(db, tmp_path, caplog):
+    recorded, k4, _k8 = compiled = candidates()
+    sid = tuned(db, compiled, chosen=(recorded, k4))
+    update_golden(db, 1, sid)
+    with db.session() as s:  # as a row frozen before golden_kernel existed
+        s.execute(delete(GoldenKernel))
+    spec = ExportSpec(kind="kern", golden_v=1, arch="gfx906", out_dir=tmp_path)
+    report = export_db(db, spec)
+    assert [r[1] for r in kern_db_rows(tmp_path / "gfx906_60.kdb")] == sorted(
+        k.args + " -mcpu=gfx906" for k in (recorded, k4)
+    )
+    assert (
+        report.counts["winners_with_chosen_kernels"],
+        report.counts["winners_with_frozen_kernels"],
+    ) == (1, 0)
+    assert "1 of 1 key(s) have no kernels frozen with the version" in caplog.text
 
 
 def test_every_kind_of_bad_row_is_listed_and_nothing_written(db, session, tmp_path):

@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from tuna.db import Database
-from tuna.db.models import Golden, GoldenVersion, Solver
+from tuna.db.models import FindDb, Golden, GoldenKernel, GoldenVersion, JobKernel, Solver
 from tuna.errors import NotFoundError, TunaError
 from tuna.results.golden import GoldenExistsError, SlowerKey, update_golden
 from tuna.results.validate import ExportRefusedError
 
-from .seed import K1, K3, ONE_BY_ONE, THREE_BY_THREE, add_configs, add_find, make_session
+from .seed import (
+    K1,
+    K3,
+    ONE_BY_ONE,
+    THREE_BY_THREE,
+    add_configs,
+    add_find,
+    make_session,
+    run_noop,
+)
 
 BASE = [
     (K1, "NoopDirect", 0.5, 0, "direct"),
@@ -103,3 +112,40 @@ def test_bad_rows_and_mismatched_bases_are_refused(db: Database, first: int) -> 
         update_golden(db, 2, make_session(db))
     with db.session() as s:
         assert s.scalars(select(GoldenVersion.version)).all() == [1]
+
+
+def frozen(db: Database, version: int) -> list[tuple[int, int, int | None, int]]:
+    """(config, solver, job, kernel) of the version's rows and their frozen kernels."""
+    with db.session() as s:
+        q = (
+            select(Golden.config, Golden.solver, Golden.job, GoldenKernel.kernel)
+            .join(GoldenKernel, GoldenKernel.golden == Golden.id)
+            .where(Golden.golden_v == version)
+        )
+        return sorted((c, sv, j, k) for c, sv, j, k in s.execute(q))
+
+
+def test_rows_keep_their_job_and_its_chosen_kernels_which_never_change(db: Database) -> None:
+    sid = run_noop(db, [ONE_BY_ONE, THREE_BY_THREE])
+    update_golden(db, 1, sid)
+    with db.session() as s:
+        chosen = sorted(
+            (c, sv, j, k)
+            for c, sv, j, k in s.execute(
+                select(FindDb.config, FindDb.solver, FindDb.job, JobKernel.kernel)
+                .join(JobKernel, JobKernel.job == FindDb.job)
+                .where(FindDb.session == sid, JobKernel.chosen)
+            )
+        )
+        jobs = s.execute(select(Golden.job).where(Golden.golden_v == 1)).scalars().all()
+    assert frozen(db, 1) == chosen and len(chosen) == len(jobs) and None not in jobs
+    with db.session() as s:  # the session's choice moves: the version's does not
+        s.execute(update(JobKernel).values(chosen=False))
+    with pytest.raises(GoldenExistsError):
+        update_golden(db, 1, sid)
+    assert frozen(db, 1) == chosen
+    add_configs(db, [ONE_BY_ONE.replace("-n 16", "-n 32")], tag="more")
+    other = make_session(db)
+    add_find(db, other, [(K1.replace("-16-", "-32-"), "NoopDirect", 0.5, 0, "direct")])
+    update_golden(db, 2, other, base=1)
+    assert frozen(db, 2) == chosen  # carried forward with the rows

@@ -306,7 +306,13 @@ class KernelCache(Base):
 
 
 class JobKernel(Base):
-    """Which kernels a job produced (compile phase) and uses (evaluate phase)."""
+    """Which kernels a job produced (compile phase) and which of them its solution runs.
+
+    The compile phase links every kernel it built (replacing the old links, ``chosen``
+    false); the evaluate phase sets ``chosen`` on the kernels of the solution it chose
+    (all of them: a solution can run several) and clears it on the rest. The kernel db
+    exports the chosen kernels of each winning job.
+    """
 
     __tablename__ = "job_kernel"
     __table_args__ = (UniqueConstraint("job", "kernel"), TABLE_OPTIONS)
@@ -314,6 +320,7 @@ class JobKernel(Base):
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     job: Mapped[int] = mapped_column(ForeignKey("job.id", ondelete="CASCADE"))
     kernel: Mapped[int] = mapped_column(ForeignKey("kernel_cache.id"), index=True)
+    chosen: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0")
 
 
 class PerfDb(Base):
@@ -365,7 +372,12 @@ class GoldenVersion(Base):
 
 
 class Golden(Base):
-    """One find result frozen into a golden version."""
+    """One find result frozen into a golden version.
+
+    ``job`` is the job that produced the find row (None for a row no job produced, e.g.
+    one imported from a file); the kernels of its chosen solution at the time are frozen
+    in ``golden_kernel``.
+    """
 
     __tablename__ = "golden"
     __table_args__ = (UniqueConstraint("golden_v", "config", "solver"), TABLE_OPTIONS)
@@ -380,6 +392,24 @@ class Golden(Base):
     time_ms: Mapped[float] = mapped_column(Double)
     workspace: Mapped[int] = mapped_column(BigInteger)
     algorithm: Mapped[str] = mapped_column(String(64))
+    job: Mapped[int | None] = mapped_column(ForeignKey("job.id", ondelete="SET NULL"))
+
+
+class GoldenKernel(Base):
+    """A kernel of a golden row's chosen solution, frozen when the row was.
+
+    A golden row's job can be evaluated again (``tuna jobs requeue``) or compiled again
+    (``tuna jobs reset``), which moves its ``job_kernel`` links; these rows do not move, so
+    a golden version's kernel db stays what it was. Kernels are content-addressed and never
+    deleted, so the ids hold.
+    """
+
+    __tablename__ = "golden_kernel"
+    __table_args__ = (UniqueConstraint("golden", "kernel"), TABLE_OPTIONS)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    golden: Mapped[int] = mapped_column(ForeignKey("golden.id", ondelete="CASCADE"))
+    kernel: Mapped[int] = mapped_column(ForeignKey("kernel_cache.id"), index=True)
 
 
 class SolverApplicability(Base):

@@ -4,8 +4,8 @@
   binaries are stored once: insert the missing ones, reuse the rest) and are linked from
   the job (``job_kernel``, replaced on every compile);
 * evaluate: ``perf_db`` and ``find_db`` rows are upserted, keyed (session, config, solver),
-  with the id of the job that produced them and, where the backend named the chosen
-  solution's kernel (``EvalOutcome.kernels``), that kernel's ``kernel_cache`` id.
+  with the id of the job that produced them; the job's links to the kernels of the chosen
+  solution (``EvalOutcome.kernels``, one or several) are marked ``job_kernel.chosen``.
 
 Everything is written in a few multi-row statements per batch, never a round trip per row.
 """
@@ -18,7 +18,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import delete, insert, or_, select, update
 from sqlalchemy.dialects import mysql, sqlite
 from sqlalchemy.orm import Session
 
@@ -135,59 +135,74 @@ def write_compile_results(s: Session, done: Sequence[tuple[ClaimedJob, CompileOu
         s.connection().execute(insert(JobKernel), list(chunk))
 
 
-def solution_kernels(
+def choose_kernels(
     s: Session, named: Sequence[tuple[int, Sequence[KernelBinary]]]
-) -> dict[int, int | None]:
-    """job id -> the ``kernel_cache`` id of the one kernel its evaluate phase named, or None.
+) -> dict[int, list[int]]:
+    """Mark each evaluated job's chosen kernels; returns job id -> their ``kernel_cache`` ids.
 
-    ``named`` pairs a job with the kernels its outcome says the chosen solution runs. They
-    are found by identity among the job's own compile links (``job_kernel``), so a kernel the
-    job did not compile is never linked. The ``kernel`` columns of ``find_db`` and
-    ``perf_db`` hold one id: a solution of several kernels gets None, as does one naming a
-    kernel the job lacks (logged), and the kernel db then takes all of the job's kernels.
+    ``named`` pairs a job with the kernels its outcome says the chosen solution runs (all of
+    them: a solution can run several). They are found by identity among the job's own
+    compile links (``job_kernel``), so a kernel the job did not compile is never chosen.
+    Their links get ``chosen`` set and the job's other links get it cleared (a
+    re-evaluation may choose differently). A job whose outcome names no kernel, or one it
+    did not compile (logged), has none chosen: the kernel db then takes all of its kernels.
+
+    The links are read first and written by primary key, only where ``chosen`` changes.
     """
-    wanted = {job: {kernel_identity(k) for k in kernels} for job, kernels in named if kernels}
-    found: dict[int, dict[str, int]] = defaultdict(dict)
+    wanted = {job: {kernel_identity(k) for k in kernels} for job, kernels in named}
+    # job -> (link id, kernel identity, kernel id, chosen now) of its named or chosen links
+    links: dict[int, list[tuple[int, str, int, bool]]] = defaultdict(list)
     for chunk in _chunks(sorted(wanted)):
         idents = sorted({i for job in chunk for i in wanted[job]})
         q = (
-            select(JobKernel.job, KernelCache.identity, KernelCache.id)
+            select(
+                JobKernel.id, JobKernel.job, KernelCache.identity, KernelCache.id, JobKernel.chosen
+            )
             .join(KernelCache, KernelCache.id == JobKernel.kernel)
-            .where(JobKernel.job.in_(chunk), KernelCache.identity.in_(idents))
+            .where(
+                JobKernel.job.in_(chunk),
+                or_(JobKernel.chosen, KernelCache.identity.in_(idents)),
+            )
         )
-        for job, identity, kid in s.connection().execute(q):
-            found[job][identity] = kid
-    chosen: dict[int, int | None] = {}
+        for link, job, identity, kid, was in s.connection().execute(q):
+            links[job].append((link, identity, kid, bool(was)))
+    chosen: dict[int, list[int]] = {}
+    to_set: list[int] = []
+    to_clear: list[int] = []
     for job, identities in wanted.items():
-        ids = found[job]
-        missing = len(identities - ids.keys())
+        found = {ident: link for link, ident, _kid, _was in links[job] if ident in identities}
+        missing = len(identities - found.keys())
         if missing:
             log.warning(
                 "job %d: the evaluate phase named %d kernel(s) its compile phase did not "
-                "produce; its results link no kernel",
+                "produce; none of its kernels is chosen",
                 job, missing,
             )  # fmt: skip
-            chosen[job] = None
-        elif len(identities) > 1:
-            log.debug(
-                "job %d: the chosen solution has %d kernels; none linked", job, len(identities)
+            found = {}
+        keep = set(found.values())
+        chosen[job] = sorted(kid for link, _i, kid, _w in links[job] if link in keep)
+        to_set += [link for link, _i, _k, was in links[job] if link in keep and not was]
+        to_clear += [link for link, _i, _k, was in links[job] if was and link not in keep]
+    for ids, value in ((sorted(to_clear), False), (sorted(to_set), True)):
+        for chunk in _chunks(ids):
+            s.connection().execute(
+                update(JobKernel).where(JobKernel.id.in_(chunk)).values(chosen=value)
             )
-            chosen[job] = None
-        else:
-            (chosen[job],) = ids.values()
     return chosen
 
 
 def write_eval_results(s: Session, done: Sequence[tuple[ClaimedJob, EvalOutcome]]) -> None:
-    """perf_db and find_db rows of completed evaluate phases, upserted.
+    """perf_db and find_db rows of completed evaluate phases, upserted, and chosen kernels.
 
-    Every row names its job and the kernel of the chosen solution where the outcome says
-    which it is (:func:`solution_kernels`), or no kernel; a row written again by another
-    job loses the old link.
+    Every row names its job; the job's links to the chosen solution's kernels are marked
+    (:func:`choose_kernels`). The rows' ``kernel`` column still names the chosen kernel
+    where there is exactly one, else None; it is redundant with ``job_kernel.chosen``,
+    which the kernel db export reads, and kept for readers of the old column. A row
+    written again by another job loses the old link.
     """
     perf: dict[tuple[int, int, int], dict[str, Any]] = {}
     find: dict[tuple[int, int, int], dict[str, Any]] = {}
-    kernels = solution_kernels(
+    kernels = choose_kernels(
         s, [(job.id, o.kernels) for job, o in done if o.perf is not None or o.find is not None]
     )
     for job, outcome in done:
@@ -197,7 +212,8 @@ def write_eval_results(s: Session, done: Sequence[tuple[ClaimedJob, EvalOutcome]
             "config": job.config,
             "solver": job.solver,
         }
-        kernel = kernels.get(job.id)
+        chosen = kernels.get(job.id, [])
+        kernel = chosen[0] if len(chosen) == 1 else None
         if outcome.perf is not None:
             perf[key] = {**base, "params": outcome.perf.params, "job": job.id, "kernel": kernel}
         if outcome.find is not None:

@@ -7,12 +7,14 @@ whole export and no file is written. Then:
   solvers, fastest first, equal times ordered by solver name;
 * ``perf``: ``<base>.db`` (sqlite, MIOpen's ``config`` + ``perf_db``) and ``<base>.db.txt``
   (x-joined keys, sorted), one entry per (perf-db key, solver);
-* ``kern``: ``<base>.kdb``, the kernels of each key's fastest solver: the kernel its find row
-  links (the chosen solution's, as the backend named it in the evaluate phase) or, where the
-  row links none, every kernel the job that produced the row compiled (counted as
-  ``winners_with_all_job_kernels`` in the report and the manifest); under the name and args
-  MIOpen looks them up by (:func:`~tuna.results.formats.kdb_name_args`), re-packed with bzip2
-  and checked against their md5.
+* ``kern``: ``<base>.kdb``, the kernels of each key's fastest solver: all the kernels of the
+  chosen solution, as the backend named them in the evaluate phase (``job_kernel.chosen`` of
+  the job that produced the row; for a golden version, the kernels frozen with the row in
+  ``golden_kernel``, else its job's) or, where the job has none chosen, every kernel it
+  compiled (counted as ``winners_with_all_job_kernels`` in the report and the manifest);
+  under the name and args MIOpen looks them up by
+  (:func:`~tuna.results.formats.kdb_name_args`), re-packed with bzip2 and checked against
+  their md5.
 
 Rows are streamed from the database as plain tuples (:mod:`tuna.results.rows`). A manifest
 with the provenance of every session and the sha256 of every file is written beside them.
@@ -33,6 +35,7 @@ from sqlalchemy.orm import Session
 from tuna.db import Database
 from tuna.db.bulk import chunks
 from tuna.db.models import (
+    GoldenKernel,
     JobKernel,
     KernelCache,
     Solver,
@@ -192,10 +195,12 @@ def _none_found(source: Source, what: str, tag: str | None) -> NotFoundError:
 
 @dataclass
 class _Winner:
+    """The fastest row of a key: its job and, from a golden version, the golden row's id."""
+
     key: str
     solver: str
     job: int | None
-    kernel: int | None
+    golden: int | None
 
 
 def _checked_find(
@@ -334,31 +339,26 @@ def _export_kern(
     if not winners:
         raise _none_found(source, "find results", spec.config_tag)
     users: dict[int, _Winner] = {}  # kernel id -> a winner that uses it (for messages)
-    unnamed: dict[int, _Winner] = {}  # job -> its winner, whose find row links no kernel
-    for w in winners.values():
-        if w.kernel is not None:
-            users.setdefault(w.kernel, w)
-        elif w.job is not None:
-            unnamed[w.job] = w
-    jobs_with_kernels: set[int] = set()
-    for part in chunks(sorted(unnamed), 1000):
-        for job, kernel in s.execute(
-            select(JobKernel.job, JobKernel.kernel).where(JobKernel.job.in_(part))
-        ):
-            users.setdefault(kernel, unnamed[job])
-            jobs_with_kernels.add(job)
+    frozen = _frozen_kernels(s, [w for w in winners.values() if w.golden is not None], users)
+    by_job = {w.job: w for w in winners.values() if w.golden not in frozen and w.job is not None}
+    chosen = _job_kernels(s, by_job, users, chosen_only=True)
+    all_of_job = _job_kernels(s, {j: w for j, w in by_job.items() if j not in chosen}, users)
     if not users:
         raise TunaError(
             f"nothing to export: no kernel is linked to the fastest solvers of {source.label} "
             "(a kernel db needs the compiled code objects)"
         )
-    named = sum(1 for w in winners.values() if w.kernel is not None)
-    all_of_job = len(jobs_with_kernels)
     if all_of_job:
         log.warning(
             "export kern: %s: for %d of %d key(s) the backend did not name the fastest "
-            "solver's kernel; every kernel its job compiled was taken",
-            source.label, all_of_job, len(winners),
+            "solver's kernels; every kernel its job compiled was taken",
+            source.label, len(all_of_job), len(winners),
+        )  # fmt: skip
+    if source.golden is not None and by_job:
+        log.warning(
+            "export kern: %s: %d of %d key(s) have no kernels frozen with the version; "
+            "their jobs' current kernels were taken",
+            source.label, len(by_job), len(winners),
         )  # fmt: skip
     writer = KernDbWriter(path)
     try:
@@ -396,11 +396,42 @@ def _export_kern(
         writer.discard()
         raise
     kernels = len(seen)
+    named = len(frozen) + len(chosen)
     counts = {
         "keys": len(winners),
         "kernels": kernels,
         "winners_with_chosen_kernels": named,
-        "winners_with_all_job_kernels": all_of_job,
-        "winners_without_kernels": len(winners) - named - all_of_job,
+        "winners_with_all_job_kernels": len(all_of_job),
+        "winners_without_kernels": len(winners) - named - len(all_of_job),
     }
+    if source.golden is not None:
+        counts["winners_with_frozen_kernels"] = len(frozen)
     return [ExportedFile.of(path, kernels, kernels)], counts
+
+
+def _frozen_kernels(s: Session, winners: list[_Winner], users: dict[int, _Winner]) -> set[int]:
+    """Add the kernels frozen with golden winners to ``users``; returns the golden rows found."""
+    by_row = {w.golden: w for w in winners if w.golden is not None}
+    found: set[int] = set()
+    for part in chunks(sorted(by_row), 1000):
+        q = select(GoldenKernel.golden, GoldenKernel.kernel).where(GoldenKernel.golden.in_(part))
+        for row, kernel in s.execute(q):
+            users.setdefault(kernel, by_row[row])
+            found.add(row)
+    return found
+
+
+def _job_kernels(
+    s: Session, by_job: dict[int, _Winner], users: dict[int, _Winner], *, chosen_only: bool = False
+) -> set[int]:
+    """Add the kernels of the winners' jobs (only the chosen ones, or all) to ``users``;
+    returns the jobs that had any."""
+    found: set[int] = set()
+    for part in chunks(sorted(by_job), 1000):
+        q = select(JobKernel.job, JobKernel.kernel).where(JobKernel.job.in_(part))
+        if chosen_only:
+            q = q.where(JobKernel.chosen)
+        for job, kernel in s.execute(q):
+            users.setdefault(kernel, by_job[job])
+            found.add(job)
+    return found

@@ -7,6 +7,11 @@ A version is never changed once created: creating an existing version is an erro
 golden version number always means the same rows (reference mituna.md §10.8; MITuna's
 ``--overwrite`` rewrote history).
 
+Each row keeps the job that produced it (``golden.job``) and the kernels of that job's
+chosen solution as they were when the row was frozen (``golden_kernel``): re-tuning the
+session later (a requeued or reset job chooses or compiles again) does not change what a
+golden version's kernel db holds. Carried rows keep their job and frozen kernels.
+
 The report lists the keys whose fastest time got slower than in the parent by more than a
 threshold, so a regression is seen before the version is exported.
 """
@@ -19,10 +24,20 @@ from typing import Any
 
 from sqlalchemy import and_, exists, func, insert, literal, select
 from sqlalchemy import exc as sa_exc
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from tuna.db import Database
-from tuna.db.models import ConvConfig, FindDb, Golden, GoldenVersion, PerfDb, Solver, TuningSession
+from tuna.db.models import (
+    ConvConfig,
+    FindDb,
+    Golden,
+    GoldenKernel,
+    GoldenVersion,
+    JobKernel,
+    PerfDb,
+    Solver,
+    TuningSession,
+)
 from tuna.errors import NotFoundError, TunaError
 from tuna.results.export import check_session_find
 from tuna.results.formats import db_arch
@@ -130,7 +145,9 @@ def _create(
     carried = 0
     if base is not None:
         carried = _carry_forward(s, version, base, session_id)
+        _carry_kernels(s, version, base)
     _add_session_rows(s, version, session_id)
+    _freeze_session_kernels(s, version, session_id)
     keys = s.scalar(
         select(func.count(func.distinct(Golden.config))).where(Golden.golden_v == version)
     )
@@ -169,6 +186,7 @@ _GOLDEN_COLUMNS = (
     "time_ms",
     "workspace",
     "algorithm",
+    "job",
 )
 
 
@@ -189,10 +207,26 @@ def _carry_forward(s: Session, version: int, base: int, session_id: int) -> int:
         Golden.time_ms,
         Golden.workspace,
         Golden.algorithm,
+        Golden.job,
     ]
     rows = select(*cols).where(Golden.golden_v == base, ~overridden)
     result = s.execute(insert(Golden).from_select(_GOLDEN_COLUMNS, rows))
     return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+
+def _carry_kernels(s: Session, version: int, base: int) -> None:
+    """Copy the frozen kernels of the base's rows to the rows carried from them.
+
+    Run right after :func:`_carry_forward`, while the version holds carried rows only.
+    """
+    new, old = aliased(Golden), aliased(Golden)
+    rows = (
+        select(new.id, GoldenKernel.kernel)
+        .join(old, and_(old.golden_v == base, old.config == new.config, old.solver == new.solver))
+        .join(GoldenKernel, GoldenKernel.golden == old.id)
+        .where(new.golden_v == version)
+    )
+    s.execute(insert(GoldenKernel).from_select(["golden", "kernel"], rows))
 
 
 def _add_session_rows(s: Session, version: int, session_id: int) -> None:
@@ -207,6 +241,7 @@ def _add_session_rows(s: Session, version: int, session_id: int) -> None:
         FindDb.time_ms,
         FindDb.workspace,
         FindDb.algorithm,
+        FindDb.job,
     ]
     rows = (
         select(*cols)
@@ -222,6 +257,25 @@ def _add_session_rows(s: Session, version: int, session_id: int) -> None:
         .where(FindDb.session == session_id)
     )
     s.execute(insert(Golden).from_select(_GOLDEN_COLUMNS, rows))
+
+
+def _freeze_session_kernels(s: Session, version: int, session_id: int) -> None:
+    """Freeze the chosen kernels of the jobs of the rows copied from the session.
+
+    A job with none chosen freezes nothing: the backend never said which of its kernels
+    the solution runs, and the kernel db export takes all of its kernels then.
+    """
+    from_session = exists().where(
+        FindDb.session == session_id,
+        FindDb.config == Golden.config,
+        FindDb.solver == Golden.solver,
+    )
+    rows = (
+        select(Golden.id, JobKernel.kernel)
+        .join(JobKernel, and_(JobKernel.job == Golden.job, JobKernel.chosen))
+        .where(Golden.golden_v == version, from_session)
+    )
+    s.execute(insert(GoldenKernel).from_select(["golden", "kernel"], rows))
 
 
 def _fastest(s: Session, version: int, session_id: int) -> dict[str, tuple[float, str]]:

@@ -13,7 +13,7 @@ from operator import itemgetter
 from typing import Any
 
 from pymysql.cursors import SSCursor
-from sqlalchemy import ColumnElement, Select, and_, func, literal, select, text
+from sqlalchemy import ColumnElement, Select, func, literal, null, select, text
 from sqlalchemy.orm import Session, aliased
 
 from tuna.catalog.records import conv_problem
@@ -94,30 +94,32 @@ def tagged(column: Any, tag: str | None) -> list[ColumnElement[bool]]:
     return [column.in_(select(ConfigTag.config).where(ConfigTag.tag == tag))]
 
 
-def find_source(q: Select[Any], source: Source, tag: str | None, links: bool) -> Select[Any]:
-    """``q`` restricted to the source's find rows (joined to their find_db row for links)."""
+def find_source(q: Select[Any], source: Source, tag: str | None) -> Select[Any]:
+    """``q`` restricted to the source's find rows."""
     model: Any = FindDb if source.golden is None else Golden
     if source.golden is None:
         q = q.where(FindDb.session == source.session)
     else:
-        if links:
-            q = q.outerjoin(
-                FindDb,
-                and_(
-                    FindDb.session == Golden.session,
-                    FindDb.config == Golden.config,
-                    FindDb.solver == Golden.solver,
-                ),
-            )
         q = q.where(Golden.golden_v == source.golden.version)
     return q.where(*tagged(model.config, tag))
+
+
+def _link_columns(source: Source) -> list[Any]:
+    """The job of a find row and, for a golden row, its id (its frozen kernels' key)."""
+    if source.golden is None:
+        return [FindDb.job, null()]
+    return [Golden.job, Golden.id]
 
 
 _FIELD, _ENTRY = "\x1f", "\x1e"  # ASCII unit and record separators
 _GROUP_CONCAT_MAX = 1 << 30
 
 FindRow = tuple[int, int, float, int, str, Any, Any]
-"""(session, solver id, time, workspace, algorithm, job, kernel) of one find row."""
+"""(session, solver id, time, workspace, algorithm, job, golden row) of one find row.
+
+With links, ``job`` is the job that produced the row and ``golden row`` the golden row's
+id (None for a session's rows); without, both are None.
+"""
 
 
 def find_groups(
@@ -135,12 +137,12 @@ def find_groups(
     10.11), so times come back exactly. SQLite reads the rows themselves.
     """
     model: Any = FindDb if source.golden is None else Golden
-    link_cols: list[Any] = [FindDb.job, FindDb.kernel] if links else []
+    link_cols = _link_columns(source) if links else []
     if s.get_bind().dialect.name == "sqlite":
         cols: list[Any] = [model.config, ConvConfig.fdb_key, model.session, model.solver,
                            model.time_ms, model.workspace, model.algorithm, *link_cols]  # fmt: skip
         q = select(*cols).join(ConvConfig, ConvConfig.id == model.config)
-        q = find_source(q, source, tag, links).order_by(model.config, model.solver)
+        q = find_source(q, source, tag).order_by(model.config, model.solver)
         tail = () if links else _NO_LINKS
         for config, group in groupby(stream_rows(s, q), key=itemgetter(0)):
             rows = list(group)
@@ -155,7 +157,7 @@ def find_groups(
     # MIN: one key per config, and valid under ONLY_FULL_GROUP_BY (MySQL 8's default).
     cols = [model.config, func.min(ConvConfig.fdb_key), grouped]
     q = select(*cols).join(ConvConfig, ConvConfig.id == model.config)
-    q = find_source(q, source, tag, links).group_by(model.config).order_by(model.config)
+    q = find_source(q, source, tag).group_by(model.config).order_by(model.config)
     n = len(fields)
     for config, key, blob in stream_rows(s, q):
         found: list[FindRow] = []
@@ -164,10 +166,10 @@ def find_groups(
             if len(parts) != n:
                 unreadable(key, text_row)
                 continue
-            job, kernel = (_int_or_none(parts[4]), _int_or_none(parts[5])) if links else _NO_LINKS
+            job, golden = (_int_or_none(parts[4]), _int_or_none(parts[5])) if links else _NO_LINKS
             found.append(
                 (int(parts[0]), int(parts[1]), float(parts[2]), int(parts[3]), parts[-1], job,
-                 kernel)
+                 golden)
             )  # fmt: skip
         yield config, key, found
 
@@ -178,7 +180,7 @@ def _int_or_none(text: str) -> int | None:
 
 def find_config_ids(source: Source, tag: str | None) -> Select[Any]:
     model: Any = FindDb if source.golden is None else Golden
-    return find_source(select(model.config), source, tag, False)
+    return find_source(select(model.config), source, tag)
 
 
 def perf_rows(source: Source, tag: str | None) -> Select[Any]:
