@@ -523,25 +523,20 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    # Dropping a table drops its indexes; dropping an index first fails on MySQL when a
+    # foreign key needs it (error 1553).
     op.drop_table("perf_db")
-    op.drop_index(op.f("ix_job_kernel_kernel"), table_name="job_kernel")
     op.drop_table("job_kernel")
     op.drop_table("find_db")
-    op.drop_index("ix_job_lease", table_name="job")
-    op.drop_index("ix_job_claim", table_name="job")
     op.drop_table("job")
     op.drop_table("golden")
-    op.drop_index(op.f("ix_config_tag_tag"), table_name="config_tag")
     op.drop_table("config_tag")
     op.drop_table("conv_config")
-    op.drop_index(op.f("ix_bn_config_tag_tag"), table_name="bn_config_tag")
     op.drop_table("bn_config_tag")
     op.drop_table("tensor")
     op.drop_table("solver")
-    op.drop_index(op.f("ix_session_fingerprint"), table_name="session")
     op.drop_table("session")
     op.drop_table("machine")
-    op.drop_index(op.f("ix_kernel_cache_kernel_hash"), table_name="kernel_cache")
     op.drop_table("kernel_cache")
     op.drop_table("golden_version")
     op.drop_table("bn_config")

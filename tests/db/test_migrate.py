@@ -38,6 +38,20 @@ def test_models_and_migrations_agree(db_url):
     assert diff == [], f"models and migrations differ; write a migration: {diff}"
 
 
+def test_every_migration_goes_down_to_nothing_and_up_again(db_url):
+    from alembic import command
+
+    engine = make_engine(db_url)
+    with engine.begin() as conn:
+        migrate.upgrade(conn)
+        command.downgrade(migrate.alembic_config(conn), "base")
+        left = set(inspect(conn).get_table_names()) - {"alembic_version"}
+        assert left == set(), f"downgrade to base left tables: {sorted(left)}"
+        migrate.upgrade(conn)
+        assert migrate.current_revision(conn) == migrate.head_revision()
+    engine.dispose()
+
+
 def test_sqlite_database_is_created_and_upgraded_on_first_use(tmp_path):
     path = tmp_path / "new" / "tuna.db"
     db = open_database(f"sqlite:///{path}")
