@@ -7,14 +7,18 @@
      +------------------+                         +--------------------+
     a failure past the retry cap -> errored        the solver does not apply -> not_applicable
 
-The allowed (from, to) pairs are data (:data:`TRANSITIONS`); every write goes through
-:func:`compare_and_set`, which refuses any other pair and is an
-``UPDATE job SET state=... WHERE id IN (...) AND state=? [AND attempt=?]``.
+The allowed (from, to) pairs are data (:data:`TRANSITIONS`); every write is a
+compare-and-set built by one function, which refuses any other pair and is an
+``UPDATE job SET state=... WHERE id IN (...) AND state=? [AND attempt=?]``
+(:func:`compare_and_set` runs one).
 
-* **Claims** (:func:`claim_jobs`) take a batch in one transaction: ``SELECT ... ORDER BY
-  priority, id LIMIT n FOR UPDATE SKIP LOCKED`` through ``ix_job_claim`` (an immediate
-  transaction on SQLite), then move the rows, by primary key, to ``*_start`` with
-  ``attempt + 1`` (the fence), the lease owner and a lease expiry on the database clock.
+* **Claims** (:func:`claim_jobs`) take a batch in one transaction of three round trips:
+  ``SELECT ... ORDER BY priority, id LIMIT n FOR UPDATE SKIP LOCKED`` through
+  ``ix_job_claim`` (an immediate transaction on SQLite), one ``UPDATE`` that moves the
+  rows, by primary key, to ``*_start`` with ``attempt + 1`` (the fence), the lease owner
+  and a lease expiry computed by the server (``NOW(6) + INTERVAL``), and the COMMIT. The
+  claimed jobs are built from what the SELECT read; nothing is read back. The hot path
+  runs prebuilt Core statements (no ORM session, no statement construction per claim).
 * **Leases** are extended by the worker's heartbeat (:func:`extend_leases`); the reaper
   (:func:`reap_expired`) returns expired ones to ``new`` / ``compiled``, counting a retry.
   A lease that expired but was not reaped yet still counts: the job is nobody else's.
@@ -35,6 +39,7 @@ timeouts and a busy SQLite (:mod:`tuna.jobs.retry`).
 from __future__ import annotations
 
 import enum
+import functools
 import logging
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -42,7 +47,18 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, func, select, update
+from sqlalchemy import (
+    BindParameter,
+    ColumnElement,
+    Connection,
+    Integer,
+    Select,
+    Update,
+    bindparam,
+    func,
+    select,
+    update,
+)
 from sqlalchemy.orm import Session
 
 from tuna.backends.base import CompileOutcome, EvalOutcome, Outcome
@@ -216,8 +232,31 @@ def check_transition(from_state: JobState, to_state: JobState, event: str | None
     return found
 
 
+def _cas_statement(
+    from_state: JobState,
+    to_state: JobState,
+    *,
+    attempt: int | None = None,
+    values: Mapping[str, Any] | None = None,
+    where: Sequence[ColumnElement[bool]] = (),
+    event: str | None = None,
+) -> Update:
+    """The compare-and-set UPDATE, its ids bound later as the expanding parameter ``ids``.
+
+    Every write of ``job.state`` is built here. Raises :class:`IllegalTransition` for a
+    pair (or an ``event``) the machine does not allow.
+    """
+    check_transition(from_state, to_state, event)
+    stmt = update(Job).where(Job.id.in_(bindparam("ids", expanding=True)), Job.state == from_state)
+    if attempt is not None:
+        stmt = stmt.where(Job.attempt == attempt)
+    if where:
+        stmt = stmt.where(*where)
+    return stmt.values(state=to_state, **(values or {}))
+
+
 def compare_and_set(
-    s: Session,
+    s: Session | Connection,
     ids: Collection[int],
     *,
     from_state: JobState,
@@ -234,18 +273,14 @@ def compare_and_set(
     rows changed; the caller decides what a shortfall means. Raises
     :class:`IllegalTransition` for a pair (or an ``event``) the machine does not allow.
     """
-    check_transition(from_state, to_state, event)
+    stmt = _cas_statement(
+        from_state, to_state, attempt=attempt, values=values, where=where, event=event
+    )
+    conn = s.connection() if isinstance(s, Session) else s
     changed = 0
     ordered = sorted(ids)
     for i in range(0, len(ordered), _CHUNK):
-        stmt = update(Job).where(Job.id.in_(ordered[i : i + _CHUNK]), Job.state == from_state)
-        if attempt is not None:
-            stmt = stmt.where(Job.attempt == attempt)
-        if where:
-            stmt = stmt.where(*where)
-        stmt = stmt.values(state=to_state, **(values or {}))
-        result = s.connection().execute(stmt)
-        changed += result.rowcount
+        changed += conn.execute(stmt, {"ids": ordered[i : i + _CHUNK]}).rowcount
     return changed
 
 
@@ -296,16 +331,42 @@ def claim_query(session_id: int, phase: Phase, limit: int) -> Select[Any]:
     """The claim's SELECT: ready jobs of the session, lowest (priority, id) first, skipping
     rows other claims hold. ``ix_job_claim`` (session, state, priority, id) serves it
     without a sort, whatever the table's size."""
+    return _claim_select(phase).params(session=session_id, limit=limit)
+
+
+@functools.cache
+def _claim_select(phase: Phase) -> Select[Any]:
+    """:func:`claim_query` with ``session`` and ``limit`` as bound parameters, built once."""
     cols: list[Any] = [Job.id, Job.attempt, Job.config, Job.solver, Job.step]
     if phase is Phase.EVAL:
         cols.append(Job.result)
+    limit: BindParameter[int] = bindparam("limit", type_=Integer)
     return (
         select(*cols)
-        .where(Job.session == session_id, Job.state == phase.ready)
+        .where(Job.session == bindparam("session", type_=Integer), Job.state == phase.ready)
         .order_by(Job.priority, Job.id)
         .limit(limit)
         .with_for_update(skip_locked=True)
     )
+
+
+@functools.lru_cache(maxsize=64)
+def _claim_update(phase: Phase, lease_seconds: float) -> Update:
+    """The claim's compare-and-set (ready -> running), built once per phase and lease.
+
+    ``owner``, ``gpu`` and ``machine`` are bound per claim; the lease expiry and the start
+    time are the server's clock, computed in the UPDATE itself.
+    """
+    values = {
+        "attempt": Job.attempt + 1,
+        "lease_owner": bindparam("owner", type_=Job.lease_owner.type),
+        "lease_expires": db_now(lease_seconds),
+        phase.started_column: db_now(),
+        phase.ended_column: None,
+        "gpu": bindparam("gpu", type_=Job.gpu.type),
+        "machine": bindparam("machine", type_=Job.machine.type),
+    }
+    return _cas_statement(phase.ready, phase.running, values=values, event="claim")
 
 
 def claim_jobs(
@@ -325,29 +386,19 @@ def claim_jobs(
     move (by primary key) to the phase's running state with a new attempt, the lease
     and the phase's start time, all on the database clock.
     """
+    select_ready = _claim_select(phase)
+    move = _claim_update(phase, float(lease_seconds))
 
     def claim() -> list[ClaimedJob]:
-        with db.session(immediate=True) as s:
-            rows = s.connection().execute(claim_query(session_id, phase, limit)).all()
+        with db.transaction(immediate=True) as conn:
+            rows = conn.execute(select_ready, {"session": session_id, "limit": limit}).all()
             if not rows:
                 return []
-            ids = [r.id for r in rows]
-            values = {
-                "attempt": Job.attempt + 1,
-                "lease_owner": owner,
-                "lease_expires": db_now(lease_seconds),
-                phase.started_column: db_now(),
-                phase.ended_column: None,
-                "gpu": gpu,
-                "machine": machine,
-            }
-            changed = compare_and_set(
-                s,
-                ids,
-                from_state=phase.ready,
-                to_state=phase.running,
-                values=values,
-                event="claim",
+            ids = sorted(r.id for r in rows)
+            params = {"owner": owner, "gpu": gpu, "machine": machine}
+            changed = sum(
+                conn.execute(move, {**params, "ids": ids[i : i + _CHUNK]}).rowcount
+                for i in range(0, len(ids), _CHUNK)
             )
             if changed != len(ids):
                 raise DatabaseError(
