@@ -115,6 +115,15 @@ def test_resnet50_is_compiled_and_tuned_across_all_three_hosts(cluster, cluster_
     assert _count(db, PerfDb, session.id) == loaded.inserted
     assert _duplicates(db, PerfDb, session.id) == []
     assert all(m.last_seen is not None for m in list_machines(db))
+    with db.session() as s:  # where each job ran, as people will query it
+        per_machine = dict(
+            s.execute(
+                select(Job.machine, func.count())
+                .where(Job.session == session.id)
+                .group_by(Job.machine)
+            ).all()
+        )
+    assert set(per_machine) == {m.id for m in list_machines(db)}, per_machine
     for h in cluster.hosts:  # every host did part of both phases
         compiled = _worker_logs(logs, "compile", ARCH, h.address)
         evaluated = _worker_logs(logs, "eval", ARCH, h.address)

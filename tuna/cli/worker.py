@@ -34,6 +34,12 @@ def print_worker_report(r: WorkerReport) -> None:
 @click.option("--max-jobs", type=click.IntRange(min=1), help="Exit after claiming N jobs.")
 @click.option("--gpu", type=int, help="GPU index this worker uses (recorded on its jobs).")
 @click.option(
+    "--machine",
+    "machine_id",
+    type=int,
+    help="Id of the machine this worker runs on (recorded on its jobs; go_fish sets it).",
+)
+@click.option(
     "--claim-batch",
     type=click.IntRange(min=1),
     default=1,
@@ -66,6 +72,7 @@ def worker_cmd(
     burst: bool,
     max_jobs: int | None,
     gpu: int | None,
+    machine_id: int | None,
     claim_batch: int,
     lease_seconds: float,
     max_retries: int,
@@ -95,6 +102,7 @@ def worker_cmd(
             burst=burst,
             max_jobs=max_jobs,
             gpu=gpu,
+            machine=machine_id,
             claim_batch=claim_batch,
             lease_seconds=lease_seconds,
             max_retries=max_retries,

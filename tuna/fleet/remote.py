@@ -174,7 +174,7 @@ class FleetRun:
         argv += [*self.backend.container_args(phase, slot.gpu), *m.run_args, self.opt.image]
         # -v: the log then has a line per job (job, solver, attempt, outcome, time).
         argv += ["tuna", "worker", "-v", "--session", str(self.session.id), "--phase", phase]
-        argv += ["--burst"]
+        argv += ["--burst", "--machine", str(m.id)]
         if slot.gpu is not None:
             argv += ["--gpu", str(slot.gpu)]
         argv += list(self.opt.worker_args)
@@ -309,7 +309,7 @@ class FleetRun:
                 self._replace(s)
 
     def _replace(self, slot: Slot) -> None:
-        old = slot.container
+        old, code = slot.container, slot.exit_code
         slot.replacements += 1
         try:
             self._start_slot(slot)
@@ -318,7 +318,7 @@ class FleetRun:
             self.event(f"{slot.machine.hostname}: could not replace {old}: {e}")
             return
         self.event(
-            f"{slot.machine.hostname}: worker {slot.worker} exited {slot.exit_code}; "
+            f"{slot.machine.hostname}: worker {slot.worker} exited {code}; "
             f"started {slot.container} in its place"
         )
 

@@ -157,6 +157,7 @@ class Worker:
         burst: bool,
         max_jobs: int | None,
         gpu: int | None,
+        machine: int | None,
         owner: str | None,
         claim_batch: int,
         lease_seconds: float,
@@ -171,7 +172,7 @@ class Worker:
         outage_patience: float = DEFAULT_OUTAGE_PATIENCE,
     ) -> None:
         self.db, self.session_id, self.phase = db, session_id, phase
-        self.burst, self.max_jobs, self.gpu = burst, max_jobs, gpu
+        self.burst, self.max_jobs, self.gpu, self.machine = burst, max_jobs, gpu, machine
         self.owner = owner or make_owner()
         self.claim_batch = max(1, claim_batch)
         self.lease_seconds, self.max_retries = lease_seconds, max_retries
@@ -248,6 +249,7 @@ class Worker:
                 limit=limit,
                 lease_seconds=self.lease_seconds,
                 gpu=self.gpu,
+                machine=self.machine,
             ),
             "claim",
         )
@@ -381,6 +383,7 @@ def run_worker(
     burst: bool = False,
     max_jobs: int | None = None,
     gpu: int | None = None,
+    machine: int | None = None,
     owner: str | None = None,
     claim_batch: int = 1,
     lease_seconds: float = DEFAULT_LEASE_SECONDS,
@@ -411,6 +414,7 @@ def run_worker(
         burst=burst,
         max_jobs=max_jobs,
         gpu=gpu,
+        machine=machine,
         owner=owner,
         claim_batch=claim_batch,
         lease_seconds=lease_seconds,
