@@ -184,7 +184,9 @@ def _show_live(task: Task) -> tuple[Live, Callable[[Progress], None]]:
     flag_value=Task.BIN_CACHE.value,
     help="Evaluate compiled kernel jobs: winners' binaries for the kernel db.",
 )
-@click.option("-e", "--exec", "command", help="Run COMMAND on every selected machine.")
+@click.option(
+    "-e", "--exec", "command", metavar="COMMAND", help="Run COMMAND on every selected machine."
+)
 @click.option(
     "--status", is_flag=True, help="Check every selected machine: SSH, Docker, image, GPUs."
 )
