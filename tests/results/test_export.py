@@ -395,3 +395,26 @@ def test_keys_checked_in_worker_processes_give_the_same_result(lite, tmp_path, m
     assert [str(f) for f in e.value.failures] == [
         f"{K1} NoopWinograd3x3: not applicable for backend 'noop': filter is not 3x3 with stride 1"
     ]
+
+
+def test_solvers_the_library_build_reported_are_exported_even_if_tuna_does_not_know_them(
+    db, tmp_path
+):
+    """miopen's solver table comes from fin (`tuna solvers update`): a solver a newer MIOpen
+    has and Tuna's own catalogue lacks is still MIOpen's; a retired one is not."""
+    add_configs(db, [ONE_BY_ONE])
+    sid = make_session(db, arch="gfx906", num_cu=60, backend="miopen")
+    with db.session() as s:
+        s.execute(insert(Solver).values(backend="miopen", name="ConvFromANewerMIOpen"))
+        s.execute(insert(Solver).values(backend="miopen", name="ConvRetired", valid=False))
+    add_find(db, sid, [(K1, "ConvFromANewerMIOpen", 0.5, 0, "miopenConvolutionFwdAlgoDirect")],
+             backend="miopen")  # fmt: skip
+    report = export_db(db, ExportSpec(kind="find", session=sid, out_dir=tmp_path / "ok"))
+    assert report.counts["keys"] == 1
+    add_find(db, sid, [(K1, "ConvRetired", 0.4, 0, "miopenConvolutionFwdAlgoDirect")],
+             backend="miopen")  # fmt: skip
+    with pytest.raises(ExportRefusedError) as e:
+        export_db(db, ExportSpec(kind="find", session=sid, out_dir=tmp_path / "no"))
+    assert [str(f) for f in e.value.failures] == [
+        f"{K1} ConvRetired: solver unknown to backend 'miopen' (session {sid})"
+    ]

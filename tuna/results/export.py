@@ -143,7 +143,8 @@ def export_db(db: Database, spec: ExportSpec) -> ExportReport:
         basename = spec.filename or db_basename(source.arch, source.num_cu)
         names = export_file_names(basename, spec.kind, gpu=is_gpu_arch(source.arch))
         paths = [spec.out_dir / n for n in names]
-        checks = RowChecks({sid: row.backend for sid, row in source.sessions.items()})
+        backends = {sid: row.backend for sid, row in source.sessions.items()}
+        checks = RowChecks(backends, library_solvers(s, set(backends.values())))
         if spec.kind == "find":
             files, counts = _export_find(s, source, spec, checks, paths[0])
         elif spec.kind == "perf":
@@ -263,7 +264,7 @@ def check_session_find(s: Session, session: TuningSession) -> int:
         f"session {session.id}", session.arch, session.num_cu, session.id, None,
         {session.id: session},
     )  # fmt: skip
-    checks = RowChecks({session.id: session.backend})
+    checks = RowChecks({session.id: session.backend}, library_solvers(s, {session.backend}))
     _checked_find(s, source, None, checks, links=False)
     checks.raise_if_failed(f"find rows of {source.label}")
     return checks.rows
@@ -435,3 +436,16 @@ def _job_kernels(
             users.setdefault(kernel, by_job[job])
             found.add(job)
     return found
+
+
+def library_solvers(s: Session, backends: set[str]) -> dict[str, frozenset[str]]:
+    """The valid solvers of the ``solver`` table, per backend (see :class:`RowChecks`)."""
+    found: dict[str, set[str]] = {b: set() for b in backends}
+    rows = s.execute(
+        select(Solver.backend, Solver.name).where(
+            Solver.backend.in_(sorted(backends)), Solver.valid.is_(True)
+        )
+    )
+    for backend, name in rows:
+        found[backend].add(name)
+    return {b: frozenset(n) for b, n in found.items()}

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from multiprocessing.pool import AsyncResult, Pool
 
-from tuna.backends import Backend, get_backend
+from tuna.backends import Backend, LibraryQueries, get_backend
 from tuna.db.blobs import BlobError, unpack_kernel
 from tuna.errors import DbKeyError, TunaError
 from tuna.problems.conv import ConvProblem
@@ -72,23 +72,35 @@ class _BackendView:
     backend: Backend
     name: str
     solvers: frozenset[str]
+    reported_only: frozenset[str]  # the library build's solvers the backend itself does not know
 
 
 class RowChecks:
     """The checks of one export: call them per row, then :meth:`raise_if_failed`.
 
     ``sessions`` maps each session whose rows are checked to its backend's name.
+    ``library_solvers`` holds, per backend, the valid solvers of the ``solver`` table: what
+    the library build reported (``tuna solvers update``) may name solvers the backend's own
+    catalogue does not; those are known, and their applicability was the library's answer
+    when the jobs were loaded.
     """
 
-    def __init__(self, sessions: Mapping[int, str]) -> None:
+    def __init__(
+        self,
+        sessions: Mapping[int, str],
+        library_solvers: Mapping[str, frozenset[str]] | None = None,
+    ) -> None:
+        self.library_solvers = dict(library_solvers or {})
         views: dict[str, _BackendView] = {}
         self._by_session: dict[int, _BackendView] = {}
         for session, name in sessions.items():
             if name not in views:
                 backend = get_backend(name)
-                views[name] = _BackendView(
-                    backend, name, frozenset(s.name for s in backend.solvers())
-                )
+                own = frozenset(s.name for s in backend.solvers())
+                # Only a library-queried backend's solver table is the library's word.
+                library = isinstance(backend, LibraryQueries)
+                reported = self.library_solvers.get(name, frozenset()) if library else frozenset()
+                views[name] = _BackendView(backend, name, own | reported, reported - own)
             self._by_session[session] = views[name]
         self.failures: list[Failure] = []
         self.rows = 0
@@ -143,6 +155,8 @@ class RowChecks:
     def applicable(self, key: str, problem: ConvProblem, session: int, solver: str) -> bool:
         """Whether the session's backend still finds ``solver`` applicable (a failure if not)."""
         view = self._by_session[session]
+        if solver in view.reported_only:
+            return True
         reason = view.backend.applicability(problem, solver)
         if reason is not None:
             self.fail(key, solver, f"not applicable for backend {view.name!r}: {reason}")
@@ -241,9 +255,9 @@ def check_keys(checks: RowChecks, items: Iterable[KeyItem]) -> None:
 _worker_checks: RowChecks | None = None
 
 
-def _start_worker(sessions: dict[int, str]) -> None:
+def _start_worker(sessions: dict[int, str], library_solvers: dict[str, frozenset[str]]) -> None:
     global _worker_checks
-    _worker_checks = RowChecks(sessions)
+    _worker_checks = RowChecks(sessions, library_solvers)
 
 
 def _check_in_worker(items: list[KeyItem]) -> list[Failure]:
@@ -273,7 +287,9 @@ class KeyChecks:
         if parallel and cpus > 1 and "fork" in multiprocessing.get_all_start_methods():
             workers = min(MAX_WORKERS, cpus - 1)
             context = multiprocessing.get_context("fork")
-            self._pool = context.Pool(workers, _start_worker, (dict(sessions),))
+            self._pool = context.Pool(
+                workers, _start_worker, (dict(sessions), checks.library_solvers)
+            )
             self._backlog = 2 * workers
 
     def __enter__(self) -> KeyChecks:
