@@ -70,6 +70,17 @@ def print_summary(r: FishReport) -> None:
     console.print(
         "  " + ", ".join(f"{st.value} {n}" for st, n in c.by_state.items() if n), markup=False
     )
+    if r.per_host:
+        table = Table(title="Per machine", title_justify="left")
+        for col in ("machine", "workers", "jobs finished", "lost"):
+            table.add_column(
+                col, justify="right" if col in ("workers", "jobs finished") else "left"
+            )
+        for host, (workers, done) in r.per_host.items():
+            table.add_row(
+                escape(host), str(workers), str(done), "yes" if host in r.lost_hosts else ""
+            )
+        console.print(table)
     for host, why in r.lost_hosts.items():
         err_console.print(f"  machine {host} was lost: {why}", markup=False, soft_wrap=True)
     bad = [code for code in r.exit_codes if code not in (0, None)]

@@ -85,6 +85,7 @@ class FishReport:
     interrupted: bool = False
     logs: list[Path] = field(default_factory=list)
     hosts: list[str] = field(default_factory=list)  # machines used (a fleet run)
+    per_host: dict[str, tuple[int, int]] = field(default_factory=dict)  # workers, jobs done
     lost_hosts: dict[str, str] = field(default_factory=dict)  # host -> why, if ever lost
     events: list[str] = field(default_factory=list)  # what happened to machines and workers
 

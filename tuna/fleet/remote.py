@@ -23,6 +23,7 @@ the rest back.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import re
 import secrets
@@ -34,8 +35,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import func, select, text
+
 from tuna.backends import get_backend
 from tuna.db import Database
+from tuna.db.models import Job
 from tuna.errors import TunaError
 from tuna.fleet.fanout import HostOutcome, fan_out
 from tuna.fleet.machines import MachineRow, mark_seen
@@ -366,6 +370,7 @@ class FleetRun:
     def watch(self) -> FishReport:
         db, session_id, phase = self.db, self.session.id, self.task.phase
         start_remaining = remaining_jobs(job_counts(db, session_id), phase)
+        run_started = db_now(db)
         started = time.monotonic()
         last_reap, drained_at = started, None
 
@@ -432,6 +437,7 @@ class FleetRun:
             interrupted,
             sorted({s.log for h in self.hosts for s in h.slots}),
             hosts=[h.machine.hostname for h in self.hosts],
+            per_host=self._per_host(run_started),
             lost_hosts={
                 h.machine.hostname: h.lost or f"{h.last_loss} (answered again later)"
                 for h in self.hosts
@@ -439,6 +445,25 @@ class FleetRun:
             },
             events=list(self.events),
         )
+
+    def _per_host(self, since: dt.datetime) -> dict[str, tuple[int, int]]:
+        """Per machine: (workers started, jobs whose phase ended there during this run)."""
+        ended = getattr(Job, self.task.phase.ended_column)
+        with self.db.session() as s:
+            done = dict(
+                s.execute(
+                    select(Job.machine, func.count())
+                    .where(Job.session == self.session.id, ended >= since)
+                    .group_by(Job.machine)
+                ).all()
+            )
+        return {
+            h.machine.hostname: (
+                len(h.slots) + sum(s.replacements for s in h.slots),
+                done.get(h.machine.id, 0),
+            )
+            for h in self.hosts
+        }
 
     def _mark_seen(self) -> None:
         with self._lock:
@@ -522,3 +547,10 @@ def run_fleet(
             )
     run.start()
     return run.watch()
+
+
+def db_now(db: Database) -> dt.datetime:
+    """The database clock (job timestamps are on it)."""
+    with db.session() as s:
+        now = s.execute(text("SELECT CURRENT_TIMESTAMP")).scalar_one()
+    return now if isinstance(now, dt.datetime) else dt.datetime.fromisoformat(str(now))
