@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from tuna.db.models import BnConfig, ConvConfig, Tensor
+from sqlalchemy import Select, select
+from sqlalchemy.orm import aliased
+
+from tuna.db.models import BnConfig, ConfigTag, ConvConfig, Tensor
 from tuna.problems.bnorm import BnProblem
 from tuna.problems.conv import ConvProblem
 
@@ -71,6 +74,21 @@ def conv_config_values(p: ConvProblem, fdb_key: str, driver: str) -> dict[str, A
         "out_cast": p.out_cast,
         "driver": driver,
     }
+
+
+def configs_with_tensors(tag: str | None = None) -> Select[ConvConfig, Tensor, Tensor]:
+    """(config, input tensor, weight tensor) of every config, or of those tagged ``tag``, by
+    id: what :func:`conv_problem` takes."""
+    x, w = aliased(Tensor), aliased(Tensor)
+    query = (
+        select(ConvConfig, x, w)
+        .join(x, x.id == ConvConfig.input_tensor)
+        .join(w, w.id == ConvConfig.weight_tensor)
+        .order_by(ConvConfig.id)
+    )
+    if tag is not None:
+        query = query.join(ConfigTag, ConfigTag.config == ConvConfig.id).where(ConfigTag.tag == tag)
+    return query
 
 
 def conv_problem(cfg: ConvConfig, x: Tensor, w: Tensor) -> ConvProblem:

@@ -18,18 +18,14 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session as OrmSession
-from sqlalchemy.orm import aliased
 
 from tuna.backends import ApplicabilityAnswer, LibraryQueries, get_backend
-from tuna.catalog.records import conv_problem
+from tuna.catalog.records import configs_with_tensors, conv_problem
 from tuna.db import Database
 from tuna.db.bulk import chunks, insert_missing
 from tuna.db.models import (
-    ConfigTag,
-    ConvConfig,
     Solver,
     SolverApplicability,
-    Tensor,
     TuningSession,
 )
 from tuna.errors import NotFoundError, TunaError
@@ -145,15 +141,7 @@ def _library_verdicts(
 def _problems(
     s: OrmSession, tag: str | None
 ) -> tuple[list[tuple[int, ConvProblem]], dict[int, str]]:
-    x, w = aliased(Tensor), aliased(Tensor)
-    query = (
-        select(ConvConfig, x, w)
-        .join(x, x.id == ConvConfig.input_tensor)
-        .join(w, w.id == ConvConfig.weight_tensor)
-        .order_by(ConvConfig.id)
-    )
-    if tag is not None:
-        query = query.join(ConfigTag, ConfigTag.config == ConvConfig.id).where(ConfigTag.tag == tag)
+    query = configs_with_tensors(tag)
     problems: list[tuple[int, ConvProblem]] = []
     invalid: dict[int, str] = {}
     for cfg, xt, wt in s.execute(query):

@@ -16,15 +16,14 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session as OrmSession
-from sqlalchemy.orm import aliased
 
 from tuna.backends import Backend, LibraryQueries, get_backend
 from tuna.backends.base import SolverInfo
-from tuna.catalog.records import conv_problem
+from tuna.catalog.records import configs_with_tensors, conv_problem
 from tuna.db import Database
 from tuna.db.bulk import chunks, insert_missing
 from tuna.db.enums import JobState, JobStep
-from tuna.db.models import ConfigTag, ConvConfig, Job, Solver, Tensor, TuningSession
+from tuna.db.models import Job, Solver, TuningSession
 from tuna.errors import NotFoundError, TunaError
 from tuna.jobs.applicability import stored_applicability
 from tuna.jobs.sessions import sync_solvers
@@ -86,17 +85,7 @@ def load_jobs(
         if only_tunable:
             chosen = [s for s in chosen if infos[s].tunable]
 
-        x, w = aliased(Tensor), aliased(Tensor)
-        query = (
-            select(ConvConfig, x, w)
-            .join(x, x.id == ConvConfig.input_tensor)
-            .join(w, w.id == ConvConfig.weight_tensor)
-            .order_by(ConvConfig.id)
-        )
-        if tag is not None:
-            query = query.join(ConfigTag, ConfigTag.config == ConvConfig.id).where(
-                ConfigTag.tag == tag
-            )
+        query = configs_with_tensors(tag)
         configs = session.execute(query).all()
         if tag is not None and not configs:
             raise NotFoundError(f"no config is tagged {tag!r}; import_configs -t {tag} -f FILE")
