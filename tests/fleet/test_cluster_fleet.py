@@ -302,3 +302,18 @@ def test_ctrl_c_stops_the_containers_and_hands_the_jobs_back(cluster, cluster_db
         assert left.stdout.strip() == "", (h.name, left)
     password = make_url(cluster.worker_db_url).password
     assert password and all(password not in p.read_text() for p in tmp_path.rglob("*.log"))
+
+
+def test_an_image_no_machine_has_fails_clearly_and_leaves_nothing(cluster, cluster_db, tmp_path):
+    sd = _noop_session(cluster_db, cluster, 2)
+    proc = start_go_fish(
+        cluster, tmp_path, "--session", str(sd.session), "--compile", "--image", "tuna-worker:nope"
+    )
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 1, out
+    assert out.count("image tuna-worker:nope is not there; load it") == 3, out
+    assert "no machine could start a worker" in out
+    for h in cluster.hosts:  # no container, and no run directory holding the database URL
+        left = cluster.ssh_run(h.name, "docker ps -aq; ls -A /tmp/tuna-go_fish 2>/dev/null")
+        assert left.stdout.strip() == "", (h.name, left)
+    assert states(cluster_db, sd.session) == {S.NEW: len(sd.jobs)}

@@ -83,6 +83,8 @@ class HostState:
     lost_since: float = 0.0  # time.monotonic() when it stopped answering
     ever_lost: bool = False
     last_loss: str = ""  # why it stopped answering the last time
+    prepared: bool = False  # go_fish made its run directory (and db_url file) there
+    start_error: str | None = None  # why (some of) its workers could not be started
 
 
 @dataclass(frozen=True)
@@ -200,10 +202,21 @@ class FleetRun:
 
     def _start_host(self, host: HostState) -> int:
         m = host.machine
+        docker = shlex.split(m.docker)
+        inspect = self.conns.run(
+            m.host, shlex.join([*docker, "image", "inspect", "--format", "{{.Id}}", self.opt.image])
+        )
+        if not inspect.ok:  # go_fish never pulls: fleets here reach no registry
+            raise SshError(
+                m.host,
+                f"image {self.opt.image} is not there; load it with `docker save "
+                f"{self.opt.image} | ssh {m.hostname} docker load` (go_fish --status checks)",
+            )
         slots = self._plan(host)
         run_dir = shlex.quote(self._run_dir(m))
         dirs = " ".join(shlex.quote(f"{self._run_dir(m)}/{s.worker}") for s in slots)
         self.conns.check(m.host, f"umask 077 && mkdir -p {run_dir} {dirs}")
+        host.prepared = True
         self.conns.put(m.host, f"{self._run_dir(m)}/db_url", self.opt.worker_db_url.encode())
         host.slots = slots
         for s in slots:
@@ -231,10 +244,17 @@ class FleetRun:
                     f"{h.machine.hostname}: started {o.value} {self.task.phase.value} worker(s)"
                 )
             else:
-                h.lost = h.last_loss = f"could not start workers: {_why(o)}"
-                h.ever_lost, h.slots = True, []
-                self.event(f"{h.machine.hostname}: could not start workers: {_why(o)}")
+                # Keep the workers that did start (they are watched and cleaned up as usual).
+                h.slots = [s for s in h.slots if s.status == "running"]
+                started += len(h.slots)
+                h.start_error = f"could not start workers: {_why(o)}"
+                self.event(
+                    f"{h.machine.hostname}: could not start workers"
+                    + (f" (started {len(h.slots)})" if h.slots else "")
+                    + f": {_why(o)}"
+                )
         if not started:
+            self.finish()  # the run directories (and db_url files) it made
             raise TunaError(
                 f"go_fish {self.task.value}: no machine could start a worker (see above)"
             )
@@ -439,9 +459,11 @@ class FleetRun:
             hosts=[h.machine.hostname for h in self.hosts],
             per_host=self._per_host(run_started),
             lost_hosts={
-                h.machine.hostname: h.lost or f"{h.last_loss} (answered again later)"
+                h.machine.hostname: h.lost
+                or (f"{h.last_loss} (answered again later)" if h.ever_lost else "")
+                or str(h.start_error)
                 for h in self.hosts
-                if h.ever_lost
+                if h.ever_lost or h.start_error
             },
             events=list(self.events),
         )
@@ -492,7 +514,6 @@ class FleetRun:
         live = [h for h in self.hosts if h.slots]
         fan_out([h.machine.host for h in live], lambda host: stop_host(host.name))
         self.poll(replace=False)
-        reachable = []
         for h in live:
             if h.lost:
                 left = [s.container for s in h.slots if s.running]
@@ -504,8 +525,7 @@ class FleetRun:
                     f"{', '.join(left) or 'none'} were not stopped there. Remove them with "
                     f"`docker rm -f` when it is back; their late results are refused"
                 )
-                continue
-            reachable.append(h.machine)
+        reachable = [h.machine for h in self.hosts if h.prepared and not h.lost]
         removed = fan_out(
             [m.host for m in reachable],
             lambda host: self.conns.check(

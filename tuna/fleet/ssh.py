@@ -258,11 +258,10 @@ class Connections:
         """Run ``command``; its stdout, or :class:`SshError` with its stderr if it failed."""
         r = self.run(host, command, timeout=timeout)
         if not r.ok:
-            detail = (r.stderr or r.stdout).strip().splitlines()
+            detail = _error_line(r.stderr or r.stdout)
             raise SshError(
                 host,
-                f"`{_short(command)}` exited {r.exit_status}"
-                + (f": {detail[-1]}" if detail else ""),
+                f"`{_short(command)}` exited {r.exit_status}" + (f": {detail}" if detail else ""),
             )
         return r.stdout
 
@@ -306,6 +305,14 @@ def _collect(chan: paramiko.Channel, deadline: float) -> tuple[bytes, bytes]:
             return bytes(out), bytes(err)
         pause = 0.002 if got else min(0.05, pause * 2)
         time.sleep(pause)
+
+
+def _error_line(output: str) -> str:
+    """The line of a failed command's output that says why: the last one naming an error
+    (docker ends with a "Run 'docker run --help'" hint after it), else the last one."""
+    lines = [ln.strip() for ln in output.strip().splitlines() if ln.strip()]
+    errors = [ln for ln in lines if "error" in ln.lower()]
+    return (errors or lines or [""])[-1]
 
 
 def _short(command: str, n: int = 60) -> str:
