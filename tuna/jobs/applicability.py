@@ -26,10 +26,9 @@ from tuna.db.bulk import chunks, insert_missing
 from tuna.db.models import (
     Solver,
     SolverApplicability,
-    TuningSession,
 )
 from tuna.errors import NotFoundError, TunaError
-from tuna.jobs.sessions import session_info, sync_solvers
+from tuna.jobs.sessions import session_info, session_row, sync_solvers
 from tuna.problems.conv import ConvProblem
 
 REASON_LENGTH = 512  # solver_applicability.reason
@@ -58,11 +57,7 @@ def update_applicability(
     """Ask the session's backend which solvers apply to the configs tagged ``tag`` (or all
     configs) and store the answers, replacing the session's earlier rows for them."""
     with db.session() as s:
-        sess = s.get(TuningSession, session_id)
-        if sess is None:
-            raise NotFoundError(
-                f"session {session_id} does not exist; `tuna session list` shows the sessions"
-            )
+        sess = session_row(s, session_id)
         info = session_info(sess)
         sync_solvers(s, sess.backend)
         solver_ids = dict(

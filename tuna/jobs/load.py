@@ -26,7 +26,7 @@ from tuna.db.enums import JobState, JobStep
 from tuna.db.models import Job, Solver, TuningSession
 from tuna.errors import NotFoundError, TunaError
 from tuna.jobs.applicability import stored_applicability
-from tuna.jobs.sessions import sync_solvers
+from tuna.jobs.sessions import session_row, sync_solvers
 from tuna.problems.conv import ConvProblem
 
 
@@ -63,11 +63,7 @@ def load_jobs(
         raise TunaError(f"--step {step!r}: use perf, find or kernel") from e
     report = LoadReport()
     with db.session() as session:
-        sess = session.get(TuningSession, session_id)
-        if sess is None:
-            raise NotFoundError(
-                f"session {session_id} does not exist; `tuna session list` shows the sessions"
-            )
+        sess = session_row(session, session_id)
         backend = get_backend(sess.backend)
         solver_ids = sync_solvers(session, sess.backend)
         library = isinstance(backend, LibraryQueries)

@@ -132,11 +132,7 @@ def update_solvers(db: Database, session_id: int) -> SolverUpdate:
     reported are marked invalid (``valid`` 0), never deleted, since results refer to them.
     """
     with db.session() as session:
-        row = session.get(TuningSession, session_id)
-        if row is None:
-            raise NotFoundError(
-                f"session {session_id} does not exist; `tuna session list` shows the sessions"
-            )
+        row = session_row(session, session_id)
         info = session_info(row)
     backend = get_backend(info.backend)
     reported: list[SolverInfo]
@@ -214,13 +210,19 @@ def create_session(db: Database, spec: SessionSpec) -> SessionRow:
         return _row(row)
 
 
+def session_row(s: OrmSession, session_id: int) -> TuningSession:
+    """The session's row in ``s``; :class:`NotFoundError` (saying where to look) if none."""
+    row = s.get(TuningSession, session_id)
+    if row is None:
+        raise NotFoundError(
+            f"session {session_id} does not exist; `tuna session list` shows the sessions"
+        )
+    return row
+
+
 def get_session(db: Database, session_id: int) -> SessionRow:
     with db.session() as session:
-        row = session.get(TuningSession, session_id)
-        if row is None:
-            raise NotFoundError(
-                f"session {session_id} does not exist; `tuna session list` shows the sessions"
-            )
+        row = session_row(session, session_id)
         return _row(row)
 
 

@@ -36,9 +36,9 @@ from tuna.db.models import (
     JobKernel,
     PerfDb,
     Solver,
-    TuningSession,
 )
 from tuna.errors import NotFoundError, TunaError
+from tuna.jobs.sessions import session_row
 from tuna.results.export import check_session_find
 from tuna.results.formats import db_arch
 
@@ -118,11 +118,7 @@ def _create(
 ) -> GoldenReport:
     if s.get(GoldenVersion, version) is not None:
         raise _exists(version)
-    sess = s.get(TuningSession, session_id)
-    if sess is None:
-        raise NotFoundError(
-            f"session {session_id} does not exist; `tuna session list` shows the sessions"
-        )
+    sess = session_row(s, session_id)
     if base is not None:
         parent = s.get(GoldenVersion, base)
         if parent is None:

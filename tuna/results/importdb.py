@@ -34,8 +34,9 @@ from tuna.backends import get_backend
 from tuna.catalog.importer import import_configs
 from tuna.db import Database
 from tuna.db.bulk import chunks, insert_missing
-from tuna.db.models import ConvConfig, FindDb, PerfDb, Solver, TuningSession
-from tuna.errors import NotFoundError, TunaError
+from tuna.db.models import ConvConfig, FindDb, PerfDb, Solver
+from tuna.errors import TunaError
+from tuna.jobs.sessions import session_row
 from tuna.problems.conv import ConvProblem
 from tuna.problems.driver import to_driver_line
 from tuna.problems.keys import find_db_key, parse_find_db_key, parse_perf_db_key
@@ -190,11 +191,7 @@ def import_db_files(
     if bad and not skip_bad:
         raise DbFileRefusedError(bad)
     with db.session() as s:
-        sess = s.get(TuningSession, session_id)
-        if sess is None:
-            raise NotFoundError(
-                f"session {session_id} does not exist; `tuna session list` shows the sessions"
-            )
+        sess = session_row(s, session_id)
         backend_name, basename = sess.backend, db_basename(sess.arch, sess.num_cu)
     known = {x.name: x for x in get_backend(backend_name).solvers()}
     report = ImportDbReport(session_id, list(files), skipped=bad)

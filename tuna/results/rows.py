@@ -29,6 +29,7 @@ from tuna.db.models import (
     TuningSession,
 )
 from tuna.errors import NotFoundError, TunaError
+from tuna.jobs.sessions import session_row
 from tuna.problems.conv import ConvProblem
 from tuna.results.formats import db_arch
 
@@ -59,11 +60,7 @@ def resolve_source(
     if (session is None) == (golden_v is None):
         raise TunaError("give exactly one of --session S or --golden_v V")
     if session is not None:
-        row = s.get(TuningSession, session)
-        if row is None:
-            raise NotFoundError(
-                f"session {session} does not exist; `tuna session list` shows the sessions"
-            )
+        row = session_row(s, session)
         if arch is not None and not _arch_matches(arch, row.arch):
             raise TunaError(f"-a {arch}: session {row.id} tuned {row.arch}")
         if num_cu is not None and num_cu != row.num_cu:
