@@ -59,6 +59,20 @@ def default_sqlite_url(env: dict[str, str] | None = None) -> URL:
     return make_url(f"sqlite:///{data_dir(env) / 'tuna.db'}")
 
 
+def db_url_from(text: str, name: str) -> URL:
+    """The database URL in variable ``name`` (a plain ``mysql://`` means PyMySQL)."""
+    try:
+        url = make_url(text)
+    except ArgumentError as e:
+        raise ConfigurationError(
+            f"{name} is not a database URL; expected e.g. "
+            "mysql+pymysql://user:password@host:3306/tuna or sqlite:////path/tuna.db"
+        ) from e
+    if url.drivername == "mysql":
+        url = url.set(drivername="mysql+pymysql")
+    return url
+
+
 def load_settings(env: dict[str, str] | None = None) -> Settings:
     """Read the database settings from ``env`` (default: the process environment)."""
     env = dict(os.environ) if env is None else env
@@ -72,16 +86,7 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
                 "database URL on one line"
             ) from e
     if env.get("TUNA_DB_URL"):
-        try:
-            url = make_url(env["TUNA_DB_URL"])
-        except ArgumentError as e:
-            raise ConfigurationError(
-                "TUNA_DB_URL is not a database URL; expected e.g. "
-                "mysql+pymysql://user:password@host:3306/tuna or sqlite:////path/tuna.db"
-            ) from e
-        if url.drivername == "mysql":
-            url = url.set(drivername="mysql+pymysql")
-        return Settings(url, "TUNA_DB_URL")
+        return Settings(db_url_from(env["TUNA_DB_URL"], "TUNA_DB_URL"), "TUNA_DB_URL")
     given = [v for v in MYSQL_VARS if env.get(v)]
     if given:
         missing = [

@@ -85,3 +85,10 @@ def test_machine_trust_adds_the_fetched_key(runner, sshd, tmp_path):
     r = runner.invoke(main, ["machine", "trust", "1", "--known-hosts", str(known), "--yes"])
     assert r.exit_code == 0, r.output
     assert known.read_text() == sshd.known_hosts.read_text()
+
+
+def test_a_malformed_worker_database_url_is_named(runner, monkeypatch):
+    runner.invoke(main, ["machine", "add", "gpu-01"])
+    monkeypatch.setenv("TUNA_WORKER_DB_URL", "not a url")
+    r = runner.invoke(main, ["go_fish", "--session", "1", "--compile", "--image", "x"])
+    assert r.exit_code == 1 and "TUNA_WORKER_DB_URL is not a database URL" in r.output, r.output

@@ -10,7 +10,7 @@ import click
 from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
-from sqlalchemy.engine import URL, make_url
+from sqlalchemy.engine import URL
 
 from tuna.cli.base import (
     TunaCommand,
@@ -20,7 +20,7 @@ from tuna.cli.base import (
     verbose_option,
     workers_option,
 )
-from tuna.config import load_settings
+from tuna.config import db_url_from, load_settings
 from tuna.config import log_dir as default_log_dir
 from tuna.fleet.fanout import fan_out
 from tuna.fleet.inspect import check_worker_db_url, fleet_status
@@ -363,9 +363,7 @@ def go_fish_cmd(
 
 def _worker_db_url(head: URL) -> URL:
     given = os.environ.get("TUNA_WORKER_DB_URL")
-    url = make_url(given) if given else head
-    if url.drivername == "mysql":
-        url = url.set(drivername="mysql+pymysql")
+    url = db_url_from(given, "TUNA_WORKER_DB_URL") if given else head
     check_worker_db_url(url)
     return url
 
