@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from sqlalchemy import func, select, text
+from sqlalchemy import func, select
 
 from tuna.catalog.importer import import_configs
 from tuna.catalog.parsing import read_lines
@@ -29,6 +29,7 @@ from tuna.db import migrate, open_database
 from tuna.db.engine import make_engine
 from tuna.db.models import Job
 from tuna.fleet.machines import add_machine
+from tuna.jobs.clock import db_now
 from tuna.jobs.load import load_jobs
 from tuna.jobs.sessions import SessionSpec, create_session
 
@@ -111,7 +112,8 @@ def main() -> None:
     print("| phase | workers | claim batch | wall s | first claim s | jobs/s | overhead s |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for flag, per_host in (("--compile", args.workers), ("--run_perf", 1)):
-        t0 = db_now(db)
+        with db.session() as s:  # the database clock: job timestamps are on it
+            t0 = s.execute(select(db_now())).scalar_one()
         wall = run_phase(cluster, session.id, flag, per_host, args.batch, logs)
         col = Job.compile_start if flag == "--compile" else Job.eval_start
         with db.session() as s:
@@ -125,11 +127,6 @@ def main() -> None:
             f"{n / wall:.0f} | {wall - ideal:.1f} |"
         )
     db.dispose()
-
-
-def db_now(db):  # the database clock: job timestamps are on it
-    with db.session() as s:
-        return s.execute(text("SELECT NOW(6)")).scalar_one()
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ from tuna.fleet.machines import (
     add_machine,
     get_machine,
     list_machines,
+    mark_seen,
     remove_machine,
     set_machine,
 )
@@ -71,3 +72,10 @@ def test_unknown_fields_are_refused(db):
     add_machine(db, "gpu-01")
     with pytest.raises(TunaError, match="no field 'password'"):
         set_machine(db, "gpu-01", password="hunter2")
+
+
+def test_mark_seen_sets_last_seen_on_the_database_clock(db):
+    a, b = add_machine(db, "gpu-01"), add_machine(db, "gpu-02")
+    mark_seen(db, [a.id])
+    assert get_machine(db, a.id).last_seen is not None
+    assert get_machine(db, b.id).last_seen is None

@@ -19,13 +19,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
 from tuna.db import Database
 from tuna.db.models import Machine
 from tuna.errors import DatabaseError, NotFoundError, TunaError
 from tuna.fleet.ssh import Host
+from tuna.jobs.clock import db_now
 
 DOCKER_SETTINGS = {
     "docker": str,
@@ -216,4 +217,4 @@ def mark_seen(db: Database, ids: Sequence[int]) -> None:
     if not ids:
         return
     with db.session() as s:
-        s.execute(update(Machine).where(Machine.id.in_(list(ids))).values(last_seen=func.now()))
+        s.execute(update(Machine).where(Machine.id.in_(list(ids))).values(last_seen=db_now()))

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select, text
+from sqlalchemy import func, select
 
 from tuna.backends import get_backend
 from tuna.db import Database
@@ -46,6 +46,7 @@ from tuna.fleet.machines import MachineRow, mark_seen
 from tuna.fleet.phase import FishReport, Progress, Task, check_steps, remaining_jobs
 from tuna.fleet.ssh import Connections, SshError
 from tuna.jobs import job_counts, reap_expired
+from tuna.jobs.clock import db_now
 from tuna.jobs.retry import through_outages
 from tuna.worker.work import load_session
 
@@ -390,7 +391,8 @@ class FleetRun:
     def watch(self) -> FishReport:
         db, session_id, phase = self.db, self.session.id, self.task.phase
         start_remaining = remaining_jobs(job_counts(db, session_id), phase)
-        run_started = db_now(db)
+        with db.session() as s:  # the database clock: job timestamps are on it
+            run_started = s.execute(select(db_now())).scalar_one()
         started = time.monotonic()
         last_reap, drained_at = started, None
 
@@ -567,10 +569,3 @@ def run_fleet(
             )
     run.start()
     return run.watch()
-
-
-def db_now(db: Database) -> dt.datetime:
-    """The database clock (job timestamps are on it)."""
-    with db.session() as s:
-        now = s.execute(text("SELECT CURRENT_TIMESTAMP")).scalar_one()
-    return now if isinstance(now, dt.datetime) else dt.datetime.fromisoformat(str(now))
