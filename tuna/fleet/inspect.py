@@ -12,7 +12,7 @@ from sqlalchemy.engine import URL
 from tuna.errors import TunaError
 from tuna.fleet.fanout import fan_out
 from tuna.fleet.machines import MachineRow
-from tuna.fleet.ssh import CommandResult, Connections, SshError
+from tuna.fleet.ssh import Connections, SshError
 
 LOOPBACK = ("localhost", "127.0.0.1", "::1")
 
@@ -43,7 +43,7 @@ def machine_status(conns: Connections, m: MachineRow, image: str | None) -> Mach
         m.host, shlex.join([*docker, "info", "--format", "{{.ServerVersion}}"]), timeout=30
     )
     docker_ok = r.ok and bool(r.stdout.strip())
-    docker_text = r.stdout.strip() if docker_ok else _last_line(r)
+    docker_text = r.stdout.strip() if docker_ok else (r.error_line or f"exit {r.exit_status}")
     image_ok, image_text = False, None
     if image and docker_ok:
         r = conns.run(
@@ -52,7 +52,11 @@ def machine_status(conns: Connections, m: MachineRow, image: str | None) -> Mach
             timeout=30,
         )
         image_ok = r.ok
-        image_text = r.stdout.strip()[:19] if r.ok else f"missing: {_last_line(r)}"
+        image_text = (
+            r.stdout.strip()[:19]
+            if r.ok
+            else f"missing: {(r.error_line or f'exit {r.exit_status}')}"
+        )
     devices = conns.run(
         m.host, "ls /dev/kfd /dev/dri/renderD* 2>/dev/null | tr '\\n' ' '", timeout=15
     ).stdout.strip()
@@ -79,11 +83,6 @@ def fleet_status(
         else MachineStatus(by_host[o.host], False, error=str(o.error))
         for o in results
     ]
-
-
-def _last_line(r: CommandResult) -> str:
-    lines = (r.stderr or r.stdout).strip().splitlines()
-    return lines[-1] if lines else f"exit {r.exit_status}"
 
 
 def check_worker_db_url(url: URL) -> None:

@@ -64,6 +64,15 @@ class CommandResult:
     def ok(self) -> bool:
         return self.exit_status == 0
 
+    @property
+    def error_line(self) -> str:
+        """The line of a failed command's output that says why: the last one naming an
+        error (docker ends with a "Run 'docker run --help'" hint after it), else the last
+        one; empty if it printed nothing."""
+        lines = [ln.strip() for ln in (self.stderr or self.stdout).splitlines() if ln.strip()]
+        errors = [ln for ln in lines if "error" in ln.lower()]
+        return (errors or lines or [""])[-1]
+
 
 class SshError(TunaError):
     """Raised when a host cannot be reached, refuses us, or a command over SSH fails."""
@@ -258,7 +267,7 @@ class Connections:
         """Run ``command``; its stdout, or :class:`SshError` with its stderr if it failed."""
         r = self.run(host, command, timeout=timeout)
         if not r.ok:
-            detail = _error_line(r.stderr or r.stdout)
+            detail = r.error_line
             raise SshError(
                 host,
                 f"`{_short(command)}` exited {r.exit_status}" + (f": {detail}" if detail else ""),
@@ -305,14 +314,6 @@ def _collect(chan: paramiko.Channel, deadline: float) -> tuple[bytes, bytes]:
             return bytes(out), bytes(err)
         pause = 0.002 if got else min(0.05, pause * 2)
         time.sleep(pause)
-
-
-def _error_line(output: str) -> str:
-    """The line of a failed command's output that says why: the last one naming an error
-    (docker ends with a "Run 'docker run --help'" hint after it), else the last one."""
-    lines = [ln.strip() for ln in output.strip().splitlines() if ln.strip()]
-    errors = [ln for ln in lines if "error" in ln.lower()]
-    return (errors or lines or [""])[-1]
 
 
 def _short(command: str, n: int = 60) -> str:
