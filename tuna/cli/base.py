@@ -6,10 +6,11 @@ The CLI is the only layer that prints or exits. A :class:`TunaError` becomes
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 from rich.console import Console
@@ -25,6 +26,10 @@ from rich.progress import (
 from tuna.config import load_settings
 from tuna.db import Database, open_database
 from tuna.errors import TunaError
+from tuna.jobs.states import DEFAULT_LEASE_SECONDS, DEFAULT_MAX_RETRIES
+from tuna.worker.settings import WorkerSettings
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 console = Console(highlight=False, soft_wrap=False)
 err_console = Console(stderr=True, highlight=False)
@@ -100,3 +105,57 @@ verbose_option = click.option(
     expose_value=False,
     is_eager=True,
 )
+
+
+def worker_settings_options(fn: F) -> F:
+    """The options that set how workers work (:class:`WorkerSettings`), shared by ``tuna
+    worker`` and ``go_fish``; the command receives them as one ``settings`` argument."""
+    options = [
+        click.option(
+            "--claim-batch",
+            type=click.IntRange(min=1),
+            default=1,
+            show_default=True,
+            help="Jobs a worker claims per transaction (more is cheaper for short jobs).",
+        ),
+        click.option(
+            "--lease-seconds",
+            type=click.FloatRange(min=1),
+            default=DEFAULT_LEASE_SECONDS,
+            show_default=True,
+            help="Lease length of a worker's jobs; its heartbeat renews them at a third.",
+        ),
+        click.option(
+            "--max-retries",
+            type=click.IntRange(min=0),
+            default=DEFAULT_MAX_RETRIES,
+            show_default=True,
+            help="Failed tries of a phase retried before a job errors.",
+        ),
+        click.option(
+            "--time-limit",
+            type=click.FloatRange(min=0, min_open=True),
+            help="Fail a job whose compile or evaluation runs longer than this (seconds).",
+        ),
+    ]
+
+    @functools.wraps(fn)
+    def wrapper(
+        *args: Any,
+        claim_batch: int,
+        lease_seconds: float,
+        max_retries: int,
+        time_limit: float | None,
+        **kwargs: Any,
+    ) -> Any:
+        settings = WorkerSettings(
+            claim_batch=claim_batch,
+            lease_seconds=lease_seconds,
+            max_retries=max_retries,
+            time_limit=time_limit,
+        )
+        return fn(*args, settings=settings, **kwargs)
+
+    for option in reversed(options):
+        wrapper = option(wrapper)
+    return wrapper  # type: ignore[return-value]

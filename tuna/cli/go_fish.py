@@ -18,6 +18,7 @@ from tuna.cli.base import (
     database,
     err_console,
     verbose_option,
+    worker_settings_options,
     workers_option,
 )
 from tuna.config import db_url_from, load_settings
@@ -30,6 +31,7 @@ from tuna.fleet.phase import FishReport, Progress, Task, worker_environment
 from tuna.fleet.remote import FleetOptions, run_fleet
 from tuna.fleet.ssh import Connections
 from tuna.jobs.sessions import get_session
+from tuna.worker.settings import WorkerSettings
 
 
 def _duration(seconds: float | None) -> str:
@@ -219,18 +221,7 @@ def _show_live(task: Task) -> tuple[Live, Callable[[Progress], None]]:
     type=click.Choice(["1", "3", "4"]),
     help="MIOPEN_FIND_ENFORCE for the workers (4 also sets MIOPEN_DISABLE_CACHE=1).",
 )
-@click.option(
-    "--claim-batch",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Jobs each worker claims per transaction.",
-)
-@click.option(
-    "--lease-seconds",
-    type=click.FloatRange(min=1),
-    help="Lease length of the workers' jobs (default: the worker's).",
-)
+@worker_settings_options
 @click.option(
     "--log-dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -254,8 +245,7 @@ def go_fish_cmd(
     workers: int | None,
     image: str | None,
     find_enforce: str | None,
-    claim_batch: int,
-    lease_seconds: float | None,
+    settings: WorkerSettings,
     log_dir: Path | None,
     known_hosts: Path | None,
 ) -> None:
@@ -305,12 +295,10 @@ def go_fish_cmd(
     if session_id is None:
         raise click.UsageError("--session is needed to run a phase")
     chosen = Task(task)
-    settings = load_settings()
+    config = load_settings()
     logs = log_dir or default_log_dir()
     env = worker_environment(int(find_enforce) if find_enforce else None)
-    worker_args = ["--claim-batch", str(claim_batch)]
-    if lease_seconds is not None:
-        worker_args += ["--lease-seconds", str(lease_seconds)]
+    worker_args = settings.argv()
     machines = [] if local else _machines(arch, num_cu, machine_ids)
     if not local and not machines and (arch or num_cu or machine_ids):
         raise click.UsageError("no available machine matches -a/-n/-m; see `tuna machine list`")
@@ -325,13 +313,13 @@ def go_fish_cmd(
                     chosen,
                     workers=workers or os.cpu_count() or 1,
                     log_dir=logs,
-                    db_url=settings.db_url.render_as_string(hide_password=False),
+                    db_url=config.db_url.render_as_string(hide_password=False),
                     extra_env=env,
                     worker_args=worker_args,
                     on_progress=show,
                 )
         else:
-            worker_url = _worker_db_url(settings.db_url)
+            worker_url = _worker_db_url(config.db_url)
             image = image or get_session(db, session_id).docker_image
             if not image:
                 raise click.UsageError(f"session {session_id} names no docker image; pass --image")

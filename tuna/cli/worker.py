@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import click
 
-from tuna.cli.base import TunaCommand, console, database, verbose_option
-from tuna.jobs import DEFAULT_LEASE_SECONDS, DEFAULT_MAX_RETRIES, Phase
-from tuna.worker import JobLog, TimeLimit, WorkerReport, run_worker
-from tuna.worker.hooks import Hook
+from tuna.cli.base import (
+    TunaCommand,
+    console,
+    database,
+    verbose_option,
+    worker_settings_options,
+)
+from tuna.jobs import Phase
+from tuna.worker import JobLog, WorkerReport, WorkerSettings, run_worker
 
 
 def print_worker_report(r: WorkerReport) -> None:
@@ -39,32 +44,7 @@ def print_worker_report(r: WorkerReport) -> None:
     type=int,
     help="Id of the machine this worker runs on (recorded on its jobs; go_fish sets it).",
 )
-@click.option(
-    "--claim-batch",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Jobs claimed per transaction (more is cheaper for short jobs).",
-)
-@click.option(
-    "--lease-seconds",
-    type=click.FloatRange(min=1),
-    default=DEFAULT_LEASE_SECONDS,
-    show_default=True,
-    help="Lease length; the heartbeat renews it at a third.",
-)
-@click.option(
-    "--max-retries",
-    type=click.IntRange(min=0),
-    default=DEFAULT_MAX_RETRIES,
-    show_default=True,
-    help="Failed tries of a phase retried before a job errors.",
-)
-@click.option(
-    "--time-limit",
-    type=click.FloatRange(min=0, min_open=True),
-    help="Fail a job whose compile or evaluation runs longer than this (seconds).",
-)
+@worker_settings_options
 @verbose_option
 def worker_cmd(
     session_id: int,
@@ -73,10 +53,7 @@ def worker_cmd(
     max_jobs: int | None,
     gpu: int | None,
     machine_id: int | None,
-    claim_batch: int,
-    lease_seconds: float,
-    max_retries: int,
-    time_limit: float | None,
+    settings: WorkerSettings,
 ) -> None:
     """Claim jobs of one phase of a session and run its backend on them.
 
@@ -90,23 +67,14 @@ def worker_cmd(
       tuna worker --session 3 --phase eval --gpu 0
       tuna worker --session 3 --phase compile --burst --claim-batch 16
     """
-    hooks: list[Hook] = [JobLog()]
-    if time_limit is not None:
-        hooks.append(TimeLimit(time_limit))
     db = database()
     try:
         report = run_worker(
             db,
             session_id,
             Phase(phase),
-            burst=burst,
-            max_jobs=max_jobs,
-            gpu=gpu,
-            machine=machine_id,
-            claim_batch=claim_batch,
-            lease_seconds=lease_seconds,
-            max_retries=max_retries,
-            hooks=hooks,
+            settings.but(burst=burst, max_jobs=max_jobs, gpu=gpu, machine=machine_id),
+            hooks=[JobLog()],
         )
     finally:
         db.dispose()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tuna.worker.hooks import Hook, JobLog, TimeLimit, TimeLimitExceeded
 from tuna.worker.loop import WorkerReport, make_owner, run_worker
+from tuna.worker.settings import WorkerSettings
 
 __all__ = [
     "Hook",
@@ -11,6 +12,7 @@ __all__ = [
     "TimeLimit",
     "TimeLimitExceeded",
     "WorkerReport",
+    "WorkerSettings",
     "make_owner",
     "run_worker",
 ]

@@ -36,21 +36,17 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from types import FrameType
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from tuna.backends import Backend, get_backend
 from tuna.backends.base import CompileOutcome, EvalOutcome, JobWork, Outcome
 from tuna.db import Database
 from tuna.db.enums import JobState
 from tuna.jobs import states
-from tuna.jobs.retry import DEFAULT_OUTAGE_PATIENCE, through_outages
-from tuna.jobs.states import (
-    DEFAULT_LEASE_SECONDS,
-    DEFAULT_MAX_RETRIES,
-    ClaimedJob,
-    Phase,
-)
-from tuna.worker.hooks import Hook
+from tuna.jobs.retry import through_outages
+from tuna.jobs.states import ClaimedJob, Phase
+from tuna.worker.hooks import Hook, TimeLimit
+from tuna.worker.settings import WorkerSettings
 from tuna.worker.work import WorkLoader, load_session
 
 log = logging.getLogger(__name__)
@@ -152,41 +148,32 @@ class Worker:
         db: Database,
         session_id: int,
         phase: Phase,
+        settings: WorkerSettings,
         *,
-        backend: Backend | None,
-        burst: bool,
-        max_jobs: int | None,
-        gpu: int | None,
-        machine: int | None,
-        owner: str | None,
-        claim_batch: int,
-        lease_seconds: float,
-        heartbeat_interval: float | None,
-        max_retries: int,
-        reap_interval: float | None,
-        idle_sleep: float,
-        record_interval: float,
-        hooks: Sequence[Hook],
-        stop: threading.Event | None,
-        handle_signals: bool,
-        outage_patience: float = DEFAULT_OUTAGE_PATIENCE,
+        backend: Backend | None = None,
+        hooks: Sequence[Hook] = (),
+        stop: threading.Event | None = None,
+        handle_signals: bool = True,
     ) -> None:
         self.db, self.session_id, self.phase = db, session_id, phase
-        self.burst, self.max_jobs, self.gpu, self.machine = burst, max_jobs, gpu, machine
-        self.owner = owner or make_owner()
-        self.claim_batch = max(1, claim_batch)
-        self.lease_seconds, self.max_retries = lease_seconds, max_retries
-        self.reap_interval = reap_interval if reap_interval is not None else lease_seconds
-        self.idle_sleep, self.record_interval = idle_sleep, record_interval
+        self.settings = settings
+        self.owner = settings.owner or make_owner()
+        self.reap_interval = (
+            settings.reap_interval if settings.reap_interval is not None else settings.lease_seconds
+        )
         self.hooks = list(hooks)
+        if settings.time_limit is not None:
+            self.hooks.append(TimeLimit(settings.time_limit))
         self.stop = stop or threading.Event()
         self.handle_signals = handle_signals
-        self.outage_patience = outage_patience
         session = load_session(db, session_id)
         self.backend = backend or get_backend(session.backend)
         self.loader = WorkLoader(db, session)
         self.heartbeat = _Heartbeat(
-            db, self.owner, lease_seconds, heartbeat_interval or lease_seconds / 3
+            db,
+            self.owner,
+            settings.lease_seconds,
+            settings.heartbeat_interval or settings.lease_seconds / 3,
         )
         self.report = WorkerReport(self.owner, session_id, phase)
         self._in_backend = False
@@ -214,32 +201,31 @@ class Worker:
         while True:
             if self.stop.is_set():
                 return "signal"
-            if self.max_jobs is not None and self.report.claimed >= self.max_jobs:
+            if self.settings.max_jobs is not None and self.report.claimed >= self.settings.max_jobs:
                 return "max_jobs"
             self._reap()
             jobs = self._claim()
             if jobs:
                 self._work(jobs)
-            elif self.burst and self._drained():
+            elif self.settings.burst and self._drained():
                 return "drained"
             else:
-                self.stop.wait(self.idle_sleep)
+                self.stop.wait(self.settings.idle_sleep)
 
     def _reap(self, *, now: bool = False) -> int:
         if not now and time.monotonic() < self._next_reap:
             return 0
         # Jitter, so a fleet started together does not reap in lock step.
         self._next_reap = time.monotonic() + self.reap_interval * random.uniform(0.5, 1.5)
-        reaped = len(
-            self._db(lambda: states.reap_expired(self.db, max_retries=self.max_retries), "reap")
-        )
+        retries = self.settings.max_retries
+        reaped = len(self._db(lambda: states.reap_expired(self.db, max_retries=retries), "reap"))
         self.report.reaped += reaped
         return reaped
 
     def _claim(self) -> list[ClaimedJob]:
-        limit = self.claim_batch
-        if self.max_jobs is not None:
-            limit = min(limit, self.max_jobs - self.report.claimed)
+        limit = self.settings.claim_batch
+        if self.settings.max_jobs is not None:
+            limit = min(limit, self.settings.max_jobs - self.report.claimed)
         jobs = self._db(
             lambda: states.claim_jobs(
                 self.db,
@@ -247,9 +233,9 @@ class Worker:
                 self.phase,
                 owner=self.owner,
                 limit=limit,
-                lease_seconds=self.lease_seconds,
-                gpu=self.gpu,
-                machine=self.machine,
+                lease_seconds=self.settings.lease_seconds,
+                gpu=self.settings.gpu,
+                machine=self.settings.machine,
             ),
             "claim",
         )
@@ -283,7 +269,7 @@ class Worker:
             else:
                 outcome = _outcome_type(job.phase).failed(work)
             pending.append((job, outcome))
-            if time.monotonic() - last_record >= self.record_interval:
+            if time.monotonic() - last_record >= self.settings.record_interval:
                 self._record(pending)
                 pending, last_record = [], time.monotonic()
         self._record(pending)
@@ -319,7 +305,7 @@ class Worker:
             return
         rec = self._db(
             lambda: states.record_outcomes(
-                self.db, self.owner, pending, max_retries=self.max_retries
+                self.db, self.owner, pending, max_retries=self.settings.max_retries
             ),
             "record",
         )
@@ -344,7 +330,7 @@ class Worker:
         return through_outages(
             fn,
             what=f"{self.owner}: {what}",
-            patience=self.outage_patience,
+            patience=self.settings.outage_patience,
             sleep=self.stop.wait,
         )
 
@@ -378,53 +364,31 @@ def run_worker(
     db: Database,
     session_id: int,
     phase: Phase | str,
+    settings: WorkerSettings | None = None,
     *,
     backend: Backend | None = None,
-    burst: bool = False,
-    max_jobs: int | None = None,
-    gpu: int | None = None,
-    machine: int | None = None,
-    owner: str | None = None,
-    claim_batch: int = 1,
-    lease_seconds: float = DEFAULT_LEASE_SECONDS,
-    heartbeat_interval: float | None = None,
-    max_retries: int = DEFAULT_MAX_RETRIES,
-    reap_interval: float | None = None,
-    idle_sleep: float = 1.0,
-    record_interval: float = 1.0,
     hooks: Sequence[Hook] = (),
     stop: threading.Event | None = None,
     handle_signals: bool = True,
-    outage_patience: float = DEFAULT_OUTAGE_PATIENCE,
+    **changes: Any,
 ) -> WorkerReport:
     """Work ``phase`` of session ``session_id`` until stopped (or drained, with ``burst``).
 
-    ``backend`` defaults to the session's. ``claim_batch`` jobs are claimed per
-    transaction (more is cheaper for short jobs; a claimed job waits for the ones before
-    it). Leases last ``lease_seconds`` and are extended every ``heartbeat_interval``
-    (default a third of the lease). ``max_jobs`` stops after claiming that many jobs.
-    ``stop`` lets another thread stop the worker as SIGTERM would. While the database
-    is unreachable, each transaction is tried again for up to ``outage_patience`` seconds.
+    ``settings`` says how (:class:`WorkerSettings`); keyword arguments named after its
+    fields change single settings (``run_worker(db, 3, "eval", burst=True)``).
+    ``backend`` defaults to the session's. ``stop`` lets another thread stop the worker as
+    SIGTERM would; ``handle_signals`` installs the SIGTERM/SIGINT handlers (main thread).
     """
+    unknown = changes.keys() - WorkerSettings.field_names()
+    if unknown:
+        raise TypeError(f"run_worker() got unknown settings: {', '.join(sorted(unknown))}")
     return Worker(
         db,
         session_id,
         Phase(phase),
+        (settings or WorkerSettings()).but(**changes),
         backend=backend,
-        burst=burst,
-        max_jobs=max_jobs,
-        gpu=gpu,
-        machine=machine,
-        owner=owner,
-        claim_batch=claim_batch,
-        lease_seconds=lease_seconds,
-        heartbeat_interval=heartbeat_interval,
-        max_retries=max_retries,
-        reap_interval=reap_interval,
-        idle_sleep=idle_sleep,
-        record_interval=record_interval,
         hooks=hooks,
         stop=stop,
         handle_signals=handle_signals,
-        outage_patience=outage_patience,
     ).run()
