@@ -15,7 +15,7 @@ FIND = (
     f"{K1}=NoopGemm1x1:0.25,1024,gemm;NoopTunable:0.25,0,implicit_gemm;NoopDirect:0.5,0,direct\n"
     f"{K3}=NoopWinograd3x3:0.75,4096,winograd;NoopDirect:1.5,0,direct\n"
 )
-SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "miopen"
+SHARED = Path(__file__).resolve().parents[1] / "data" / "miopen"
 
 
 def lines_of(text: str) -> list[str]:

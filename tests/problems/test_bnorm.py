@@ -17,7 +17,7 @@ from tuna.problems import (
     to_bnorm_driver_line,
 )
 
-DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def test_batch_norm_file() -> None:

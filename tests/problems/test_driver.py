@@ -18,7 +18,7 @@ from tuna.problems import (
 )
 from tuna.problems.driver import FlagSpec, FlagTable, parse_flags
 
-DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 DRIVER_FILES = sorted((DATA / "driver").glob("*.txt"))
 
 WORKED = "conv -n 128 -c 3 -H 224 -W 224 -k 64 -y 7 -x 7 -p 3 -q 3 -u 2 -v 2 -l 1 -j 1 -g 1"

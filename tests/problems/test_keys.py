@@ -21,8 +21,11 @@ from tuna.problems import (
     perf_db_key,
 )
 
-DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
-FDB_FILES = sorted((DATA / "miopen").glob("*.fdb*.txt"))
+DATA = Path(__file__).resolve().parents[1] / "data"
+FDB_FILES = [  # the samples of keys in the plain forms; the others have their own tests
+    DATA / "miopen" / n
+    for n in ("gfx90a68.HIP.fdb.sample.txt", "old_gfx90a68.HIP.fdb.txt", "usr_gfx90a68.HIP.fdb.txt")
+]
 
 WORKED = "conv -n 128 -c 3 -H 224 -W 224 -k 64 -y 7 -x 7 -p 3 -q 3 -u 2 -v 2 -l 1 -j 1 -g 1"
 WORKED_KEYS = {

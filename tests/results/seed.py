@@ -22,7 +22,7 @@ from tuna.jobs.sessions import SessionSpec, create_session
 from tuna.problems.conv import ConvProblem
 from tuna.worker.loop import run_worker
 
-DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 MIOPEN_DATA = DATA / "miopen"
 
 # 1x1: NoopDirect, NoopGemm1x1, NoopTunable apply; 3x3 stride 1: NoopDirect, NoopWinograd3x3,

@@ -21,7 +21,10 @@ from tuna.jobs.load import load_jobs
 from tuna.problems import parse_find_db_key, perf_db_columns
 from tuna.results import export
 from tuna.results.export import ExportSpec, export_db
-from tuna.results.formats import PERF_LOOKUP, md5_hex
+from tuna.results.formats import (
+    PERF_LOOKUP,
+    md5_hex,
+)
 from tuna.results.golden import update_golden
 from tuna.results.validate import ExportRefusedError
 

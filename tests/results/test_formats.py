@@ -13,18 +13,24 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tuna.errors import DbKeyError
+from tuna.results.dbfiles import (
+    KernDbWriter,
+    file_format,
+    read_kern_db,
+    read_perf_sqlite,
+    write_perf_sqlite,
+    write_text_lines,
+)
 from tuna.results.formats import (
     PERF_DB_DDL,
     PERF_LOOKUP,
     DbFileError,
     FindEntry,
     KdbRow,
-    KernDbWriter,
     by_time,
     db_basename,
     detect_format,
     export_file_names,
-    file_format,
     find_db_line,
     kdb_name_args,
     md5_hex,
@@ -32,12 +38,8 @@ from tuna.results.formats import (
     parse_find_entry,
     perf_db_line,
     read_find_db,
-    read_kern_db,
     read_perf_db_text,
-    read_perf_sqlite,
     unpack_kdb_blob,
-    write_perf_sqlite,
-    write_text_lines,
 )
 from tuna.results.formats import (
     text_field_problem as field_problem,
@@ -317,3 +319,16 @@ def test_formats_are_told_by_name_or_content(name: str, head: bytes, kind: str) 
 def test_a_sqlite_file_of_other_tables_is_refused() -> None:
     with pytest.raises(DbFileError, match="neither MIOpen's kern_db"):
         detect_format("x.db", b"SQLite format 3\x00", ["t"])
+
+
+def test_the_grammar_module_does_no_io() -> None:
+    """formats.py is values in, values out; files are dbfiles.py's."""
+    import ast
+
+    import tuna.results.formats as grammar
+
+    tree = ast.parse(Path(grammar.__file__).read_text())
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert not imported & {"os", "sqlite3", "tempfile", "pathlib", "shutil", "io"}
+    assert "open(" not in Path(grammar.__file__).read_text()

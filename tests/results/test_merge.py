@@ -8,13 +8,15 @@ from pathlib import Path
 import pytest
 
 from tuna.errors import TunaError
+from tuna.results.dbfiles import (
+    KernDbWriter,
+    read_kern_db,
+    write_perf_sqlite,
+)
 from tuna.results.formats import (
     PERF_LOOKUP,
     DbFileError,
     KdbRow,
-    KernDbWriter,
-    read_kern_db,
-    write_perf_sqlite,
 )
 from tuna.results.merge import MergeReport, merge_db
 

@@ -1,6 +1,7 @@
 """Results out and in: export_db, golden versions, import_db and merge_db.
 
-* :mod:`~tuna.results.formats`: MIOpen's find, perf and kernel db files (values in, values out);
+* :mod:`~tuna.results.formats`: MIOpen's find, perf and kernel db grammar (values in, values out);
+* :mod:`~tuna.results.dbfiles`: those files on disk, read and written atomically;
 * :mod:`~tuna.results.rows`: a session's or golden version's rows, streamed;
 * :mod:`~tuna.results.validate`: the checks every exported row passes;
 * :mod:`~tuna.results.export`: ``export_db``, with :mod:`~tuna.results.manifest` beside it;

@@ -43,17 +43,19 @@ from tuna.db.models import (
 )
 from tuna.errors import NotFoundError, TunaError
 from tuna.problems.keys import perf_db_columns
+from tuna.results.dbfiles import (
+    KernDbWriter,
+    write_perf_sqlite,
+    write_text_lines,
+)
 from tuna.results.formats import (
     KdbRow,
-    KernDbWriter,
     PerfColumns,
     db_basename,
     export_file_names,
     is_gpu_arch,
     kdb_name_args,
     perf_db_line,
-    write_perf_sqlite,
-    write_text_lines,
 )
 from tuna.results.manifest import (
     ExportedFile,

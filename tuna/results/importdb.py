@@ -40,16 +40,18 @@ from tuna.jobs.sessions import session_row
 from tuna.problems.conv import ConvProblem
 from tuna.problems.driver import to_driver_line
 from tuna.problems.keys import find_db_key, parse_find_db_key, parse_perf_db_key
+from tuna.results.dbfiles import (
+    file_format,
+    read_perf_sqlite,
+)
 from tuna.results.formats import (
     DbFileError,
     FileFormat,
     FindEntry,
     db_basename,
-    file_format,
     perf_key_of_columns,
     read_find_db,
     read_perf_db_text,
-    read_perf_sqlite,
 )
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ from typing import Any
 
 from tuna import __version__
 from tuna.db.models import TuningSession
-from tuna.results.formats import atomic_path
+from tuna.results.dbfiles import atomic_path
 
 MANIFEST_SUFFIX = ".manifest.json"
 

@@ -21,25 +21,27 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tuna.errors import TunaError
+from tuna.results.dbfiles import (
+    KernDbWriter,
+    file_format,
+    read_kern_db,
+    read_perf_sqlite,
+    write_perf_sqlite,
+    write_text_lines,
+)
 from tuna.results.formats import (
     BadRecord,
     DbFileError,
     FileFormat,
     FindEntry,
     KdbRow,
-    KernDbWriter,
     PerfColumns,
     by_time,
-    file_format,
     find_db_line,
     perf_db_line,
     perf_key_of_columns,
     read_find_db,
-    read_kern_db,
     read_perf_db_text,
-    read_perf_sqlite,
-    write_perf_sqlite,
-    write_text_lines,
 )
 
 log = logging.getLogger(__name__)

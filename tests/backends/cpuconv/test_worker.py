@@ -15,8 +15,8 @@ from tuna.db.enums import JobState
 from tuna.db.models import FindDb, Job, JobKernel, KernelCache, PerfDb, Solver
 from tuna.jobs.load import load_jobs
 from tuna.jobs.sessions import SessionSpec, create_session
+from tuna.results.dbfiles import read_kern_db
 from tuna.results.export import ExportSpec, export_db
-from tuna.results.formats import read_kern_db
 from tuna.worker import run_worker
 
 LINES = """\

@@ -22,8 +22,8 @@ from tuna.db.models import FindDb, Job, JobKernel, PerfDb
 from tuna.jobs.applicability import update_applicability
 from tuna.jobs.load import load_jobs
 from tuna.jobs.sessions import SessionSpec, create_session, update_solvers
+from tuna.results.dbfiles import read_kern_db
 from tuna.results.export import ExportSpec, export_db
-from tuna.results.formats import read_kern_db
 from tuna.worker import run_worker
 
 LINES = """\
