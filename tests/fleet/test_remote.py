@@ -14,7 +14,7 @@ from tuna.db import Database
 from tuna.errors import TunaError
 from tuna.fleet.machines import MachineRow
 from tuna.fleet.phase import Task
-from tuna.fleet.remote import FleetOptions, FleetRun, HostState, run_fleet
+from tuna.fleet.remote import FleetOptions, HostState, RemoteWorkers, run_fleet
 from tuna.fleet.ssh import Connections
 
 SECRET = "mysql+pymysql://tuna:s3cret@10.77.0.1:3307/tuna"
@@ -32,11 +32,9 @@ def options(tmp_path: Path) -> FleetOptions:
     return FleetOptions(image="tuna-worker:ci", worker_db_url=SECRET, log_dir=tmp_path / "logs")
 
 
-def fleet_run(db, task, machines, options) -> FleetRun:
+def fleet_run(db, task, machines, options) -> RemoteWorkers:
     sd = seed(db, configs=2)
-    return FleetRun(
-        db, Connections(Path("/nonexistent")), sd.session, task, machines, options, None, None
-    )
+    return RemoteWorkers(db, Connections(Path("/nonexistent")), sd.session, task, machines, options)
 
 
 def test_worker_containers_get_the_url_from_a_file_never_argv(lite, options, monkeypatch):
@@ -85,10 +83,9 @@ def test_compile_workers_per_machine(lite, options):
     slots[0].container = "c"
     assert shlex.split(run._docker_run(slots[0]))[:3] == ["sudo", "docker", "run"]
     other = MachineRow(2, "b")
-    run = FleetRun(
+    run = RemoteWorkers(
         lite, Connections(Path("/x")), run.session.id, Task.COMPILE, [other],
         FleetOptions(image="i", worker_db_url=SECRET, log_dir=Path("/l"), compile_workers=2),
-        None, None,
     )  # fmt: skip
     assert len(run._plan(HostState(other))) == 2
 

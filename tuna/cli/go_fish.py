@@ -298,7 +298,6 @@ def go_fish_cmd(
     config = load_settings()
     logs = log_dir or default_log_dir()
     env = worker_environment(int(find_enforce) if find_enforce else None)
-    worker_args = settings.argv()
     machines = [] if local else _machines(arch, num_cu, machine_ids)
     if not local and not machines and (arch or num_cu or machine_ids):
         raise click.UsageError("no available machine matches -a/-n/-m; see `tuna machine list`")
@@ -315,8 +314,9 @@ def go_fish_cmd(
                     log_dir=logs,
                     db_url=config.db_url.render_as_string(hide_password=False),
                     extra_env=env,
-                    worker_args=worker_args,
+                    settings=settings,
                     on_progress=show,
+                    on_event=lambda text: live.console.print(text, markup=False, soft_wrap=True),
                 )
         else:
             worker_url = _worker_db_url(config.db_url)
@@ -329,7 +329,7 @@ def go_fish_cmd(
                 log_dir=logs,
                 compile_workers=workers,
                 extra_env=env,
-                worker_args=tuple(worker_args),
+                settings=settings,
             )
             with _connections(known_hosts) as conns, live:
                 report = run_fleet(

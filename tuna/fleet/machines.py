@@ -53,6 +53,12 @@ class MachineRow:
     last_seen: dt.datetime | None = None
 
     @property
+    def label(self) -> str:
+        """What messages and log paths call it: the host name, with the port off 22 (two
+        machines may share an address on different ports)."""
+        return self.hostname if self.port == 22 else f"{self.hostname}:{self.port}"
+
+    @property
     def host(self) -> Host:
         return Host(self.hostname, self.hostname, self.port, self.user, self.key_file)
 

@@ -65,6 +65,19 @@ class Progress:
     finished: int  # left the phase since the run started
     elapsed_s: float
     workers_alive: int
+    start: JobCounts | None = None  # the counts when the run started
+
+    def this_run(self) -> dict[JobState, int]:
+        """Jobs that reached each state since the run started (growth of the count), for
+        the states a phase ends in: what this run did, not what the session holds."""
+        if self.start is None:
+            return {}
+        grown = {
+            st: self.counts.by_state[st] - self.start.by_state[st]
+            for st in (JobState.COMPILED, JobState.EVALUATED)
+            + (JobState.ERRORED, JobState.NOT_APPLICABLE)
+        }
+        return {st: n for st, n in grown.items() if n > 0}
 
     @property
     def rate(self) -> float:
@@ -88,6 +101,7 @@ class FishReport:
     per_host: dict[str, tuple[int, int]] = field(default_factory=dict)  # workers, jobs done
     lost_hosts: dict[str, str] = field(default_factory=dict)  # host -> why, if ever lost
     events: list[str] = field(default_factory=list)  # what happened to machines and workers
+    description: str = "worker(s)"  # how the summary names the workers
 
     @property
     def drained(self) -> bool:

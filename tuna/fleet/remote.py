@@ -41,19 +41,21 @@ from tuna.backends import get_backend
 from tuna.db import Database
 from tuna.db.models import Job
 from tuna.errors import TunaError
+from tuna.fleet.commands import (
+    CONTAINER_SCRATCH,
+    docker_run_argv,
+    worker_argv,
+)
+from tuna.fleet.dispatch import Pace, dispatch
 from tuna.fleet.fanout import HostOutcome, fan_out
 from tuna.fleet.machines import MachineRow, mark_seen
-from tuna.fleet.phase import FishReport, Progress, Task, check_steps, remaining_jobs
-from tuna.fleet.ssh import Connections, SshError
-from tuna.jobs import job_counts, reap_expired
-from tuna.jobs.clock import db_now
-from tuna.jobs.retry import through_outages
+from tuna.fleet.phase import FishReport, Progress, Task
+from tuna.fleet.ssh import Connections, Host, SshError
+from tuna.worker.settings import WorkerSettings
 from tuna.worker.work import load_session
 
 log = logging.getLogger(__name__)
 
-CONTAINER_DB_URL = "/run/tuna/db_url"
-CONTAINER_SCRATCH = "/scratch"
 MAX_REPLACEMENTS = 3
 
 
@@ -95,7 +97,7 @@ class FleetOptions:
     log_dir: Path
     compile_workers: int | None = None  # per machine (-w); default: its setting, else nproc
     extra_env: dict[str, str] = field(default_factory=dict)
-    worker_args: tuple[str, ...] = ()
+    settings: WorkerSettings = WorkerSettings()
     interval: float = 1.0  # how often progress is counted
     poll_every: float = 3.0  # how often machines are asked about their containers
     poll_timeout: float = 10.0
@@ -104,12 +106,18 @@ class FleetOptions:
     stop_timeout: int = 60  # docker stop -t: time for a worker to finish its current job
     lost_patience: float = 600.0  # how long to wait for machines while only lost ones are left
 
+    @property
+    def pace(self) -> Pace:
+        return Pace(self.interval, self.poll_every, self.reap_every, self.drain_grace)
+
 
 _STATUS_EXIT = re.compile(r"Exited \((-?\d+)\)")
 
 
-class FleetRun:
-    """One go_fish phase on remote machines; use :func:`run_fleet`."""
+class RemoteWorkers:
+    """Worker containers on machines over SSH (a :class:`~tuna.fleet.dispatch.Launcher`)."""
+
+    description = "worker(s)"
 
     def __init__(
         self,
@@ -119,8 +127,6 @@ class FleetRun:
         task: Task,
         machines: Sequence[MachineRow],
         options: FleetOptions,
-        on_progress: Callable[[Progress], None] | None,
-        on_event: Callable[[str], None] | None,
     ) -> None:
         if not machines:
             raise TunaError("no machine selected; `tuna machine list` shows the registered ones")
@@ -129,21 +135,17 @@ class FleetRun:
         self.backend = get_backend(self.session.backend)
         self.run_id = time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
         self.hosts = [HostState(m) for m in machines]
-        self.events: list[str] = []
-        self._on_progress, self._on_event = on_progress, on_event
+        # By (address, port, user, key): two machines may share an address on other ports.
+        self._by_host = {h.machine.host: h for h in self.hosts}
+        self._event: Callable[[str], None] = lambda text: log.info("go_fish: %s", text)
         self._lock = threading.Lock()
-        self._stop_polling = threading.Event()
-        self._poll_now = threading.Event()  # drained: look for exited workers at once
         self._seen: set[int] = set()  # machines that answered since machine.last_seen was set
 
-    # -- events -------------------------------------------------------------------------------
-
     def event(self, text: str) -> None:
-        log.info("go_fish %s: %s", self.run_id, text)
-        with self._lock:
-            self.events.append(text)
-        if self._on_event:
-            self._on_event(text)
+        self._event(text)
+
+    def _state(self, host: Host) -> HostState:
+        return self._by_host[host]
 
     # -- remote commands ----------------------------------------------------------------------
 
@@ -152,44 +154,31 @@ class FleetRun:
 
     def _docker_run(self, slot: Slot) -> str:
         m, phase = slot.machine, self.task.phase.value
-        run_dir = self._run_dir(m)
         env = dict(self.opt.extra_env)
         env.update(
             self.backend.worker_environment(self.session, phase, slot.gpu, CONTAINER_SCRATCH)
         )
-        env["TUNA_DB_URL_FILE"] = CONTAINER_DB_URL
         env["TUNA_WORKER_NAME"] = f"{m.hostname}/{slot.worker}"
-        argv = [
-            *shlex.split(m.docker),
-            "run",
-            "-d",
-            "--name",
-            slot.container,
-            "--label",
-            f"tuna.run={self.run_id}",
-            "--label",
-            f"tuna.session={self.session.id}",
-            "--network",
-            "host",
-            "-v",
-            f"{run_dir}/db_url:{CONTAINER_DB_URL}:ro",
-            "-v",
-            f"{run_dir}/{slot.worker}:{CONTAINER_SCRATCH}",
-        ]
-        for key, value in sorted(env.items()):
-            argv += ["-e", f"{key}={value}"]
-        argv += [*self.backend.container_args(phase, slot.gpu), *m.run_args, self.opt.image]
-        # -v: the log then has a line per job (job, solver, attempt, outcome, time).
-        argv += ["tuna", "worker", "-v", "--session", str(self.session.id), "--phase", phase]
-        argv += ["--burst", "--machine", str(m.id)]
-        if slot.gpu is not None:
-            argv += ["--gpu", str(slot.gpu)]
-        argv += list(self.opt.worker_args)
-        return shlex.join(argv)
+        return shlex.join(
+            docker_run_argv(
+                docker=shlex.split(m.docker),
+                name=slot.container,
+                labels={"run": self.run_id, "session": str(self.session.id)},
+                run_dir=self._run_dir(m),
+                worker=slot.worker,
+                env=env,
+                device_args=self.backend.container_args(phase, slot.gpu),
+                run_args=m.run_args,
+                image=self.opt.image,
+                command=worker_argv(
+                    self.session.id, phase, machine=m.id, gpu=slot.gpu, settings=self.opt.settings
+                ),
+            )
+        )
 
     def _plan(self, host: HostState) -> list[Slot]:
         m = host.machine
-        arch_dir = self.opt.log_dir / self.task.phase.value / self.session.arch / m.hostname
+        arch_dir = self.opt.log_dir / self.task.phase.value / self.session.arch / m.label
 
         def slot(worker: str, gpu: int | None) -> Slot:
             return Slot(m, worker, gpu, arch_dir / f"{worker}.log")
@@ -232,17 +221,30 @@ class FleetRun:
         )
         slot.status, slot.exit_code = "running", None
 
-    def start(self) -> None:
+    def start(self, event: Callable[[str], None]) -> int:
+        self._event = event
+        if self.task.phase.value == "eval":
+            wrong = [
+                m.label
+                for m in (h.machine for h in self.hosts)
+                if m.arch and m.arch != self.session.arch
+            ]
+            if wrong:
+                raise TunaError(
+                    f"session {self.session.id} targets {self.session.arch}, but "
+                    f"{', '.join(wrong)} is another arch; evaluate on matching machines "
+                    "(-a picks them)"
+                )
         outcomes = fan_out(
             [h.machine.host for h in self.hosts],
-            lambda host: self._start_host(self._state(host.name)),
+            lambda host: self._start_host(self._state(host)),
         )
         started = 0
         for h, o in zip(self.hosts, outcomes, strict=True):
             if o.ok:
                 started += o.value or 0
                 self.event(
-                    f"{h.machine.hostname}: started {o.value} {self.task.phase.value} worker(s)"
+                    f"{h.machine.label}: started {o.value} {self.task.phase.value} worker(s)"
                 )
             else:
                 # Keep the workers that did start (they are watched and cleaned up as usual).
@@ -250,18 +252,15 @@ class FleetRun:
                 started += len(h.slots)
                 h.start_error = f"could not start workers: {_why(o)}"
                 self.event(
-                    f"{h.machine.hostname}: could not start workers"
+                    f"{h.machine.label}: could not start workers"
                     + (f" (started {len(h.slots)})" if h.slots else "")
                     + f": {_why(o)}"
                 )
-        if not started:
-            self.finish()  # the run directories (and db_url files) it made
+        if not started:  # finish() removes the run directories (and db_url files) it made
             raise TunaError(
                 f"go_fish {self.task.value}: no machine could start a worker (see above)"
             )
-
-    def _state(self, hostname: str) -> HostState:
-        return next(h for h in self.hosts if h.machine.hostname == hostname)
+        return started
 
     # -- polling ------------------------------------------------------------------------------
 
@@ -293,10 +292,8 @@ class FleetRun:
     def poll(self, *, replace: bool) -> None:
         """Ask every machine about its containers; note lost and returning machines."""
         live = [h for h in self.hosts if h.slots]
-        outcomes = fan_out(
-            [h.machine.host for h in live], lambda host: self._ps(self._state(host.name))
-        )
-        ended: dict[str, list[Slot]] = {}
+        outcomes = fan_out([h.machine.host for h in live], lambda host: self._ps(self._state(host)))
+        ended: dict[Host, list[Slot]] = {}
         with self._lock:
             self._seen.update(h.machine.id for h, o in zip(live, outcomes, strict=True) if o.ok)
         for h, o in zip(live, outcomes, strict=True):
@@ -305,14 +302,14 @@ class FleetRun:
                     h.lost, h.ever_lost, h.lost_since = _why(o), True, time.monotonic()
                     h.last_loss = h.lost
                     self.event(
-                        f"lost {h.machine.hostname}: {h.lost}; its jobs return to the queue "
+                        f"lost {h.machine.label}: {h.lost}; its jobs return to the queue "
                         "when their leases expire, and its late results will be refused"
                     )
                 continue
             if h.lost is not None:
                 h.lost = None
                 gone = time.monotonic() - h.lost_since
-                self.event(f"{h.machine.hostname} answers again after {gone:.0f} s")
+                self.event(f"{h.machine.label} answers again after {gone:.0f} s")
             assert o.value is not None
             for s in h.slots:
                 state, code = o.value.get(s.container, ("gone", None))
@@ -320,12 +317,9 @@ class FleetRun:
                     s.status = "running"
                 elif s.running:
                     s.status, s.exit_code = "exited", code
-                    ended.setdefault(h.machine.hostname, []).append(s)
+                    ended.setdefault(h.machine.host, []).append(s)
         # Logs and clean-up of the workers that ended, all machines at once.
-        fan_out(
-            [self._state(name).machine.host for name in ended],
-            lambda host: self._collect_host(ended[host.name], replace=replace),
-        )
+        fan_out(list(ended), lambda host: self._collect_host(ended[host], replace=replace))
 
     def _collect_host(self, slots: list[Slot], *, replace: bool) -> None:
         for s in slots:
@@ -340,10 +334,10 @@ class FleetRun:
             self._start_slot(slot)
         except SshError as e:
             slot.status = "exited"
-            self.event(f"{slot.machine.hostname}: could not replace {old}: {e}")
+            self.event(f"{slot.machine.label}: could not replace {old}: {e}")
             return
         self.event(
-            f"{slot.machine.hostname}: worker {slot.worker} exited {code}; "
+            f"{slot.machine.label}: worker {slot.worker} exited {code}; "
             f"started {slot.container} in its place"
         )
 
@@ -359,116 +353,53 @@ class FleetRun:
             r = self.conns.run(m.host, f"{logs} 2>&1 && {rm} >/dev/null", timeout=60)
             slot.log.parent.mkdir(parents=True, exist_ok=True)
             with slot.log.open("a") as f:
-                f.write(f"=== {slot.container} on {m.hostname} (exit {slot.exit_code}) ===\n")
+                f.write(f"=== {slot.container} on {m.label} (exit {slot.exit_code}) ===\n")
                 f.write(r.stdout)
             slot.collected.add(slot.container)
         except SshError as e:
             log.warning("could not collect %s: %s", slot.container, e)
 
-    def _poller(self) -> None:
-        while True:
-            self._poll_now.wait(self.opt.poll_every)
-            self._poll_now.clear()
-            if self._stop_polling.is_set():
-                return
-            try:
-                self.poll(replace=True)
-            except Exception:  # the watcher must not die of one bad poll
-                log.warning("go_fish %s: poll failed", self.run_id, exc_info=True)
-
     # -- the run ------------------------------------------------------------------------------
 
-    def _alive(self) -> int:
+    def alive(self) -> int:
         return sum(s.running for h in self.hosts for s in h.slots)
 
-    def _only_lost_left(self, now: float) -> bool:
-        """Every machine with running workers has been lost for longer than we wait."""
+    def stuck(self, now: float) -> str | None:
+        """Why to stop with work left: every machine with running workers has been lost for
+        longer than we wait."""
         busy = [h for h in self.hosts if any(s.running for s in h.slots)]
-        return bool(busy) and all(
+        if busy and all(
             h.lost is not None and now - h.lost_since > self.opt.lost_patience for h in busy
-        )
-
-    def watch(self) -> FishReport:
-        db, session_id, phase = self.db, self.session.id, self.task.phase
-        start_remaining = remaining_jobs(job_counts(db, session_id), phase)
-        with db.session() as s:  # the database clock: job timestamps are on it
-            run_started = s.execute(select(db_now())).scalar_one()
-        started = time.monotonic()
-        last_reap, drained_at = started, None
-
-        def look() -> Progress:
-            counts = through_outages(lambda: job_counts(db, session_id), what="go_fish: count jobs")
-            remaining = remaining_jobs(counts, phase)
-            return Progress(
-                counts,
-                remaining,
-                max(0, start_remaining - remaining),
-                time.monotonic() - started,
-                self._alive(),
+        ):
+            return (
+                f"only unreachable machines are left after {self.opt.lost_patience:g} s; "
+                "stopping with work left"
             )
+        return None
 
-        interrupted = False
-        poller = threading.Thread(target=self._poller, name="go_fish-poll", daemon=True)
-        poller.start()
+    def tick(self) -> None:
+        """Set ``machine.last_seen`` of the machines that answered since the last tick."""
+        with self._lock:
+            seen, self._seen = sorted(self._seen), set()
         try:
-            while True:
-                progress = look()
-                if self._on_progress:
-                    self._on_progress(progress)
-                now = time.monotonic()
-                if progress.remaining == 0:
-                    drained_at = drained_at or now
-                    self._poll_now.set()  # burst workers exit now: collect them without delay
-                    if progress.workers_alive == 0 or now - drained_at > self.opt.drain_grace:
-                        break
-                elif progress.workers_alive == 0:
-                    self.event("every worker has exited with work left")
-                    break
-                elif self._only_lost_left(now):
-                    self.event(
-                        f"only unreachable machines are left after {self.opt.lost_patience:g} s; "
-                        "stopping with work left"
-                    )
-                    break
-                if now - last_reap >= self.opt.reap_every:
-                    self._mark_seen()
-                    reaped = through_outages(
-                        lambda: reap_expired(db, session_id=session_id), what="go_fish: reap"
-                    )
-                    if reaped:
-                        self.event(f"{len(reaped)} job(s) with expired leases back in the queue")
-                    last_reap = now
-                time.sleep(self.opt.interval)
-        except KeyboardInterrupt:
-            interrupted = True
-            self.event("interrupted: stopping the workers (each finishes its current job)")
-        finally:
-            self._stop_polling.set()
-            self._poll_now.set()
-            poller.join()
-            self.finish()
-        through_outages(lambda: reap_expired(db, session_id=session_id), what="go_fish: reap")
-        self._mark_seen()
-        final = look()
-        return FishReport(
-            session_id,
-            self.task,
-            sum(len(h.slots) for h in self.hosts),
-            [s.exit_code if s.exit_code is not None else -1 for h in self.hosts for s in h.slots],
-            final,
-            interrupted,
-            sorted({s.log for h in self.hosts for s in h.slots}),
-            hosts=[h.machine.hostname for h in self.hosts],
-            per_host=self._per_host(run_started),
-            lost_hosts={
-                h.machine.hostname: h.lost
-                or (f"{h.last_loss} (answered again later)" if h.ever_lost else "")
-                or str(h.start_error)
-                for h in self.hosts
-                if h.ever_lost or h.start_error
-            },
-            events=list(self.events),
-        )
+            mark_seen(self.db, seen)
+        except TunaError as e:  # bookkeeping only: never worth stopping the run for
+            log.warning("go_fish: could not set machine.last_seen: %s", e)
+
+    def fill(self, report: FishReport, since: dt.datetime) -> None:
+        slots = [s for h in self.hosts for s in h.slots]
+        report.workers = len(slots)
+        report.exit_codes = [s.exit_code if s.exit_code is not None else -1 for s in slots]
+        report.logs = sorted({s.log for s in slots})
+        report.hosts = [h.machine.label for h in self.hosts]
+        report.per_host = self._per_host(since)
+        report.lost_hosts = {
+            h.machine.label: h.lost
+            or (f"{h.last_loss} (answered again later)" if h.ever_lost else "")
+            or str(h.start_error)
+            for h in self.hosts
+            if h.ever_lost or h.start_error
+        }
 
     def _per_host(self, since: dt.datetime) -> dict[str, tuple[int, int]]:
         """Per machine: (workers started, jobs whose phase ended there during this run)."""
@@ -482,26 +413,18 @@ class FleetRun:
                 ).all()
             )
         return {
-            h.machine.hostname: (
+            h.machine.label: (
                 len(h.slots) + sum(s.replacements for s in h.slots),
                 done.get(h.machine.id, 0),
             )
             for h in self.hosts
         }
 
-    def _mark_seen(self) -> None:
-        with self._lock:
-            seen, self._seen = sorted(self._seen), set()
-        try:
-            mark_seen(self.db, seen)
-        except TunaError as e:  # bookkeeping only: never worth stopping the run for
-            log.warning("go_fish: could not set machine.last_seen: %s", e)
-
     def finish(self) -> None:
         """Stop what still runs, gather logs, remove containers and the run's files."""
 
-        def stop_host(host_name: str) -> None:
-            h = self._state(host_name)
+        def stop_host(host: Host) -> None:
+            h = self._state(host)
             m = h.machine
             running = [s.container for s in h.slots if s.running]
             if running:
@@ -514,7 +437,7 @@ class FleetRun:
                 )
 
         live = [h for h in self.hosts if h.slots]
-        fan_out([h.machine.host for h in live], lambda host: stop_host(host.name))
+        fan_out([h.machine.host for h in live], stop_host)
         self.poll(replace=False)
         for h in live:
             if h.lost:
@@ -523,7 +446,7 @@ class FleetRun:
                     if s.running:
                         s.status = "gone"
                 self.event(
-                    f"{h.machine.hostname} is still unreachable ({h.lost}); containers "
+                    f"{h.machine.label} is still unreachable ({h.lost}); containers "
                     f"{', '.join(left) or 'none'} were not stopped there. Remove them with "
                     f"`docker rm -f` when it is back; their late results are refused"
                 )
@@ -531,12 +454,12 @@ class FleetRun:
         removed = fan_out(
             [m.host for m in reachable],
             lambda host: self.conns.check(
-                host, f"rm -rf {shlex.quote(self._run_dir(self._state(host.name).machine))}"
+                host, f"rm -rf {shlex.quote(self._run_dir(self._state(host).machine))}"
             ),
         )
-        for o in removed:
+        for m, o in zip(reachable, removed, strict=True):
             if not o.ok:
-                self.event(f"{o.host.name}: could not remove the run's files: {_why(o)}")
+                self.event(f"{m.label}: could not remove the run's files: {_why(o)}")
 
 
 def _why(o: HostOutcome[Any]) -> str:
@@ -558,14 +481,13 @@ def run_fleet(
     on_event: Callable[[str], None] | None = None,
 ) -> FishReport:
     """Run ``task`` of session ``session_id`` on ``machines`` until its queue is drained."""
-    check_steps(db, session_id, task)
-    run = FleetRun(db, conns, session_id, task, machines, options, on_progress, on_event)
-    if task.phase.value == "eval":
-        wrong = [m.hostname for m in machines if m.arch and m.arch != run.session.arch]
-        if wrong:
-            raise TunaError(
-                f"session {session_id} targets {run.session.arch}, but {', '.join(wrong)} "
-                "is another arch; evaluate on matching machines (-a picks them)"
-            )
-    run.start()
-    return run.watch()
+    launcher = RemoteWorkers(db, conns, session_id, task, machines, options)
+    return dispatch(
+        db,
+        session_id,
+        task,
+        launcher,
+        pace=options.pace,
+        on_progress=on_progress,
+        on_event=on_event,
+    )

@@ -1,0 +1,96 @@
+"""The command lines go_fish starts workers with (tuna/fleet/commands.py): pure functions."""
+
+from __future__ import annotations
+
+import shlex
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tuna.cli import main
+from tuna.fleet.commands import (
+    CONTAINER_DB_URL,
+    CONTAINER_SCRATCH,
+    docker_run_argv,
+    worker_argv,
+)
+from tuna.worker.settings import WorkerSettings
+
+
+def test_a_worker_works_one_phase_in_burst_mode_with_a_line_per_job():
+    assert worker_argv(3, "compile") == [
+        "tuna", "worker", "-v", "--session", "3", "--phase", "compile", "--burst",
+    ]  # fmt: skip
+    argv = worker_argv(
+        7, "eval", program=("py", "-m", "tuna.cli"), machine=2, gpu=1,
+        settings=WorkerSettings(claim_batch=4, lease_seconds=30.0),
+    )  # fmt: skip
+    assert argv == [
+        "py", "-m", "tuna.cli", "worker", "-v", "--session", "7", "--phase", "eval", "--burst",
+        "--machine", "2", "--gpu", "1", "--claim-batch", "4", "--lease-seconds", "30",
+    ]  # fmt: skip
+
+
+@given(
+    session=st.integers(1, 10**6),
+    phase=st.sampled_from(["compile", "eval"]),
+    machine=st.none() | st.integers(1, 1000),
+    gpu=st.none() | st.integers(0, 15),
+    batch=st.integers(1, 64),
+    lease=st.floats(1, 10**5, allow_nan=False),
+)
+def test_every_worker_command_line_is_one_the_worker_command_accepts(
+    session, phase, machine, gpu, batch, lease
+):
+    argv = worker_argv(
+        session,
+        phase,
+        machine=machine,
+        gpu=gpu,
+        settings=WorkerSettings(claim_batch=batch, lease_seconds=lease),
+    )
+    assert argv[:2] == ["tuna", "worker"]
+    ctx = main.commands["worker"].make_context("worker", argv[2:])
+    p = ctx.params
+    assert (p["session_id"], p["phase"], p["burst"], p["machine_id"], p["gpu"]) == (
+        session, phase, True, machine, gpu,
+    )  # fmt: skip
+    assert p["claim_batch"] == batch
+    assert abs(p["lease_seconds"] - lease) <= 1e-5 * lease
+
+
+def run_argv(**kw):
+    args = dict(
+        docker=["sudo", "docker"],
+        name="tuna-r1-eval-gpu3",
+        labels={"run": "r1", "session": "5"},
+        run_dir="/tmp/tuna-go_fish/r1",
+        worker="eval-gpu3",
+        env={"B": "2", "A": "1"},
+        device_args=["--device", "/dev/kfd"],
+        run_args=["--ipc", "host"],
+        image="tuna-worker:ci",
+        command=["tuna", "worker"],
+    )
+    args.update(kw)
+    return docker_run_argv(**args)
+
+
+def test_a_worker_container_gets_the_url_file_read_only_its_scratch_and_labels():
+    argv = run_argv()
+    assert argv == [
+        "sudo", "docker", "run", "-d", "--name", "tuna-r1-eval-gpu3",
+        "--label", "tuna.run=r1", "--label", "tuna.session=5",
+        "--network", "host",
+        "-v", f"/tmp/tuna-go_fish/r1/db_url:{CONTAINER_DB_URL}:ro",
+        "-v", f"/tmp/tuna-go_fish/r1/eval-gpu3:{CONTAINER_SCRATCH}",
+        "-e", "A=1", "-e", "B=2", "-e", f"TUNA_DB_URL_FILE={CONTAINER_DB_URL}",
+        "--device", "/dev/kfd", "--ipc", "host",
+        "tuna-worker:ci", "tuna", "worker",
+    ]  # fmt: skip
+    assert "--privileged" not in argv
+
+
+def test_odd_values_survive_the_shell_as_one_word_each():
+    argv = run_argv(env={"X": "a b; rm -rf /", "Y": "$(id)"}, image="img:1 2")
+    assert shlex.split(shlex.join(argv)) == argv

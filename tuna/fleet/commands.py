@@ -1,0 +1,79 @@
+"""The command lines go_fish starts workers with: pure functions of values, nothing run here.
+
+One builder per command, used by every launcher: :func:`worker_argv` (``tuna worker`` for
+one phase of a session, on this machine or in a container) and :func:`docker_run_argv`
+(the ``docker run`` that starts a worker container on a machine). Secrets never appear in
+either: the database URL reaches a worker through its environment (local) or a mounted
+file (containers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from tuna.worker.settings import WorkerSettings
+
+CONTAINER_DB_URL = "/run/tuna/db_url"
+CONTAINER_SCRATCH = "/scratch"
+LABEL_PREFIX = "tuna."
+
+
+def worker_argv(
+    session: int,
+    phase: str,
+    *,
+    program: Sequence[str] = ("tuna",),
+    machine: int | None = None,
+    gpu: int | None = None,
+    settings: WorkerSettings | None = None,
+) -> list[str]:
+    """``tuna worker`` for one phase of a session, exiting once the phase is drained.
+
+    ``program`` is how to call ``tuna`` where the worker runs (in a container ``tuna``;
+    on this machine ``python -m tuna.cli``). ``-v`` gives the log a line per job; the
+    ``settings`` go_fish hands on follow (:meth:`WorkerSettings.argv`).
+    """
+    argv = [*program, "worker", "-v", "--session", str(session), "--phase", phase, "--burst"]
+    if machine is not None:
+        argv += ["--machine", str(machine)]
+    if gpu is not None:
+        argv += ["--gpu", str(gpu)]
+    return argv + (settings or WorkerSettings()).argv()
+
+
+def docker_run_argv(
+    *,
+    docker: Sequence[str],
+    name: str,
+    labels: Mapping[str, str],
+    run_dir: str,
+    worker: str,
+    env: Mapping[str, str],
+    device_args: Sequence[str],
+    run_args: Sequence[str],
+    image: str,
+    command: Sequence[str],
+) -> list[str]:
+    """``docker run -d`` of one worker container.
+
+    The container sees the host's network, the run's ``db_url`` file read-only at
+    :data:`CONTAINER_DB_URL` (named by ``TUNA_DB_URL_FILE``) and its own scratch directory
+    ``<run_dir>/<worker>`` at :data:`CONTAINER_SCRATCH`. ``labels`` are written as
+    ``tuna.<key>=<value>`` (how go_fish finds its containers again); ``device_args`` are the
+    backend's device flags, ``run_args`` the machine's extra arguments. Never privileged.
+    """
+    argv = [*docker, "run", "-d", "--name", name]
+    for key, value in labels.items():
+        argv += ["--label", f"{LABEL_PREFIX}{key}={value}"]
+    argv += [
+        "--network",
+        "host",
+        "-v",
+        f"{run_dir}/db_url:{CONTAINER_DB_URL}:ro",
+        "-v",
+        f"{run_dir}/{worker}:{CONTAINER_SCRATCH}",
+    ]
+    full_env = {**env, "TUNA_DB_URL_FILE": CONTAINER_DB_URL}
+    for key, value in sorted(full_env.items()):
+        argv += ["-e", f"{key}={value}"]
+    return [*argv, *device_args, *run_args, image, *command]
