@@ -26,7 +26,7 @@ def seen(monkeypatch):
         return WorkerReport("me", session_id, Phase(phase), stopped="drained")
 
     def fake_run_local(db, session_id, task, **kw):
-        got["go_fish"] = kw["worker_args"]
+        got["go_fish"] = kw["settings"].argv()
         raise SystemExit(0)
 
     monkeypatch.setattr(worker_cli, "database", _NoDb)
