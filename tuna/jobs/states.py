@@ -444,7 +444,8 @@ def extend_leases(
 
     Fenced by owner, attempt and state. Returns the ids of the jobs no longer held (their
     lease expired and was reaped, or an operator moved them): their results will not be
-    recorded, so the worker may as well stop working on them.
+    recorded, so the worker may as well stop working on them. The caller says so in its
+    log: only it knows which of them it has not recorded itself meanwhile.
     """
     if not jobs:
         return []
@@ -478,10 +479,7 @@ def extend_leases(
             }
             return [j.id for j in jobs if (j.id, j.attempt) not in held]
 
-    lost = with_retry(extend, what=f"{owner}: extend {len(jobs)} lease(s)")
-    for job_id in lost:
-        log.warning("job %d: lease lost by %s", job_id, owner)
-    return lost
+    return with_retry(extend, what=f"{owner}: extend {len(jobs)} lease(s)")
 
 
 def release_jobs(db: Database, owner: str, jobs: Sequence[ClaimedJob]) -> list[int]:

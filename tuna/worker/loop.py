@@ -137,7 +137,12 @@ class _Heartbeat:
                 log.warning("%s: heartbeat failed", self.owner, exc_info=True)
                 continue
             with self._lock:
-                self._lost.update(i for i in lost if i in self._held)
+                # A job recorded (or released) by this worker since the list was taken is
+                # gone from the running state too, but it was forgotten before that write.
+                really = [i for i in lost if i in self._held]
+                self._lost.update(really)
+            for job_id in really:
+                log.warning("job %d: lease lost by %s", job_id, self.owner)
 
 
 class Worker:
@@ -303,13 +308,14 @@ class Worker:
     def _record(self, pending: list[tuple[ClaimedJob, Outcome]]) -> None:
         if not pending:
             return
+        # Forget first: the heartbeat must not take a job this write moves on for a lost one.
+        self.heartbeat.forget([j.id for j, _ in pending])
         rec = self._db(
             lambda: states.record_outcomes(
                 self.db, self.owner, pending, max_retries=self.settings.max_retries
             ),
             "record",
         )
-        self.heartbeat.forget([j.id for j, _ in pending])
         r = self.report
         r.done += rec.count(self.phase.done)
         r.retried += rec.count(self.phase.ready)
@@ -320,8 +326,8 @@ class Worker:
     def _release(self, jobs: list[ClaimedJob]) -> None:
         if not jobs:
             return
-        released = self._db(lambda: states.release_jobs(self.db, self.owner, jobs), "release")
         self.heartbeat.forget([j.id for j in jobs])
+        released = self._db(lambda: states.release_jobs(self.db, self.owner, jobs), "release")
         self.report.released += len(released)
         self.report.lost += len(jobs) - len(released)
 

@@ -1,0 +1,113 @@
+"""The heartbeat never cries "lease lost" over a job its own worker has just recorded.
+
+The race (seen in go_fish logs, without any fault): the heartbeat thread takes the list of
+held jobs, the worker records one of them (the job leaves its running state), then the
+heartbeat's UPDATE finds the job gone and reported it as a lost lease. These tests force
+that interleaving with events, each wait bounded by a deadline that fails loudly.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import pytest
+
+from tests.jobs.seed import expire_leases, seed
+from tuna.backends.base import CompileOutcome, JobWork
+from tuna.backends.noop import NoopBackend
+from tuna.jobs import reap_expired, states
+from tuna.worker import run_worker
+from tuna.worker.loop import _Heartbeat
+
+DEADLINE_S = 20.0
+
+
+def _wait(event: threading.Event, what: str) -> None:
+    if not event.wait(DEADLINE_S):
+        raise AssertionError(f"timed out after {DEADLINE_S} s waiting for {what}")
+
+
+class _Interleave:
+    """Makes the heartbeat take its list of held jobs before the worker records them, and
+    run its UPDATE only after the record committed."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.beat_entered = threading.Event()
+        self.recorded = threading.Event()
+        self.extended: list[list[int]] = []
+        self.lost: list[list[int]] = []
+        real_extend, real_record = states.extend_leases, states.record_outcomes
+
+        def extend(db, owner, jobs, lease_seconds=states.DEFAULT_LEASE_SECONDS):
+            self.beat_entered.set()
+            if not self.recorded.is_set():
+                _wait(self.recorded, "the worker to record its job")
+            lost = real_extend(db, owner, jobs, lease_seconds)
+            self.extended.append([j.id for j in jobs])
+            self.lost.append(lost)
+            return lost
+
+        def record(*args, **kw):
+            rec = real_record(*args, **kw)
+            self.recorded.set()
+            return rec
+
+        monkeypatch.setattr(states, "extend_leases", extend)
+        monkeypatch.setattr(states, "record_outcomes", record)
+
+
+class _WaitsForTheBeat(NoopBackend):
+    def __init__(self, interleave: _Interleave) -> None:
+        super().__init__()
+        self.interleave = interleave
+
+    def compile(self, work: JobWork) -> CompileOutcome:
+        _wait(self.interleave.beat_entered, "the heartbeat to take its list of held jobs")
+        return super().compile(work)
+
+
+def test_a_job_recorded_while_the_heartbeat_beats_is_not_reported_lost(lite, monkeypatch, caplog):
+    sd = seed(lite, configs=1, solvers=["NoopDirect"])
+    interleave = _Interleave(monkeypatch)
+    caplog.set_level(logging.INFO)
+    report = run_worker(
+        lite,
+        sd.session,
+        "compile",
+        backend=_WaitsForTheBeat(interleave),
+        burst=True,
+        handle_signals=False,
+        idle_sleep=0.01,
+        heartbeat_interval=0.01,
+    )
+    # The race did happen: the beat carried the job and the database said it is gone...
+    assert interleave.extended and interleave.extended[0] == sd.jobs
+    assert interleave.lost[0] == sd.jobs
+    # ...yet nobody calls it lost: it was recorded, by this worker.
+    assert (report.done, report.lost) == (1, 0)
+    alarms = [r.getMessage() for r in caplog.records if "lease lost" in r.getMessage()]
+    assert alarms == []
+
+
+def test_a_lease_really_lost_is_still_reported(lite, caplog):
+    """The other side: a job reaped away from its worker is marked lost and logged once."""
+    sd = seed(lite, configs=1, solvers=["NoopDirect"])
+    owner = "w:1:test"
+    jobs = states.claim_jobs(lite, sd.session, states.Phase.COMPILE, owner=owner)
+    expire_leases(lite)
+    assert reap_expired(lite).returned == sd.jobs
+    caplog.set_level(logging.INFO)
+    beat = _Heartbeat(lite, owner, lease_seconds=60, interval=0.01)
+    beat.hold(jobs)
+    beat.start()
+    try:
+        deadline = time.monotonic() + DEADLINE_S
+        while not beat.is_lost(sd.jobs[0]):
+            assert time.monotonic() < deadline, "the heartbeat never noticed the lost lease"
+            time.sleep(0.01)
+    finally:
+        beat.stop()
+    alarms = [r.getMessage() for r in caplog.records if "lease lost" in r.getMessage()]
+    assert alarms == [f"job {sd.jobs[0]}: lease lost by {owner}"]
