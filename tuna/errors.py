@@ -76,3 +76,7 @@ class ImportRefusedError(TunaError):
 
 class NotFoundError(TunaError):
     """Raised when a named thing (session, tag, config, machine) does not exist."""
+
+
+class MissingExtraError(TunaError):
+    """Raised when a command needs an optional dependency (an extra) that is not installed."""

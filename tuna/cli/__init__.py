@@ -13,6 +13,7 @@ from tuna.cli.jobs import jobs_group
 from tuna.cli.load import load_jobs_cmd
 from tuna.cli.machine import machine_group
 from tuna.cli.quickstart import quickstart
+from tuna.cli.report import report_cmd
 from tuna.cli.results import export_db_cmd, import_db_cmd, merge_db_cmd, update_golden_cmd
 from tuna.cli.session import session_group
 from tuna.cli.solvers import applicability_group, solvers_group
@@ -54,3 +55,4 @@ main.add_command(export_db_cmd)
 main.add_command(import_db_cmd)
 main.add_command(merge_db_cmd)
 main.add_command(update_golden_cmd)
+main.add_command(report_cmd)

@@ -1,0 +1,327 @@
+"""What the fleet is doing, read-only: progress per session, machines, failures, over time.
+
+The read side behind ``tuna report`` and ``tuna dashboard``. Every query here is an
+aggregate or a bounded list that goes through an index (``ix_job_claim`` for a session's
+jobs by state, ``ix_job_lease`` for what is in flight, ``ix_job_session_compile_end`` /
+``ix_job_session_eval_end`` for recent completions), so it stays cheap on a job table of
+millions of rows; ``bench/dashboard.py`` measures it. Nothing here writes.
+
+Counts by state come from :func:`tuna.jobs.job_counts` (the state machine's read side);
+this module adds rates, machines and history.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Float, func, select
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.functions import FunctionElement
+
+from tuna.db import Database
+from tuna.db.enums import JobState
+from tuna.db.models import Job, Machine, TuningSession
+from tuna.errors import NotFoundError
+from tuna.jobs import job_counts
+from tuna.jobs.clock import db_now
+
+S = JobState
+RUNNING = (S.COMPILE_START, S.EVAL_START)
+TERMINAL = (S.EVALUATED, S.ERRORED, S.NOT_APPLICABLE)
+LEASE_EXPIRED_PREFIX = "lease expired"
+"""How the reaper starts the reason of a job whose lease it took back."""
+
+
+class epoch_seconds(FunctionElement[float]):  # noqa: N801 - reads as a SQL function
+    """A timestamp column as seconds since the Unix epoch (UTC on both dialects)."""
+
+    type = Float()
+    name = "epoch_seconds"
+    inherit_cache = True
+
+
+@compiles(epoch_seconds, "mysql")
+@compiles(epoch_seconds, "mariadb")
+def _mysql_epoch(element: epoch_seconds, compiler: Any, **kw: Any) -> str:
+    # TIMESTAMPDIFF is independent of the connection's time zone, UNIX_TIMESTAMP is not.
+    arg = compiler.process(element.clauses, **kw)
+    return f"TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', {arg}) / 1000000.0"
+
+
+@compiles(epoch_seconds, "sqlite")
+def _sqlite_epoch(element: epoch_seconds, compiler: Any, **kw: Any) -> str:
+    return f"((julianday({compiler.process(element.clauses, **kw)}) - 2440587.5) * 86400.0)"
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    """A session as a list of sessions shows it (no environment: it may hold secrets)."""
+
+    id: int
+    arch: str
+    num_cu: int
+    backend: str
+    label: str | None
+    created: dt.datetime
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A session's jobs by state and how fast phases finish.
+
+    ``recent`` counts the phases (compiles and evaluations) that finished in the last
+    ``window_s`` seconds; the ETA divides the phases still to run by that rate.
+    """
+
+    session: SessionSummary
+    by_state: dict[JobState, int]
+    expired: int
+    recent: int
+    window_s: float
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_state.values())
+
+    @property
+    def finished(self) -> int:
+        return sum(self.by_state.get(st, 0) for st in TERMINAL)
+
+    @property
+    def phases_left(self) -> int:
+        b = self.by_state
+        return 2 * (b.get(S.NEW, 0) + b.get(S.COMPILE_START, 0)) + (
+            b.get(S.COMPILED, 0) + b.get(S.EVAL_START, 0)
+        )
+
+    @property
+    def rate_per_min(self) -> float:
+        return self.recent * 60.0 / self.window_s if self.window_s > 0 else 0.0
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds until every phase has run at the recent rate; None when nothing moves."""
+        if self.phases_left == 0:
+            return 0.0
+        if self.recent == 0:
+            return None
+        return self.phases_left * self.window_s / self.recent
+
+
+@dataclass(frozen=True)
+class MachineActivity:
+    """A machine and what it holds now. Only what is safe to show: no key, no settings."""
+
+    id: int
+    hostname: str
+    arch: str | None
+    num_cu: int | None
+    available: bool
+    last_seen: dt.datetime | None
+    leases: int
+    expired: int
+
+
+@dataclass(frozen=True)
+class InFlight:
+    job: int
+    session: int
+    state: JobState
+    machine: int | None
+    lease_owner: str | None
+    lease_expires: dt.datetime | None
+
+
+@dataclass(frozen=True)
+class Bucketed:
+    """Counts per (key, time bucket); ``start`` is the first bucket's epoch second."""
+
+    start: float
+    bucket_s: float
+    counts: dict[str, list[int]]
+
+
+def _summary(r: Any) -> SessionSummary:
+    return SessionSummary(r.id, r.arch, r.num_cu, r.backend, r.label, r.created)
+
+
+_SUMMARY_COLUMNS = (
+    TuningSession.id,
+    TuningSession.arch,
+    TuningSession.num_cu,
+    TuningSession.backend,
+    TuningSession.label,
+    TuningSession.created,
+)
+
+
+def list_sessions(
+    db: Database, *, limit: int = 50, arch: str | None = None
+) -> list[SessionSummary]:
+    """The newest sessions first."""
+    q = select(*_SUMMARY_COLUMNS).order_by(TuningSession.id.desc()).limit(limit)
+    if arch:
+        q = q.where(TuningSession.arch == arch)
+    with db.transaction() as conn:
+        return [_summary(r) for r in conn.execute(q)]
+
+
+def session_summary(db: Database, session_id: int) -> SessionSummary:
+    with db.transaction() as conn:
+        r = conn.execute(select(*_SUMMARY_COLUMNS).where(TuningSession.id == session_id)).first()
+    if r is None:
+        raise NotFoundError(f"session {session_id} does not exist; `tuna session list` shows them")
+    return _summary(r)
+
+
+def progress(
+    db: Database, sessions: Sequence[SessionSummary], *, window_s: float = 300.0
+) -> list[Progress]:
+    """Jobs by state, expired leases and recent completions of each of ``sessions``.
+
+    Per session: :func:`tuna.jobs.job_counts` and two range counts of recent phase ends.
+    """
+    out = []
+    for summary in sessions:
+        counts = job_counts(db, summary.id, top_reasons=0)
+        since = db_now(-window_s)
+        recent = 0
+        with db.transaction() as conn:
+            for column in (Job.compile_end, Job.eval_end):
+                recent += conn.execute(
+                    select(func.count()).where(Job.session == summary.id, column >= since)
+                ).scalar_one()
+        out.append(Progress(summary, counts.by_state, counts.expired, int(recent), window_s))
+    return out
+
+
+def machines(db: Database) -> list[MachineActivity]:
+    """Every machine with the leases its jobs hold now (live and expired, not yet reaped)."""
+    with db.transaction() as conn:
+        held: dict[int | None, list[int]] = {}
+        for m, live, n in conn.execute(
+            select(Job.machine, Job.lease_expires >= db_now(), func.count())
+            .where(Job.state.in_(RUNNING))
+            .group_by(Job.machine, Job.lease_expires >= db_now())
+        ):
+            counts = held.setdefault(m, [0, 0])
+            counts[0 if live else 1] += int(n)
+        rows = conn.execute(
+            select(
+                Machine.id,
+                Machine.hostname,
+                Machine.arch,
+                Machine.num_cu,
+                Machine.available,
+                Machine.last_seen,
+            ).order_by(Machine.id)
+        ).all()
+    return [
+        MachineActivity(
+            r.id,
+            r.hostname,
+            r.arch,
+            r.num_cu,
+            bool(r.available),
+            r.last_seen,
+            held.get(r.id, [0, 0])[0],
+            held.get(r.id, [0, 0])[1],
+        )
+        for r in rows
+    ]
+
+
+def in_flight(
+    db: Database, *, session_id: int | None = None, machine_id: int | None = None, limit: int = 200
+) -> list[InFlight]:
+    """Jobs being compiled or evaluated now, soonest lease expiry first (``ix_job_lease``)."""
+    q = (
+        select(Job.id, Job.session, Job.state, Job.machine, Job.lease_owner, Job.lease_expires)
+        .where(Job.state.in_(RUNNING))
+        .order_by(Job.lease_expires)
+        .limit(limit)
+    )
+    if session_id is not None:
+        q = q.where(Job.session == session_id)
+    if machine_id is not None:
+        q = q.where(Job.machine == machine_id)
+    with db.transaction() as conn:
+        return [
+            InFlight(r.id, r.session, JobState(r.state), r.machine, r.lease_owner, r.lease_expires)
+            for r in conn.execute(q)
+        ]
+
+
+def failure_reasons(
+    db: Database, session_ids: Sequence[int], *, limit: int = 20
+) -> list[tuple[JobState, str, int]]:
+    """(state, reason, jobs) of errored and not-applicable jobs of all ``session_ids``."""
+    merged: dict[tuple[JobState, str], int] = {}
+    for sid in session_ids:
+        for st, reason, n in job_counts(db, sid, top_reasons=limit).reasons:
+            merged[(st, reason)] = merged.get((st, reason), 0) + n
+    ranked = sorted(merged.items(), key=lambda kv: (-kv[1], kv[0][0].value, kv[0][1]))
+    return [(st, reason, n) for (st, reason), n in ranked[:limit]]
+
+
+def lease_losses(db: Database, session_ids: Sequence[int]) -> dict[str, int]:
+    """Jobs whose last failure was a lease the reaper took back, per machine name.
+
+    A job keeps only its latest reason, so a lease lost and then completed on a second
+    try is not counted; leases expired now and not yet reaped are (``expired``).
+    """
+    names = _machine_names(db)
+    q_lost = (
+        select(Job.machine, func.count())
+        .where(Job.session.in_(session_ids), Job.reason.startswith(LEASE_EXPIRED_PREFIX))
+        .group_by(Job.machine)
+    )
+    q_expired = (
+        select(Job.machine, func.count())
+        .where(Job.session.in_(session_ids), Job.state.in_(RUNNING), Job.lease_expires < db_now())
+        .group_by(Job.machine)
+    )
+    out: dict[str, int] = {}
+    with db.transaction() as conn:
+        for q in (q_lost, q_expired):
+            for m, n in conn.execute(q):
+                name = names.get(m, "(no machine)")
+                out[name] = out.get(name, 0) + int(n)
+    return out
+
+
+def jobs_per_machine_over_time(
+    db: Database, session_ids: Sequence[int], *, buckets: int = 60
+) -> Bucketed:
+    """Jobs per machine and time slice, by when their latest phase ended.
+
+    A job records one machine, the one of its latest phase (a claim sets it), so a job
+    is counted once, where and when that phase ended; a job no phase finished is not.
+    """
+    names = _machine_names(db)
+    ended = func.coalesce(Job.eval_end, Job.compile_end)
+    where = (Job.session.in_(session_ids), ended.is_not(None))
+    with db.transaction() as conn:
+        lo, hi = conn.execute(
+            select(func.min(epoch_seconds(ended)), func.max(epoch_seconds(ended))).where(*where)
+        ).one()
+        if lo is None:
+            return Bucketed(0.0, 0.0, {})
+        start = float(lo)
+        bucket_s = max((float(hi) - start) / buckets, 1.0)
+        slot = func.floor((epoch_seconds(ended) - start) / bucket_s)
+        counts: dict[str, list[int]] = {}
+        for m, b, n in conn.execute(
+            select(Job.machine, slot, func.count()).where(*where).group_by(Job.machine, slot)
+        ):
+            series = counts.setdefault(names.get(m, "(no machine)"), [0] * (buckets + 1))
+            series[min(int(b), buckets)] += int(n)
+    return Bucketed(start, bucket_s, counts)
+
+
+def _machine_names(db: Database) -> dict[int | None, str]:
+    with db.transaction() as conn:
+        return {i: h for i, h in conn.execute(select(Machine.id, Machine.hostname))}

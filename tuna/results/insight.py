@@ -1,0 +1,277 @@
+"""Find-db results, read for people: points per problem, winners, speed-ups, filtered lists.
+
+The read side behind ``tuna report`` and the dashboard's results page. Problems are
+grouped into *families* by direction and filter size (``F 3x3``, ``W 1x1``, ``B 5x5 g32``),
+which is how kernel-library people talk about which solver wins where. Nothing here
+writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import aliased
+
+from tuna.db import Database
+from tuna.db.models import ConvConfig, FindDb, Golden, Solver, Tensor, TuningSession
+from tuna.errors import NotFoundError
+
+_DIRECTIONS = {"F": "fwd", "B": "bwd", "W": "wrw"}
+
+
+@dataclass(frozen=True)
+class FindPoint:
+    """One find-db row: a solver's time and workspace on one problem in one session."""
+
+    id: int
+    session: int
+    config: int
+    fdb_key: str
+    family: str
+    solver: str
+    time_ms: float
+    workspace: int
+
+
+@dataclass(frozen=True)
+class Speedup:
+    """The best time of a problem against a baseline time of the same problem."""
+
+    config: int
+    fdb_key: str
+    family: str
+    best_solver: str
+    best_ms: float
+    baseline: str
+    baseline_ms: float
+
+    @property
+    def speedup(self) -> float:
+        return self.baseline_ms / self.best_ms if self.best_ms > 0 else float("inf")
+
+
+def family_name(direction: str, y: int, x: int, groups: int) -> str:
+    """``fwd 3x3``, ``wrw 1x1 g32``: a problem's family for "which solver wins where"."""
+    name = f"{_DIRECTIONS.get(direction, direction)} {y}x{x}"
+    return f"{name} g{groups}" if groups > 1 else name
+
+
+_W = aliased(Tensor)
+
+
+def _point_query() -> Any:
+    # The weight tensor is [K, C/G, (D,) Y, X]: for 2D problems Y, X are dim2, dim3.
+    return (
+        select(
+            FindDb.id,
+            FindDb.session,
+            FindDb.config,
+            ConvConfig.fdb_key,
+            ConvConfig.direction,
+            ConvConfig.spatial_dim,
+            ConvConfig.group_count,
+            _W.dim2,
+            _W.dim3,
+            _W.dim4,
+            Solver.name,
+            FindDb.time_ms,
+            FindDb.workspace,
+        )
+        .join(ConvConfig, ConvConfig.id == FindDb.config)
+        .join(_W, _W.id == ConvConfig.weight_tensor)
+        .join(Solver, Solver.id == FindDb.solver)
+    )
+
+
+def _point(r: Any) -> FindPoint:
+    y, x = (r.dim3, r.dim4) if r.spatial_dim == 3 else (r.dim2, r.dim3)
+    return FindPoint(
+        r.id,
+        r.session,
+        r.config,
+        r.fdb_key,
+        family_name(r.direction, y, x, r.group_count),
+        r.name,
+        float(r.time_ms),
+        int(r.workspace),
+    )
+
+
+def check_sessions(db: Database, session_ids: Sequence[int]) -> dict[int, str]:
+    """The arch of each session; a missing one is a :class:`NotFoundError` naming it."""
+    with db.transaction() as conn:
+        found = dict(
+            conn.execute(
+                select(TuningSession.id, TuningSession.arch).where(
+                    TuningSession.id.in_(session_ids)
+                )
+            ).all()
+        )
+    missing = [s for s in session_ids if s not in found]
+    if missing:
+        raise NotFoundError(
+            f"session {', '.join(map(str, missing))} does not exist; `tuna session list` shows them"
+        )
+    return {int(k): str(v) for k, v in found.items()}
+
+
+def count_find_rows(db: Database, session_ids: Sequence[int]) -> dict[int, int]:
+    with db.transaction() as conn:
+        rows = conn.execute(
+            select(FindDb.session, func.count())
+            .where(FindDb.session.in_(session_ids))
+            .group_by(FindDb.session)
+        ).all()
+    counts = {int(s): int(n) for s, n in rows}
+    return {s: counts.get(s, 0) for s in session_ids}
+
+
+def find_points(
+    db: Database, session_ids: Sequence[int], *, configs: Sequence[int] | None = None
+) -> Iterator[FindPoint]:
+    """The find rows of ``session_ids`` (optionally of some configs), by config then time."""
+    q = _point_query().where(FindDb.session.in_(session_ids))
+    if configs is not None:
+        q = q.where(FindDb.config.in_(configs))
+    q = q.order_by(FindDb.config, FindDb.session, FindDb.time_ms, Solver.name)
+    with db.transaction() as conn:
+        for r in conn.execution_options(yield_per=5000).execute(q):
+            yield _point(r)
+
+
+@dataclass(frozen=True)
+class ResultFilter:
+    """What the dashboard's results page narrows find rows by. Unset fields match all."""
+
+    session: int
+    solver: str | None = None
+    key: str | None = None
+    family: str | None = None
+    max_ms: float | None = None
+
+
+def filter_results(
+    db: Database, flt: ResultFilter, *, after: int = 0, limit: int = 100
+) -> list[FindPoint]:
+    """One page of a session's find rows matching ``flt``, in id order after ``after``.
+
+    ``key`` matches a prefix of the find-db key. A family filter is applied on the page's
+    candidate rows in Python (it is derived, not stored), so a page may come back shorter
+    than ``limit`` when a family is given; the next page starts after the last id read.
+    """
+    q = _point_query().where(FindDb.session == flt.session, FindDb.id > after)
+    if flt.solver:
+        q = q.where(Solver.name == flt.solver)
+    if flt.key:
+        q = q.where(ConvConfig.fdb_key.startswith(flt.key, autoescape=True))
+    if flt.max_ms is not None:
+        q = q.where(FindDb.time_ms <= flt.max_ms)
+    q = q.order_by(FindDb.id).limit(limit if not flt.family else limit * 20)
+    with db.transaction() as conn:
+        points = [_point(r) for r in conn.execute(q)]
+    if flt.family:
+        points = [p for p in points if p.family == flt.family][:limit]
+    return points
+
+
+def solvers_with_results(db: Database, session_id: int) -> list[str]:
+    """Names of the solvers of the session's backend (for a filter's choices)."""
+    with db.transaction() as conn:
+        backend = conn.execute(
+            select(TuningSession.backend).where(TuningSession.id == session_id)
+        ).scalar_one_or_none()
+        if backend is None:
+            return []
+        return list(
+            conn.execute(
+                select(Solver.name).where(Solver.backend == backend).order_by(Solver.name)
+            ).scalars()
+        )
+
+
+def best_per_problem(points: Sequence[FindPoint]) -> dict[tuple[int, int], FindPoint]:
+    """The fastest point of each (session, config)."""
+    best: dict[tuple[int, int], FindPoint] = {}
+    for p in points:
+        k = (p.session, p.config)
+        if k not in best or p.time_ms < best[k].time_ms:
+            best[k] = p
+    return best
+
+
+def solver_wins(
+    points: Sequence[FindPoint], arch_of: dict[int, str]
+) -> dict[tuple[str, str], dict[str, int]]:
+    """How many problems each solver is fastest on, per (arch, family)."""
+    wins: dict[tuple[str, str], dict[str, int]] = {}
+    for p in best_per_problem(points).values():
+        per = wins.setdefault((arch_of[p.session], p.family), {})
+        per[p.solver] = per.get(p.solver, 0) + 1
+    return wins
+
+
+def speedups_vs_solver(points: Sequence[FindPoint], solver: str) -> list[Speedup]:
+    """Each problem's best time against ``solver``'s time on it (problems it ran on)."""
+    base = {(p.session, p.config): p for p in points if p.solver == solver}
+    return [
+        Speedup(b.config, b.fdb_key, b.family, b.solver, b.time_ms, solver, base[k].time_ms)
+        for k, b in best_per_problem(points).items()
+        if k in base
+    ]
+
+
+def speedups_vs_slowest(points: Sequence[FindPoint]) -> list[Speedup]:
+    """Each problem's best time against its slowest measured solver."""
+    slowest: dict[tuple[int, int], FindPoint] = {}
+    for p in points:
+        k = (p.session, p.config)
+        if k not in slowest or p.time_ms > slowest[k].time_ms:
+            slowest[k] = p
+    return [
+        Speedup(
+            b.config, b.fdb_key, b.family, b.solver, b.time_ms, "slowest solver", slowest[k].time_ms
+        )
+        for k, b in best_per_problem(points).items()
+    ]
+
+
+def baseline_times(
+    db: Database, *, session: int | None = None, golden: int | None = None
+) -> tuple[str, dict[int, float]]:
+    """The best time per config of a base session or of a golden version, and its name."""
+    if (session is None) == (golden is None):
+        raise ValueError("give exactly one of session, golden")
+    with db.transaction() as conn:
+        if session is not None:
+            check_sessions(db, [session])
+            q = (
+                select(FindDb.config, func.min(FindDb.time_ms))
+                .where(FindDb.session == session)
+                .group_by(FindDb.config)
+            )
+            name = f"session {session}"
+        else:
+            q = (
+                select(Golden.config, func.min(Golden.time_ms))
+                .where(Golden.golden_v == golden)
+                .group_by(Golden.config)
+            )
+            name = f"golden v{golden}"
+        times = {int(c): float(t) for c, t in conn.execute(q)}
+    if not times:
+        raise NotFoundError(f"{name} has no find results to compare with")
+    return name, times
+
+
+def speedups_vs_times(
+    points: Sequence[FindPoint], name: str, times: dict[int, float]
+) -> list[Speedup]:
+    """Each problem's best time against a base time of the same config (where it has one)."""
+    return [
+        Speedup(b.config, b.fdb_key, b.family, b.solver, b.time_ms, name, times[b.config])
+        for b in best_per_problem(points).values()
+        if b.config in times
+    ]
