@@ -330,3 +330,93 @@ INSERT INTO golden_kernel (golden, kernel) SELECT g.id, jk.kernel FROM golden g 
 
 UPDATE alembic_version SET version_num='0003' WHERE alembic_version.version_num = '0002';
 
+-- Running upgrade 0003 -> 0004
+
+CREATE VIEW mituna_session AS
+SELECT s.id AS id, s.created AS insert_ts, s.created AS update_ts, 1 AS valid,
+       s.arch AS arch, s.num_cu AS num_cu, s.toolchain AS rocm_v,
+       s.library_version AS miopen_v, s.label AS reason,
+       COALESCE(s.ticket, 'N/A') AS ticket, s.docker_image AS docker,
+       s.backend AS backend, s.library_commit AS library_commit
+  FROM session s;
+
+CREATE VIEW mituna_solver AS
+SELECT s.id AS id, s.valid AS valid, s.name AS solver, s.tunable AS tunable,
+       'convolution' AS config_type, 0 AS is_dynamic,
+       s.numeric_id AS numeric_id, s.backend AS backend, s.algorithm AS algorithm
+  FROM solver s;
+
+CREATE VIEW mituna_conv_config AS
+SELECT c.id AS id, c.created AS insert_ts, c.created AS update_ts, 1 AS valid,
+       x.dim0 AS batchsize, c.spatial_dim AS spatial_dim,
+       c.pad_d AS pad_d, c.pad_h AS pad_h, c.pad_w AS pad_w,
+       c.conv_stride_d AS conv_stride_d, c.conv_stride_h AS conv_stride_h,
+       c.conv_stride_w AS conv_stride_w,
+       c.dilation_d AS dilation_d, c.dilation_h AS dilation_h, c.dilation_w AS dilation_w,
+       c.group_count AS group_count, c.mode AS mode, 'default' AS pad_mode,
+       c.trans_output_pad_d AS trans_output_pad_d, c.trans_output_pad_h AS trans_output_pad_h,
+       c.trans_output_pad_w AS trans_output_pad_w, c.direction AS direction,
+       c.input_tensor AS input_tensor, c.weight_tensor AS weight_tensor,
+       c.out_layout AS out_layout, c.fdb_key AS md5, c.driver AS driver
+  FROM conv_config c JOIN tensor x ON x.id = c.input_tensor;
+
+CREATE VIEW conv_config_tags AS
+SELECT t.id AS id, 1 AS valid, t.config AS config, t.tag AS tag, t.recurrent AS recurrent
+  FROM config_tag t;
+
+CREATE VIEW bn_config_tags AS
+SELECT t.id AS id, 1 AS valid, t.config AS config, t.tag AS tag, t.recurrent AS recurrent
+  FROM bn_config_tag t;
+
+CREATE VIEW conv_solver_applicability AS
+SELECT a.id AS id, a.created AS insert_ts, a.created AS update_ts, 1 AS valid,
+       a.config AS config, a.solver AS solver, a.session AS session,
+       a.applicable AS applicable
+  FROM solver_applicability a;
+
+CREATE VIEW conv_job AS
+SELECT j.id AS id, j.created AS insert_ts,
+       COALESCE(j.eval_end, j.eval_start, j.compile_end, j.compile_start, j.created)
+         AS update_ts,
+       1 AS valid, j.config AS config, j.session AS session, j.label AS reason,
+       j.state AS state, j.retries AS retries, j.reason AS result,
+       COALESCE(j.gpu, -1) AS gpu_id, COALESCE(j.machine, -1) AS machine_id,
+       -1 AS eval_mid, NULL AS cache_loc,
+       j.compile_start AS compile_start, j.compile_end AS compile_end,
+       j.eval_start AS eval_start, j.eval_end AS eval_end,
+       s.name AS solver,
+       CASE j.step
+         WHEN 'perf' THEN 'miopen_perf_compile,miopen_perf_eval'
+         WHEN 'find' THEN 'miopen_find_compile,miopen_find_eval'
+         ELSE 'not_fin'
+       END AS fin_step
+  FROM job j JOIN solver s ON s.id = j.solver;
+
+CREATE VIEW conv_find_db AS
+SELECT f.id AS id, f.created AS insert_ts, f.created AS update_ts, 1 AS valid,
+       f.config AS config, f.solver AS solver, f.session AS session,
+       c.fdb_key AS fdb_key, f.params AS params, f.time_ms AS kernel_time,
+       f.workspace AS workspace_sz, f.algorithm AS alg_lib, 0 AS opencl,
+       f.id AS kernel_group
+  FROM find_db f JOIN conv_config c ON c.id = f.config;
+
+CREATE VIEW conv_kernel_cache AS
+SELECT k.id AS id, k.created AS insert_ts, k.created AS update_ts, 1 AS valid,
+       f.id AS kernel_group, k.kernel_name AS kernel_name, k.kernel_args AS kernel_args,
+       k.blob AS kernel_blob, k.kernel_hash AS kernel_hash,
+       k.uncompressed_size AS uncompressed_size
+  FROM find_db f
+  JOIN job_kernel jk ON jk.job = f.job AND jk.chosen = 1
+  JOIN kernel_cache k ON k.id = jk.kernel;
+
+CREATE VIEW conv_golden AS
+SELECT g.id AS id, v.created AS insert_ts, v.created AS update_ts, 1 AS valid,
+       g.golden_v AS golden_miopen_v, v.arch AS arch, v.num_cu AS num_cu,
+       g.session AS session, g.solver AS solver, g.config AS config,
+       g.fdb_key AS fdb_key, g.params AS params, g.time_ms AS kernel_time,
+       g.workspace AS workspace_sz, g.algorithm AS alg_lib, 0 AS opencl,
+       g.id AS kernel_group
+  FROM golden g JOIN golden_version v ON v.version = g.golden_v;
+
+UPDATE alembic_version SET version_num='0004' WHERE alembic_version.version_num = '0003';
+

@@ -47,6 +47,8 @@ def test_every_migration_goes_down_to_nothing_and_up_again(db_url):
         command.downgrade(migrate.alembic_config(conn), "base")
         left = set(inspect(conn).get_table_names()) - {"alembic_version"}
         assert left == set(), f"downgrade to base left tables: {sorted(left)}"
+        views = inspect(conn).get_view_names()
+        assert views == [], f"downgrade to base left views: {sorted(views)}"
         migrate.upgrade(conn)
         assert migrate.current_revision(conn) == migrate.head_revision()
     engine.dispose()
