@@ -5,8 +5,10 @@ import re
 from tuna.cli import main
 
 
-def test_quickstart_tunes_the_sample_end_to_end(runner):
+def test_quickstart_tunes_the_sample_end_to_end(runner, monkeypatch):
     """The README's first command, small: real kernels compiled and timed (cpuconv)."""
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")  # as on a terminal: box-drawn tables
+    monkeypatch.setenv("NO_COLOR", "1")
     result = runner.invoke(main, ["quickstart", "-w", "2", "--candidates", "3"])
     assert result.exit_code == 0, result.output
     out = result.output

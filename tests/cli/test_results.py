@@ -87,7 +87,9 @@ def test_export_db_needs_one_kind_and_refuses_bad_rows(runner, tmp_path):
     assert not (tmp_path / "o").exists()
 
 
-def test_update_golden_lists_slower_keys(runner, seeded, tmp_path):
+def test_update_golden_lists_slower_keys(runner, seeded, tmp_path, monkeypatch):
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")  # as on a terminal: box-drawn tables
+    monkeypatch.setenv("NO_COLOR", "1")
     result = runner.invoke(main, ["update_golden", "--golden_v", "1", "--session", "1"])
     assert result.exit_code == 0, result.output
     assert result.output == (

@@ -18,6 +18,9 @@ S = JobState
 def setup(sqlite_url, monkeypatch):
     monkeypatch.setenv("TUNA_DB_URL", sqlite_url)
     monkeypatch.setenv("COLUMNS", "100")
+    # Terminal rendering (box-drawn tables); piped output is tested in tests/cli.
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")
+    monkeypatch.setenv("NO_COLOR", "1")
     db = open_test_db(sqlite_url)
     sd = seed(db, configs=4, solvers=["NoopDirect"])
     jobs = claim_jobs(db, sd.session, Phase.COMPILE, owner="w", limit=4)

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import click
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -22,6 +22,7 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
+from rich.table import Table
 
 from tuna.config import load_settings
 from tuna.db import Database, open_database
@@ -31,8 +32,39 @@ from tuna.worker.settings import WorkerSettings
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-console = Console(highlight=False, soft_wrap=False)
-err_console = Console(stderr=True, highlight=False)
+PIPE_WIDTH = 1_000_000
+"""Width of output that is not a terminal: nothing a script reads is ever cut or folded."""
+
+
+class TunaConsole(Console):
+    """Rich's console on a terminal; into a pipe or a file, full-width plain output.
+
+    Piped, no line is wrapped at 80 columns (COLUMNS is ignored) and tables are printed
+    without box drawing, columns separated by spaces: ``grep``/``awk`` see whole keys
+    and names. Scripts that want fields should use a listing's ``--json`` or ``--csv``.
+    """
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        dims = super().size
+        return dims if self.is_terminal else ConsoleDimensions(PIPE_WIDTH, dims.height)
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        Console.size.fset(self, new_size)  # type: ignore[attr-defined]
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        if not self.is_terminal:
+            for obj in objects:
+                if isinstance(obj, Table):
+                    obj.box = None
+                    obj.pad_edge = False
+                    obj.show_edge = False
+        super().print(*objects, **kwargs)
+
+
+console = TunaConsole(highlight=False, soft_wrap=False)
+err_console = TunaConsole(stderr=True, highlight=False)
 
 
 class _TunaErrors:
