@@ -22,6 +22,7 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
+from rich.rule import Rule
 from rich.table import Table
 
 from tuna.config import load_settings
@@ -34,6 +35,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 PIPE_WIDTH = 1_000_000
 """Width of output that is not a terminal: nothing a script reads is ever cut or folded."""
+RULE_WIDTH = 80
 
 
 class TunaConsole(Console):
@@ -61,6 +63,12 @@ class TunaConsole(Console):
                     obj.pad_edge = False
                     obj.show_edge = False
         super().print(*objects, **kwargs)
+
+    def rule(self, title: Any = "", **kwargs: Any) -> None:
+        if self.is_terminal:
+            super().rule(title, **kwargs)
+        else:  # a rule as wide as the pipe would be a million characters
+            self.print(Rule(title, **kwargs), width=RULE_WIDTH)
 
 
 console = TunaConsole(highlight=False, soft_wrap=False)
