@@ -495,6 +495,29 @@ def round_trips(db: Database, session: int, batch: int) -> None:
             print(f"    {c}")
 
 
+def record_cost(db: Database, batch: int, cycles: int) -> None:
+    """Client CPU (``time.process_time``) and wall time of ``record_outcomes`` alone, per
+    job, over ``cycles`` claim + record cycles of one process (the claims not counted)."""
+    session = sized_session(db, (cycles + 20) * batch)
+    owner = "bench:record-cost"
+    done = CompileOutcome()
+    for _ in range(20):  # connect, compile the statements
+        jobs = claim_jobs(db, session, Phase.COMPILE, owner=owner, limit=batch)
+        record_outcomes(db, owner, [(j, done) for j in jobs])
+    cpu, wall = [], []
+    for _ in range(cycles):
+        jobs = claim_jobs(db, session, Phase.COMPILE, owner=owner, limit=batch)
+        c0, w0 = time.process_time(), time.perf_counter()
+        record_outcomes(db, owner, [(j, done) for j in jobs])
+        cpu.append(time.process_time() - c0)
+        wall.append(time.perf_counter() - w0)
+    wall.sort()
+    print(
+        f"  record of {batch}: client CPU {1000 * sum(cpu) / cycles / batch:.3f} ms/job, "
+        f"wall p50 {1000 * wall[len(wall) // 2]:.3f} ms per record ({cycles} records)"
+    )
+
+
 def explain(db: Database, session: int, batch: int) -> None:
     """EXPLAIN of the claim, and ANALYZE FORMAT=JSON: server time and pages it touched."""
     keys = [
@@ -591,6 +614,11 @@ def main() -> None:
     ap.add_argument("--skip-latency", action="store_true", help="skip the 10^4 / 10^6 part")
     ap.add_argument("--skip-paced", action="store_true", help="skip the paced runs")
     ap.add_argument("--skip-loop", action="store_true", help="skip the worker-loop runs")
+    ap.add_argument(
+        "--records-only",
+        action="store_true",
+        help="only 0., the client CPU of a record (batch 1 and --batch) and 2. (saturation)",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the scratch database")
     args = ap.parse_args()
     if not args.url or make_url(args.url).get_backend_name() not in ("mysql", "mariadb"):
@@ -614,6 +642,12 @@ def main() -> None:
 
         def warmup(n: int, batch: int) -> int:
             return sized_session(db, n * batch)
+
+        print("\n0b. what one record costs the client (one worker)")
+        for batch in sorted({1, args.batch}):
+            record_cost(db, batch, 1000 // batch)
+        if args.records_only:
+            args.skip_latency = args.skip_paced = args.skip_loop = True
 
         if not args.skip_latency:
             print(

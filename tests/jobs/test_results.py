@@ -142,3 +142,26 @@ def test_a_recompile_chooses_nothing_until_evaluated(db):
     [again] = claim_jobs(db, job.session, Phase.COMPILE, owner="w")
     record_outcome(db, "w", again, CompileOutcome(kernels=(S0, S1)))
     assert chosen(db, job) == set()
+
+
+def test_a_batch_of_distinct_payloads_and_a_lost_job_is_recorded_in_one_transaction(db):
+    """Compile outcomes with a payload each share one transaction (one prebuilt UPDATE run
+    for every row); a job taken away meanwhile is lost alone, the others keep their rows."""
+    from tuna.db.models import Job
+    from tuna.jobs import record_outcomes
+
+    sd = seed(db, configs=5, solvers=["NoopTunable"])
+    jobs = claim_jobs(db, sd.session, Phase.COMPILE, owner="w", limit=5)
+    with db.session() as s:  # the last job moved on to another claim (a newer attempt)
+        s.execute(
+            Job.__table__.update().where(Job.id == jobs[-1].id).values(attempt=Job.attempt + 1)
+        )
+    outcomes = [(j, CompileOutcome(kernels=(S0,), payload=f"payload {j.id}")) for j in jobs]
+    rec = record_outcomes(db, "w", outcomes)
+    assert rec.lost == [jobs[-1].id]
+    assert set(rec.states) == {j.id for j in jobs[:-1]}
+    with db.session() as s:
+        rows = dict(s.execute(select(Job.id, Job.result).where(Job.session == sd.session)).all())
+        linked = set(s.execute(select(JobKernel.job)).scalars())
+    assert rows == {j.id: f"payload {j.id}" for j in jobs[:-1]} | {jobs[-1].id: None}
+    assert linked == {j.id for j in jobs[:-1]}

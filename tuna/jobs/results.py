@@ -7,20 +7,23 @@
   with the id of the job that produced them; the job's links to the kernels of the chosen
   solution (``EvalOutcome.kernels``, one or several) are marked ``job_kernel.chosen``.
 
-Everything is written in a few multi-row statements per batch, never a round trip per row.
+Everything is written in a few multi-row statements per batch, never a round trip per row,
+on the Core connection of the recording transaction, through statements built once per
+process (an ``executemany`` of one prebuilt INSERT, which SQLAlchemy sends as multi-row
+VALUES).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import delete, insert, or_, select, update
+from sqlalchemy import Connection, Executable, bindparam, delete, insert, or_, select, update
 from sqlalchemy.dialects import mysql, sqlite
-from sqlalchemy.orm import Session
 
 from tuna.backends.base import CompileOutcome, EvalOutcome, KernelBinary
 from tuna.db.blobs import pack_kernel
@@ -43,54 +46,62 @@ def kernel_identity(kernel: KernelBinary) -> str:
     return h.hexdigest()
 
 
-def _is_mysql(s: Session) -> bool:
-    return s.get_bind().dialect.name in ("mysql", "mariadb")
+def _is_mysql(conn: Connection) -> bool:
+    return conn.dialect.name in ("mysql", "mariadb")
 
 
 def _chunks(rows: Sequence[Any]) -> list[Sequence[Any]]:
     return [rows[i : i + _ROWS_PER_STATEMENT] for i in range(0, len(rows), _ROWS_PER_STATEMENT)]
 
 
-def _insert_missing(s: Session, model: type[Base], rows: list[dict[str, Any]], key: str) -> None:
-    """Insert ``rows``; a row whose unique ``key`` exists already (a racing writer) is kept."""
-    for chunk in _chunks(rows):
-        if _is_mysql(s):
-            ins = mysql.insert(model).values(list(chunk))
-            s.connection().execute(ins.on_duplicate_key_update({key: ins.inserted[key]}))
-        else:
-            s.connection().execute(
-                sqlite.insert(model)
-                .values(list(chunk))
-                .on_conflict_do_nothing(index_elements=[key])
-            )
+@functools.lru_cache(maxsize=32)
+def _upsert_statement(
+    mysql_dialect: bool, model: type[Base], keys: tuple[str, ...], columns: tuple[str, ...]
+) -> Executable:
+    """INSERT of ``keys`` + ``columns``; where ``keys`` exist, the ``columns`` given win.
+    With no ``columns``, an existing row is kept as it is (``keys`` a unique key)."""
+    if mysql_dialect:
+        ins = mysql.insert(model)
+        # MySQL needs something to update: a no-op assignment keeps the row.
+        update_ = {c: ins.inserted[c] for c in columns or keys[:1]}
+        return ins.on_duplicate_key_update(update_)
+    lite = sqlite.insert(model)
+    if not columns:
+        return lite.on_conflict_do_nothing(index_elements=list(keys))
+    return lite.on_conflict_do_update(
+        index_elements=list(keys), set_={c: lite.excluded[c] for c in columns}
+    )
 
 
-def _upsert(s: Session, model: type[Base], rows: list[dict[str, Any]], keys: Sequence[str]) -> None:
+def _upsert(
+    conn: Connection, model: type[Base], rows: list[dict[str, Any]], keys: Sequence[str]
+) -> None:
     """Insert ``rows`` or, where their ``keys`` exist, overwrite the other columns given."""
     if not rows:
         return
-    columns = [c for c in rows[0] if c not in keys]
+    columns = tuple(c for c in rows[0] if c not in keys)
+    stmt = _upsert_statement(_is_mysql(conn), model, tuple(keys), columns)
     for chunk in _chunks(rows):
-        if _is_mysql(s):
-            ins = mysql.insert(model).values(list(chunk))
-            s.connection().execute(
-                ins.on_duplicate_key_update({c: ins.inserted[c] for c in columns})
-            )
-        else:
-            lite = sqlite.insert(model).values(list(chunk))
-            s.connection().execute(
-                lite.on_conflict_do_update(
-                    index_elements=list(keys), set_={c: lite.excluded[c] for c in columns}
-                )
-            )
+        conn.execute(stmt, list(chunk))
 
 
-def store_kernels(s: Session, kernels: Sequence[KernelBinary]) -> dict[str, int]:
+def _insert_missing(
+    conn: Connection, model: type[Base], rows: list[dict[str, Any]], key: str
+) -> None:
+    """Insert ``rows``; a row whose unique ``key`` exists already (a racing writer) is kept."""
+    if not rows:
+        return
+    stmt = _upsert_statement(_is_mysql(conn), model, (key,), ())
+    for chunk in _chunks(rows):
+        conn.execute(stmt, list(chunk))
+
+
+def store_kernels(conn: Connection, kernels: Sequence[KernelBinary]) -> dict[str, int]:
     """Store ``kernels`` once each; returns identity -> ``kernel_cache.id`` for all of them."""
     wanted = {kernel_identity(k): k for k in kernels}
     if not wanted:
         return {}
-    ids = _kernel_ids(s, list(wanted))
+    ids = _kernel_ids(conn, list(wanted))
     missing = [ident for ident in wanted if ident not in ids]
     if missing:
         rows = []
@@ -107,36 +118,50 @@ def store_kernels(s: Session, kernels: Sequence[KernelBinary]) -> dict[str, int]
                     "blob": blob,
                 }
             )
-        _insert_missing(s, KernelCache, rows, "identity")
-        ids.update(_kernel_ids(s, missing))
+        _insert_missing(conn, KernelCache, rows, "identity")
+        ids.update(_kernel_ids(conn, missing))
     return ids
 
 
-def _kernel_ids(s: Session, identities: list[str]) -> dict[str, int]:
+@functools.cache
+def _kernel_ids_query() -> Executable:
+    return select(KernelCache.identity, KernelCache.id).where(
+        KernelCache.identity.in_(bindparam("idents", expanding=True))
+    )
+
+
+def _kernel_ids(conn: Connection, identities: list[str]) -> dict[str, int]:
     found: dict[str, int] = {}
     for chunk in _chunks(identities):
-        q = select(KernelCache.identity, KernelCache.id).where(KernelCache.identity.in_(chunk))
-        found.update({ident: kid for ident, kid in s.connection().execute(q)})
+        rows = conn.execute(_kernel_ids_query(), {"idents": list(chunk)})
+        found.update({ident: kid for ident, kid in rows})
     return found
 
 
-def write_compile_results(s: Session, done: Sequence[tuple[ClaimedJob, CompileOutcome]]) -> None:
+@functools.cache
+def _unlink_jobs() -> Executable:
+    return delete(JobKernel).where(JobKernel.job.in_(bindparam("jobs", expanding=True)))
+
+
+def write_compile_results(
+    conn: Connection, done: Sequence[tuple[ClaimedJob, CompileOutcome]]
+) -> None:
     """Kernels of completed compile phases, linked from their jobs (old links replaced)."""
     if not done:
         return
-    ids = store_kernels(s, [k for _, o in done for k in o.kernels])
+    ids = store_kernels(conn, [k for _, o in done for k in o.kernels])
     # A job's first claim has attempt 1: only a job claimed before can have old links.
     again = [job.id for job, _ in done if job.attempt > 1]
     for chunk in _chunks(again):
-        s.connection().execute(delete(JobKernel).where(JobKernel.job.in_(chunk)))
+        conn.execute(_unlink_jobs(), {"jobs": list(chunk)})
     links = {(job.id, ids[kernel_identity(k)]) for job, outcome in done for k in outcome.kernels}
     rows = [{"job": j, "kernel": k} for j, k in sorted(links)]
     for chunk in _chunks(rows):
-        s.connection().execute(insert(JobKernel), list(chunk))
+        conn.execute(insert(JobKernel), list(chunk))
 
 
 def choose_kernels(
-    s: Session, named: Sequence[tuple[int, Sequence[KernelBinary]]]
+    conn: Connection, named: Sequence[tuple[int, Sequence[KernelBinary]]]
 ) -> dict[int, list[int]]:
     """Mark each evaluated job's chosen kernels; returns job id -> their ``kernel_cache`` ids.
 
@@ -164,7 +189,7 @@ def choose_kernels(
                 or_(JobKernel.chosen, KernelCache.identity.in_(idents)),
             )
         )
-        for link, job, identity, kid, was in s.connection().execute(q):
+        for link, job, identity, kid, was in conn.execute(q):
             links[job].append((link, identity, kid, bool(was)))
     chosen: dict[int, list[int]] = {}
     to_set: list[int] = []
@@ -185,13 +210,11 @@ def choose_kernels(
         to_clear += [link for link, _i, _k, was in links[job] if was and link not in keep]
     for ids, value in ((sorted(to_clear), False), (sorted(to_set), True)):
         for chunk in _chunks(ids):
-            s.connection().execute(
-                update(JobKernel).where(JobKernel.id.in_(chunk)).values(chosen=value)
-            )
+            conn.execute(update(JobKernel).where(JobKernel.id.in_(chunk)).values(chosen=value))
     return chosen
 
 
-def write_eval_results(s: Session, done: Sequence[tuple[ClaimedJob, EvalOutcome]]) -> None:
+def write_eval_results(conn: Connection, done: Sequence[tuple[ClaimedJob, EvalOutcome]]) -> None:
     """perf_db and find_db rows of completed evaluate phases, upserted, and chosen kernels.
 
     Every row names its job; the job's links to the chosen solution's kernels are marked
@@ -203,7 +226,7 @@ def write_eval_results(s: Session, done: Sequence[tuple[ClaimedJob, EvalOutcome]
     perf: dict[tuple[int, int, int], dict[str, Any]] = {}
     find: dict[tuple[int, int, int], dict[str, Any]] = {}
     kernels = choose_kernels(
-        s, [(job.id, o.kernels) for job, o in done if o.perf is not None or o.find is not None]
+        conn, [(job.id, o.kernels) for job, o in done if o.perf is not None or o.find is not None]
     )
     for job, outcome in done:
         key = (job.session, job.config, job.solver)
@@ -228,5 +251,5 @@ def write_eval_results(s: Session, done: Sequence[tuple[ClaimedJob, EvalOutcome]
                 "kernel": kernel,
             }
     keys = ("session", "config", "solver")
-    _upsert(s, PerfDb, [perf[k] for k in sorted(perf)], keys)
-    _upsert(s, FindDb, [find[k] for k in sorted(find)], keys)
+    _upsert(conn, PerfDb, [perf[k] for k in sorted(perf)], keys)
+    _upsert(conn, FindDb, [find[k] for k in sorted(find)], keys)

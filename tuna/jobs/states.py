@@ -240,14 +240,26 @@ def _cas_statement(
     values: Mapping[str, Any] | None = None,
     where: Sequence[ColumnElement[bool]] = (),
     event: str | None = None,
+    per_row: bool = False,
 ) -> Update:
-    """The compare-and-set UPDATE, its ids bound later as the expanding parameter ``ids``.
+    """The compare-and-set UPDATE, its ids bound later as the expanding parameter ``ids``
+    (or, ``per_row``, one job per parameter set: ``row_id`` and ``row_attempt``).
 
     Every write of ``job.state`` is built here. Raises :class:`IllegalTransition` for a
     pair (or an ``event``) the machine does not allow.
     """
     check_transition(from_state, to_state, event)
-    stmt = update(Job).where(Job.id.in_(bindparam("ids", expanding=True)), Job.state == from_state)
+    if per_row:
+        # One row per parameter set (executemany): its id and attempt are bound per row.
+        stmt = update(Job).where(
+            Job.id == bindparam("row_id", type_=Integer),
+            Job.attempt == bindparam("row_attempt", type_=Integer),
+            Job.state == from_state,
+        )
+    else:
+        stmt = update(Job).where(
+            Job.id.in_(bindparam("ids", expanding=True)), Job.state == from_state
+        )
     if attempt is not None:
         stmt = stmt.where(Job.attempt == attempt)
     if where:
@@ -288,26 +300,56 @@ _Change = tuple[int, int, JobState, JobState, dict[str, Any]]
 """(job id, attempt, from, to, plain values): one fenced move of one job."""
 
 
-def _apply(s: Session, changes: Iterable[_Change]) -> int:
-    """Apply fenced moves, one UPDATE per group of jobs with equal (from, to, attempt, values).
+def _apply(s: Session | Connection, changes: Iterable[_Change]) -> int:
+    """Apply fenced moves through prebuilt UPDATEs (one per from, to and columns written).
 
-    Every move out of a running state also clears the lease; a completion stamps the
-    phase's end time on the database clock.
+    Jobs with equal (from, to, attempt, values) move in one ``WHERE id IN (...)``; the
+    others (a compile payload each) in one ``executemany`` of the per-row form, each row
+    fenced by its own id and attempt. Every move out of a running state also clears the
+    lease; a completion stamps the phase's end time on the database clock.
     """
-    groups: dict[tuple[Any, ...], list[int]] = defaultdict(list)
+    same: dict[tuple[Any, ...], list[int]] = defaultdict(list)
     for job_id, attempt, frm, to, values in changes:
-        groups[(frm, to, attempt, tuple(sorted(values.items())))].append(job_id)
+        same[(frm, to, attempt, tuple(sorted(values.items())))].append(job_id)
+    single: dict[tuple[JobState, JobState, tuple[str, ...]], list[dict[str, Any]]] = defaultdict(
+        list
+    )
+    conn = s.connection() if isinstance(s, Session) else s
     changed = 0
-    for (frm, to, attempt, items), ids in groups.items():
-        changed += compare_and_set(
-            s,
-            ids,
-            from_state=frm,
-            to_state=to,
-            attempt=attempt,
-            values={**_leaving_running(frm, to), **dict(items)},
-        )
+    for (frm, to, attempt, items), ids in same.items():
+        keys = tuple(k for k, _ in items)
+        params = {f"v_{k}": v for k, v in items}
+        if len(ids) == 1:
+            single[(frm, to, keys)].append({"row_id": ids[0], "row_attempt": attempt, **params})
+            continue
+        stmt = _move_statement(frm, to, keys, per_row=False)
+        ordered = sorted(ids)
+        for i in range(0, len(ordered), _CHUNK):
+            chunk = ordered[i : i + _CHUNK]
+            changed += conn.execute(stmt, {"ids": chunk, "row_attempt": attempt, **params}).rowcount
+    for (frm, to, keys), rows in single.items():
+        rows.sort(key=lambda r: r["row_id"])  # one lock order for every writer
+        changed += conn.execute(_move_statement(frm, to, keys, per_row=True), rows).rowcount
     return changed
+
+
+@functools.lru_cache(maxsize=128)
+def _move_statement(
+    from_state: JobState, to_state: JobState, keys: tuple[str, ...], *, per_row: bool
+) -> Update:
+    """:func:`_apply`'s UPDATE for one (from, to) writing ``keys`` (bound as ``v_<key>``),
+    fenced by ``row_attempt``; ids as ``ids`` (a list) or, ``per_row``, ``row_id``."""
+    columns = Job.__table__.c
+    values: dict[str, Any] = {k: bindparam(f"v_{k}", type_=columns[k].type) for k in keys}
+    stmt = _cas_statement(
+        from_state,
+        to_state,
+        values={**_leaving_running(from_state, to_state), **values},
+        per_row=per_row,
+    )
+    if not per_row:
+        stmt = stmt.where(Job.attempt == bindparam("row_attempt", type_=Integer))
+    return stmt
 
 
 def _lease_cleared() -> dict[str, Any]:
@@ -541,8 +583,8 @@ def record_outcomes(
         return Recorded()
 
     def record() -> Recorded:
-        with db.session(immediate=True) as s:
-            return _record(s, outcomes, max_retries)
+        with db.transaction(immediate=True) as conn:
+            return _record(conn, outcomes, max_retries)
 
     rec = with_retry(record, what=f"{owner}: record {len(outcomes)} outcome(s)")
     for job_id in rec.lost:
@@ -550,8 +592,25 @@ def record_outcomes(
     return rec
 
 
+@functools.cache
+def _retries_for_update() -> Select[int, JobState, int, int]:
+    return (
+        select(Job.id, Job.state, Job.attempt, Job.retries)
+        .where(Job.id.in_(bindparam("ids", expanding=True)))
+        .order_by(Job.id)
+        .with_for_update()
+    )
+
+
+@functools.cache
+def _states_of() -> Select[int, JobState, int]:
+    return select(Job.id, Job.state, Job.attempt).where(
+        Job.id.in_(bindparam("ids", expanding=True))
+    )
+
+
 def _record(
-    s: Session, outcomes: Sequence[tuple[ClaimedJob, Outcome]], max_retries: int
+    conn: Connection, outcomes: Sequence[tuple[ClaimedJob, Outcome]], max_retries: int
 ) -> Recorded:
     rec = Recorded()
     failed = [(j, o) for j, o in outcomes if not o.ok and not o.not_applicable]
@@ -561,12 +620,7 @@ def _record(
     if failed:
         current = {
             r.id: r
-            for r in s.connection().execute(
-                select(Job.id, Job.state, Job.attempt, Job.retries)
-                .where(Job.id.in_(sorted(j.id for j, _ in failed)))
-                .order_by(Job.id)
-                .with_for_update()
-            )
+            for r in conn.execute(_retries_for_update(), {"ids": sorted(j.id for j, _ in failed)})
         }
         for job, outcome in failed:
             row = current.get(job.id)
@@ -585,17 +639,13 @@ def _record(
             values = {"reason": outcome.reason}
             changes.append((job.id, job.attempt, job.phase.running, S.NOT_APPLICABLE, values))
 
-    changed = _apply(s, changes)
+    changed = _apply(conn, changes)
     moved = {c[0]: c[3] for c in changes}
     if changed != len(changes):
         # Some settled jobs were no longer held (the locked failures cannot miss). Only the
         # holder of attempt N moves a job to a done or not-applicable state at attempt N, so
         # the jobs found there now are exactly the ones this transaction moved.
-        rows = s.connection().execute(
-            select(Job.id, Job.state, Job.attempt).where(
-                Job.id.in_(sorted(j.id for j, _ in settled))
-            )
-        )
+        rows = conn.execute(_states_of(), {"ids": sorted(j.id for j, _ in settled)})
         now = {r.id: (r.state, r.attempt) for r in rows}
         for job, _ in settled:
             if now.get(job.id) != (moved[job.id], job.attempt):
@@ -604,12 +654,9 @@ def _record(
         if changed != len(moved):
             raise DatabaseError(f"recording {len(changes)} job(s) changed {changed}; rolled back")
     rec.states = moved
-    write_compile_results(
-        s, [(j, o) for j, o in settled if o.ok and j.id in moved and isinstance(o, CompileOutcome)]
-    )
-    write_eval_results(
-        s, [(j, o) for j, o in settled if o.ok and j.id in moved and isinstance(o, EvalOutcome)]
-    )
+    done = [(j, o) for j, o in settled if o.ok and j.id in moved]
+    write_compile_results(conn, [(j, o) for j, o in done if isinstance(o, CompileOutcome)])
+    write_eval_results(conn, [(j, o) for j, o in done if isinstance(o, EvalOutcome)])
     return rec
 
 
