@@ -32,8 +32,8 @@ from tuna.db import migrate, open_database
 from tuna.db.bulk import insert_missing
 from tuna.db.engine import make_engine
 from tuna.db.models import ConvConfig, FindDb
-from tuna.jobs.sessions import SessionSpec, create_session, sync_solvers
 from tuna.results.export import ExportSpec, export_db
+from tuna.sessions import SessionSpec, create_session, sync_solvers
 
 SOLVERS = {
     1: ("NoopDirect", "NoopGemm1x1", "NoopTunable"),

@@ -26,12 +26,12 @@ from sqlalchemy import func, select
 from tuna.catalog.importer import import_configs
 from tuna.catalog.parsing import read_lines
 from tuna.db import migrate, open_database
+from tuna.db.clock import db_now
 from tuna.db.engine import make_engine
 from tuna.db.models import Job
 from tuna.fleet.machines import add_machine
-from tuna.jobs.clock import db_now
 from tuna.jobs.load import load_jobs
-from tuna.jobs.sessions import SessionSpec, create_session
+from tuna.sessions import SessionSpec, create_session
 
 
 def driver_lines(n: int) -> list[tuple[int, str]]:

@@ -58,6 +58,10 @@ class SchemaOutOfDateError(DatabaseError):
     """Raised when the database schema is older (or newer) than this version of Tuna expects."""
 
 
+class TransientDatabaseError(DatabaseError):
+    """Raised when a deadlock, lock-wait timeout or busy database outlasted every retry."""
+
+
 class ImportRefusedError(TunaError):
     """Raised when an import finds bad input lines and so imports nothing.
 

@@ -37,7 +37,7 @@ from tuna.db.models import FindDb, Job, JobKernel, PerfDb, TuningSession
 from tuna.fleet.machines import list_machines
 from tuna.fleet.ssh import Connections
 from tuna.jobs.load import load_jobs
-from tuna.jobs.sessions import SessionSpec, create_session
+from tuna.sessions import SessionSpec, create_session
 
 pytestmark = pytest.mark.cluster
 

@@ -16,7 +16,7 @@ from tuna.errors import TunaError
 from tuna.fleet.local import Task, run_local, worker_environment
 from tuna.jobs import job_counts
 from tuna.jobs.load import load_jobs
-from tuna.jobs.sessions import SessionSpec, create_session
+from tuna.sessions import SessionSpec, create_session
 
 LINES = "\n".join(
     f"MIOpenDriver conv -n 2 -c {c} -H 8 -W 8 -k 8 -y {f} -x {f} -F 1"

@@ -69,7 +69,10 @@ def test_status_counts_jobs_by_state_and_failures_by_reason(setup):
 def test_status_of_an_unknown_session_is_an_error(setup):
     result = invoke("jobs", "status", "--session", "99")
     assert result.exit_code == 1
-    assert result.output == "Error: session 99 does not exist\n"
+    assert (
+        result.output
+        == "Error: session 99 does not exist; `tuna session list` shows the sessions\n"
+    )
 
 
 def test_reset_moves_errored_jobs_matching_a_reason(setup):

@@ -8,7 +8,7 @@ from tuna.db.enums import JobState
 from tuna.db.models import Job
 from tuna.errors import NotFoundError, TunaError
 from tuna.jobs.load import load_jobs
-from tuna.jobs.sessions import SessionSpec, create_session
+from tuna.sessions import SessionSpec, create_session
 
 LINES = """\
 MIOpenDriver conv -n 4 -c 64 -H 14 -W 14 -k 64 -y 1 -x 1 -F 1

@@ -11,9 +11,9 @@ from sqlalchemy import select, update
 from tuna.catalog.importer import import_configs, read_lines
 from tuna.db.models import ConvConfig, Solver, SolverApplicability
 from tuna.errors import TunaError
-from tuna.jobs.applicability import update_applicability
 from tuna.jobs.load import load_jobs
-from tuna.jobs.sessions import SessionSpec, create_session, list_solvers
+from tuna.sessions import SessionSpec, create_session, list_solvers
+from tuna.sessions.applicability import update_applicability
 
 FAKE_FIN = f"{sys.executable} -m tuna.backends.miopen.fake_fin"
 LINES = """\

@@ -18,8 +18,8 @@ from tuna.catalog.importer import import_configs
 from tuna.db import Database
 from tuna.db.models import ConvConfig, FindDb, PerfDb, Solver
 from tuna.jobs.load import load_jobs
-from tuna.jobs.sessions import SessionSpec, create_session
 from tuna.problems.conv import ConvProblem
+from tuna.sessions import SessionSpec, create_session
 from tuna.worker.loop import run_worker
 
 DATA = Path(__file__).resolve().parents[1] / "data"

@@ -11,8 +11,6 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from tuna.errors import DbKeyError
 from tuna.results.dbfiles import (
     KernDbWriter,
     file_format,
@@ -21,6 +19,8 @@ from tuna.results.dbfiles import (
     write_perf_sqlite,
     write_text_lines,
 )
+
+from tuna.errors import DbKeyError
 from tuna.results.formats import (
     PERF_DB_DDL,
     PERF_LOOKUP,

@@ -54,7 +54,10 @@ def test_a_burst_worker_drains_a_phase_and_reports(sqlite_url, monkeypatch):
 def test_an_unknown_session_is_an_error(sqlite_url, monkeypatch):
     monkeypatch.setenv("TUNA_DB_URL", sqlite_url)
     result = CliRunner().invoke(main, ["worker", "--session", "7", "--phase", "eval", "--burst"])
-    assert (result.exit_code, result.output) == (1, "Error: session 7 does not exist\n")
+    assert (result.exit_code, result.output) == (
+        1,
+        "Error: session 7 does not exist; `tuna session list` shows the sessions\n",
+    )
 
 
 def test_help_has_examples():

@@ -311,7 +311,7 @@ def test_a_database_outage_is_ridden_out_and_no_job_is_lost(lite, monkeypatch):
 
     for name in failures:
         monkeypatch.setattr(st, name, flaky(name))
-    monkeypatch.setattr("tuna.jobs.retry.log.warning", lambda *a, **k: None)
+    monkeypatch.setattr("tuna.db.retry.log.warning", lambda *a, **k: None)
     r = run(lite, sd.session, "compile")
     assert failures == {"claim_jobs": 0, "record_outcomes": 0}
     assert (r.claimed, r.done, r.lost, r.stopped) == (4, 4, 0, "drained")

@@ -18,6 +18,7 @@ the chosen solution where the backend names it.
 from __future__ import annotations
 
 import abc
+import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
@@ -37,7 +38,11 @@ class SolverInfo:
 
 @dataclass(frozen=True)
 class SessionInfo:
-    """The values of a session row a backend may need: target, library build, environment."""
+    """A tuning session as everyone outside the database sees it: the fields of its row.
+
+    Target, library build and environment are what a backend uses; the image, label,
+    ticket, fingerprint and creation time are bookkeeping (``tuna.sessions`` loads it).
+    """
 
     id: int
     arch: str
@@ -47,7 +52,12 @@ class SessionInfo:
     library_commit: str | None = None
     toolchain: str | None = None
     docker_image: str | None = None
+    docker_digest: str | None = None
+    label: str | None = None
+    ticket: str | None = None
     environment: Mapping[str, Any] = field(default_factory=dict)
+    fingerprint: str = ""
+    created: dt.datetime | None = None
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,6 @@ import click
 from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
-from sqlalchemy.engine import URL
 
 from tuna.cli.base import (
     TunaCommand,
@@ -21,16 +20,16 @@ from tuna.cli.base import (
     worker_settings_options,
     workers_option,
 )
-from tuna.config import db_url_from, load_settings
+from tuna.config import load_settings
 from tuna.config import log_dir as default_log_dir
 from tuna.fleet.fanout import fan_out
-from tuna.fleet.inspect import check_worker_db_url, fleet_status
+from tuna.fleet.inspect import fleet_status, worker_db_url
 from tuna.fleet.local import run_local
 from tuna.fleet.machines import MachineRow, list_machines
 from tuna.fleet.phase import FishReport, Progress, Task, worker_environment
 from tuna.fleet.remote import FleetOptions, run_fleet
 from tuna.fleet.ssh import Connections
-from tuna.jobs.sessions import get_session
+from tuna.sessions import get_session
 from tuna.worker.settings import WorkerSettings
 
 
@@ -319,7 +318,7 @@ def go_fish_cmd(
                     on_event=lambda text: live.console.print(text, markup=False, soft_wrap=True),
                 )
         else:
-            worker_url = _worker_db_url(config.db_url)
+            worker_url = worker_db_url(config.db_url)
             image = image or get_session(db, session_id).docker_image
             if not image:
                 raise click.UsageError(f"session {session_id} names no docker image; pass --image")
@@ -347,13 +346,6 @@ def go_fish_cmd(
     print_summary(report)
     if not report.drained and not report.interrupted:
         raise click.exceptions.Exit(1)
-
-
-def _worker_db_url(head: URL) -> URL:
-    given = os.environ.get("TUNA_WORKER_DB_URL")
-    url = db_url_from(given, "TUNA_WORKER_DB_URL") if given else head
-    check_worker_db_url(url)
-    return url
 
 
 def go_fish_main() -> None:

@@ -10,7 +10,6 @@ from rich.table import Table
 
 from tuna.cli.base import TunaCommand, console, database, err_console, verbose_option
 from tuna.errors import TunaError
-from tuna.jobs.sessions import SessionSpec, create_session
 from tuna.results.export import ExportReport, ExportSpec, Kind, export_db
 from tuna.results.golden import DEFAULT_THRESHOLD, GoldenReport, update_golden
 from tuna.results.importdb import (
@@ -20,6 +19,7 @@ from tuna.results.importdb import (
     read_db_file,
 )
 from tuna.results.merge import MergeReport, merge_db
+from tuna.sessions import SessionSpec, create_session
 
 # --- export_db -----------------------------------------------------------------------------------
 

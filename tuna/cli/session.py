@@ -8,7 +8,7 @@ from rich.table import Table
 
 from tuna.cli.base import TunaGroup, console, database
 from tuna.errors import TunaError
-from tuna.jobs.sessions import SessionSpec, create_session, list_sessions
+from tuna.sessions import SessionSpec, create_session, list_sessions
 
 
 def _environment(pairs: tuple[str, ...]) -> dict[str, str]:
@@ -123,6 +123,6 @@ def list_cmd() -> None:
             escape(lib),
             escape(r.label or "-"),
             r.fingerprint[:12],
-            r.created.strftime("%Y-%m-%d %H:%M"),
+            f"{r.created:%Y-%m-%d %H:%M}" if r.created else "-",
         )
     console.print(table)

@@ -12,8 +12,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from tuna.cli.base import TunaGroup, console, database
-from tuna.jobs.applicability import update_applicability
-from tuna.jobs.sessions import get_session, list_solvers, update_solvers
+from tuna.sessions import get_session, list_solvers, update_solvers
+from tuna.sessions.applicability import update_applicability
 
 _SHOWN = 10  # names listed per line of a report
 

@@ -10,7 +10,7 @@ loops:
   replaced, so a restarted server costs a reconnect, not a crash. One used moments ago
   was alive moments ago; if it died since, the transaction fails with the connection
   invalidated (a "connection lost" error that workers repeat, see
-  :func:`tuna.jobs.retry.through_outages`) and the pool connects afresh.
+  :func:`tuna.db.retry.through_outages`) and the pool connects afresh.
 * on return, a connection is rolled back only when the server says a transaction is
   still open (the protocol's ``SERVER_STATUS_IN_TRANS`` flag, which PyMySQL keeps from
   every reply); after a COMMIT there is nothing to roll back.

@@ -24,10 +24,10 @@ from typing import Protocol
 from sqlalchemy import select
 
 from tuna.db import Database
+from tuna.db.clock import db_now
+from tuna.db.retry import through_outages
 from tuna.fleet.phase import FishReport, Progress, Task, check_steps, remaining_jobs
 from tuna.jobs import JobCounts, job_counts, reap_expired
-from tuna.jobs.clock import db_now
-from tuna.jobs.retry import through_outages
 
 log = logging.getLogger(__name__)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import time
 from collections.abc import Sequence
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.engine import URL
 
+from tuna.config import db_url_from
 from tuna.errors import TunaError
 from tuna.fleet.fanout import fan_out
 from tuna.fleet.machines import MachineRow
@@ -97,3 +99,11 @@ def check_worker_db_url(url: URL) -> None:
             f"workers on other machines cannot reach the database at {url.host or 'localhost'}; "
             "set TUNA_WORKER_DB_URL to the URL they can use (e.g. the head node's address)"
         )
+
+
+def worker_db_url(head: URL, env: dict[str, str] | None = None) -> URL:
+    """The database URL remote workers get: TUNA_WORKER_DB_URL, else the head's; checked."""
+    given = (os.environ if env is None else env).get("TUNA_WORKER_DB_URL")
+    url = db_url_from(given, "TUNA_WORKER_DB_URL") if given else head
+    check_worker_db_url(url)
+    return url

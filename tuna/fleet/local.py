@@ -37,8 +37,8 @@ from tuna.fleet.phase import (
     Task,
     worker_environment,
 )
+from tuna.sessions import get_session
 from tuna.worker.settings import WorkerSettings
-from tuna.worker.work import load_session
 
 __all__ = [
     "FishReport",
@@ -80,7 +80,7 @@ class LocalWorkers:
     ) -> None:
         if workers < 1:
             raise TunaError(f"-w/--workers must be at least 1, not {workers}")
-        self.session = load_session(db, session_id)
+        self.session = get_session(db, session_id)
         self.backend = get_backend(self.session.backend)
         self.task, self.workers, self.log_dir = task, workers, log_dir
         self.stop_timeout = stop_timeout

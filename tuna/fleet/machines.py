@@ -23,10 +23,10 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
 from tuna.db import Database
+from tuna.db.clock import db_now
 from tuna.db.models import Machine
 from tuna.errors import DatabaseError, NotFoundError, TunaError
 from tuna.fleet.ssh import Host
-from tuna.jobs.clock import db_now
 
 DOCKER_SETTINGS = {
     "docker": str,

@@ -24,7 +24,7 @@ from tuna.db import Database
 from tuna.db.models import ConfigTag, ConvConfig, FindDb, Solver
 from tuna.fleet.local import FishReport, Progress, Task, run_local
 from tuna.jobs.load import load_jobs
-from tuna.jobs.sessions import SessionSpec, create_session
+from tuna.sessions import SessionSpec, create_session
 
 TAG = "quickstart"
 NAIVE = "CpuDirectNaive"

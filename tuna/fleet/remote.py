@@ -51,8 +51,8 @@ from tuna.fleet.fanout import HostOutcome, fan_out
 from tuna.fleet.machines import MachineRow, mark_seen
 from tuna.fleet.phase import FishReport, Progress, Task
 from tuna.fleet.ssh import Connections, Host, SshError
+from tuna.sessions import get_session
 from tuna.worker.settings import WorkerSettings
-from tuna.worker.work import load_session
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +131,7 @@ class RemoteWorkers:
         if not machines:
             raise TunaError("no machine selected; `tuna machine list` shows the registered ones")
         self.db, self.conns, self.task, self.opt = db, conns, task, options
-        self.session = load_session(db, session_id)
+        self.session = get_session(db, session_id)
         self.backend = get_backend(self.session.backend)
         self.run_id = time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
         self.hosts = [HostState(m) for m in machines]

@@ -1,17 +1,17 @@
-"""The job queue: the state machine (claims, leases, fenced results) and its retries.
+"""The job queue: loading jobs, the state machine (claims, leases, fenced results), its counts.
 
 ``tuna.jobs.states`` is the one module that assigns ``job.state``; see its docstring.
+``tuna.jobs.status`` reads where a session's jobs are.
 """
 
 from __future__ import annotations
 
-from tuna.jobs.errors import IllegalTransition, LostLease, TransientDatabaseError
+from tuna.jobs.errors import IllegalTransition, LostLease
 from tuna.jobs.states import (
     DEFAULT_LEASE_SECONDS,
     DEFAULT_MAX_RETRIES,
     TRANSITIONS,
     ClaimedJob,
-    JobCounts,
     JobFilter,
     Phase,
     Reaped,
@@ -19,9 +19,7 @@ from tuna.jobs.states import (
     check_transition,
     claim_jobs,
     compare_and_set,
-    count_jobs,
     extend_leases,
-    job_counts,
     reap_expired,
     record_outcome,
     record_outcomes,
@@ -29,6 +27,7 @@ from tuna.jobs.states import (
     requeue_jobs,
     reset_jobs,
 )
+from tuna.jobs.status import JobCounts, count_jobs, job_counts
 
 __all__ = [
     "DEFAULT_LEASE_SECONDS",
@@ -42,7 +41,6 @@ __all__ = [
     "Phase",
     "Reaped",
     "Recorded",
-    "TransientDatabaseError",
     "check_transition",
     "claim_jobs",
     "compare_and_set",

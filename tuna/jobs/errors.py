@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tuna.db.enums import JobState
-from tuna.errors import DatabaseError, TunaError
+from tuna.errors import TunaError
 
 
 class IllegalTransition(TunaError):
@@ -44,7 +44,3 @@ class LostLease(TunaError):
         self.owner = owner
         shown = ", ".join(str(i) for i in job_ids[:10]) + (" ..." if len(job_ids) > 10 else "")
         super().__init__(f"job {shown}: lease lost by {owner}; its result was not recorded")
-
-
-class TransientDatabaseError(DatabaseError):
-    """Raised when a deadlock, lock-wait timeout or busy database outlasted every retry."""

@@ -25,9 +25,9 @@ from tuna.db.bulk import chunks, insert_missing
 from tuna.db.enums import JobState, JobStep
 from tuna.db.models import Job, Solver, TuningSession
 from tuna.errors import NotFoundError, TunaError
-from tuna.jobs.applicability import stored_applicability
-from tuna.jobs.sessions import session_row, sync_solvers
 from tuna.problems.conv import ConvProblem
+from tuna.sessions import session_row, sync_solvers
+from tuna.sessions.applicability import stored_applicability
 
 
 @dataclass

@@ -33,7 +33,7 @@ compare-and-set built by one function, which refuses any other pair and is an
 why the job is not (yet) done: the last failure, or why it errored or does not apply.
 
 Every public function is one transaction, retried as a whole on deadlocks, lock-wait
-timeouts and a busy SQLite (:mod:`tuna.jobs.retry`).
+timeouts and a busy SQLite (:mod:`tuna.db.retry`).
 """
 
 from __future__ import annotations
@@ -55,7 +55,6 @@ from sqlalchemy import (
     Select,
     Update,
     bindparam,
-    func,
     select,
     update,
 )
@@ -63,13 +62,13 @@ from sqlalchemy.orm import Session
 
 from tuna.backends.base import CompileOutcome, EvalOutcome, Outcome
 from tuna.db import Database
+from tuna.db.clock import db_now
 from tuna.db.enums import JobState, JobStep
-from tuna.db.models import Job, TuningSession
-from tuna.errors import DatabaseError, NotFoundError
-from tuna.jobs.clock import db_now
+from tuna.db.models import Job
+from tuna.db.retry import with_retry
+from tuna.errors import DatabaseError
 from tuna.jobs.errors import IllegalTransition, LostLease
 from tuna.jobs.results import write_compile_results, write_eval_results
-from tuna.jobs.retry import with_retry
 
 log = logging.getLogger(__name__)
 
@@ -194,24 +193,6 @@ class JobFilter:
         if self.reason:
             conds.append(Job.reason.contains(self.reason, autoescape=True))
         return conds
-
-
-@dataclass(frozen=True)
-class JobCounts:
-    """A session's jobs by state, in-flight jobs whose lease expired, and why jobs failed.
-
-    ``reasons`` holds (state, reason, jobs) for errored and not-applicable jobs, most
-    frequent first.
-    """
-
-    session: int
-    by_state: dict[JobState, int]
-    expired: int
-    reasons: list[tuple[JobState, str, int]]
-
-    @property
-    def total(self) -> int:
-        return sum(self.by_state.values())
 
 
 # --- the one write path ---------------------------------------------------------------------------
@@ -737,23 +718,6 @@ def reap_expired(
     return reaped
 
 
-def count_jobs(db: Database, session_id: int, states: Iterable[JobState]) -> dict[JobState, int]:
-    """How many jobs of the session are in each of ``states`` (through the claim index)."""
-    wanted = list(states)
-    with db.session() as s:
-        rows = (
-            s.connection()
-            .execute(
-                select(Job.state, func.count())
-                .where(Job.session == session_id, Job.state.in_(wanted))
-                .group_by(Job.state)
-            )
-            .all()
-        )
-    found = {JobState(r[0]): int(r[1]) for r in rows}
-    return {st: found.get(st, 0) for st in wanted}
-
-
 # --- operators ------------------------------------------------------------------------------------
 
 
@@ -857,37 +821,3 @@ def requeue_jobs(db: Database, flt: JobFilter) -> int:
     )
     log.info("requeued %d job(s) to compiled (%s)", n, flt)
     return n
-
-
-def job_counts(db: Database, session_id: int, *, top_reasons: int = 20) -> JobCounts:
-    """The session's jobs by state, expired in-flight leases, and failure reasons."""
-    with db.session() as s:
-        if s.get(TuningSession, session_id) is None:
-            raise NotFoundError(f"session {session_id} does not exist")
-        by_state = {st: 0 for st in JobState}
-        for st, n in s.connection().execute(
-            select(Job.state, func.count()).where(Job.session == session_id).group_by(Job.state)
-        ):
-            by_state[JobState(st)] = int(n)
-        expired = (
-            s.connection()
-            .execute(
-                select(func.count()).where(
-                    Job.session == session_id,
-                    Job.state.in_([S.COMPILE_START, S.EVAL_START]),
-                    Job.lease_expires < db_now(),
-                )
-            )
-            .scalar_one()
-        )
-        reasons = [
-            (JobState(st), reason or "(no reason)", int(n))
-            for st, reason, n in s.connection().execute(
-                select(Job.state, Job.reason, func.count().label("n"))
-                .where(Job.session == session_id, Job.state.in_([S.ERRORED, S.NOT_APPLICABLE]))
-                .group_by(Job.state, Job.reason)
-                .order_by(func.count().desc(), Job.state)
-                .limit(top_reasons)
-            )
-        ]
-    return JobCounts(session_id, by_state, int(expired), reasons)

@@ -38,9 +38,9 @@ from tuna.db.models import (
     Solver,
 )
 from tuna.errors import NotFoundError, TunaError
-from tuna.jobs.sessions import session_row
 from tuna.results.export import check_session_find
 from tuna.results.formats import db_arch
+from tuna.sessions import session_row
 
 log = logging.getLogger(__name__)
 

@@ -36,7 +36,6 @@ from tuna.db import Database
 from tuna.db.bulk import chunks, insert_missing
 from tuna.db.models import ConvConfig, FindDb, PerfDb, Solver
 from tuna.errors import TunaError
-from tuna.jobs.sessions import session_row
 from tuna.problems.conv import ConvProblem
 from tuna.problems.driver import to_driver_line
 from tuna.problems.keys import find_db_key, parse_find_db_key, parse_perf_db_key
@@ -53,6 +52,7 @@ from tuna.results.formats import (
     read_find_db,
     read_perf_db_text,
 )
+from tuna.sessions import session_row
 
 log = logging.getLogger(__name__)
 

@@ -29,9 +29,9 @@ from tuna.db.models import (
     TuningSession,
 )
 from tuna.errors import NotFoundError, TunaError
-from tuna.jobs.sessions import session_row
 from tuna.problems.conv import ConvProblem
 from tuna.results.formats import db_arch
+from tuna.sessions import session_row
 
 _YIELD = 20_000
 _NO_LINKS = (None, None)

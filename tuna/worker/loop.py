@@ -42,12 +42,14 @@ from tuna.backends import Backend, get_backend
 from tuna.backends.base import CompileOutcome, EvalOutcome, JobWork, Outcome
 from tuna.db import Database
 from tuna.db.enums import JobState
+from tuna.db.retry import through_outages
 from tuna.jobs import states
-from tuna.jobs.retry import through_outages
 from tuna.jobs.states import ClaimedJob, Phase
+from tuna.jobs.status import count_jobs
+from tuna.sessions import get_session
 from tuna.worker.hooks import Hook, TimeLimit
 from tuna.worker.settings import WorkerSettings
-from tuna.worker.work import WorkLoader, load_session
+from tuna.worker.work import WorkLoader
 
 log = logging.getLogger(__name__)
 
@@ -171,7 +173,7 @@ class Worker:
             self.hooks.append(TimeLimit(settings.time_limit))
         self.stop = stop or threading.Event()
         self.handle_signals = handle_signals
-        session = load_session(db, session_id)
+        session = get_session(db, session_id)
         self.backend = backend or get_backend(session.backend)
         self.loader = WorkLoader(db, session)
         self.heartbeat = _Heartbeat(
@@ -252,9 +254,7 @@ class Worker:
         if self._reap(now=True):
             return False
         counts = self._db(
-            lambda: states.count_jobs(
-                self.db, self.session_id, [self.phase.ready, self.phase.running]
-            ),
+            lambda: count_jobs(self.db, self.session_id, [self.phase.ready, self.phase.running]),
             "count jobs",
         )
         return not any(counts.values())

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from tuna.jobs.retry import DEFAULT_OUTAGE_PATIENCE
+from tuna.db.retry import DEFAULT_OUTAGE_PATIENCE
 from tuna.jobs.states import DEFAULT_LEASE_SECONDS, DEFAULT_MAX_RETRIES
 
 

@@ -17,22 +17,12 @@ from tuna.backends.base import JobWork, KernelBinary, SessionInfo
 from tuna.catalog.records import conv_problem
 from tuna.db import Database
 from tuna.db.blobs import unpack_kernel
-from tuna.db.models import ConvConfig, JobKernel, KernelCache, Solver, Tensor, TuningSession
-from tuna.errors import NotFoundError, TunaError
-from tuna.jobs.sessions import session_info
+from tuna.db.models import ConvConfig, JobKernel, KernelCache, Solver, Tensor
+from tuna.errors import TunaError
 from tuna.jobs.states import ClaimedJob, Phase
 from tuna.problems.conv import ConvProblem
 
 _MAX_CACHED_PROBLEMS = 50_000
-
-
-def load_session(db: Database, session_id: int) -> SessionInfo:
-    """The session row as a backend sees it; raises :class:`NotFoundError` if there is none."""
-    with db.session() as s:
-        row = s.get(TuningSession, session_id)
-        if row is None:
-            raise NotFoundError(f"session {session_id} does not exist")
-        return session_info(row)
 
 
 class WorkLoader:

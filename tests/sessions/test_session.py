@@ -6,7 +6,7 @@ from sqlalchemy import select
 from tuna.backends import UnknownBackendError
 from tuna.db.models import Solver
 from tuna.errors import NotFoundError
-from tuna.jobs.sessions import SessionSpec, create_session, fingerprint, get_session, list_sessions
+from tuna.sessions import SessionSpec, create_session, fingerprint, get_session, list_sessions
 
 SPEC = SessionSpec(
     arch="gfx90a",

@@ -16,8 +16,8 @@ from sqlalchemy import select
 from tuna.catalog.importer import import_configs, read_lines
 from tuna.db.models import ConvConfig, Solver, SolverApplicability, TuningSession
 from tuna.errors import NotFoundError
-from tuna.jobs.applicability import stored_applicability, update_applicability
-from tuna.jobs.sessions import SessionSpec, create_session, list_solvers, update_solvers
+from tuna.sessions import SessionSpec, create_session, list_solvers, update_solvers
+from tuna.sessions.applicability import stored_applicability, update_applicability
 
 FAKE_FIN = f"{sys.executable} -m tuna.backends.miopen.fake_fin"
 RECORDINGS = Path(__file__).resolve().parents[2] / "tuna" / "backends" / "miopen" / "recordings"

@@ -9,11 +9,9 @@ already finished.
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session as OrmSession
@@ -41,24 +39,6 @@ class SessionSpec:
     label: str | None = None
     ticket: str | None = None
     environment: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class SessionRow:
-    id: int
-    arch: str
-    num_cu: int
-    backend: str
-    library_version: str | None
-    library_commit: str | None
-    toolchain: str | None
-    docker_image: str | None
-    docker_digest: str | None
-    label: str | None
-    ticket: str | None
-    environment: dict[str, Any]
-    fingerprint: str
-    created: dt.datetime
 
 
 def fingerprint(spec: SessionSpec) -> str:
@@ -109,7 +89,7 @@ class SolverUpdate:
 
 
 def session_info(row: TuningSession) -> SessionInfo:
-    """A session row as a backend sees it."""
+    """A session row as everyone outside the database sees it (the one conversion)."""
     return SessionInfo(
         id=row.id,
         arch=row.arch,
@@ -119,7 +99,12 @@ def session_info(row: TuningSession) -> SessionInfo:
         library_commit=row.library_commit,
         toolchain=row.toolchain,
         docker_image=row.docker_image,
+        docker_digest=row.docker_digest,
+        label=row.label,
+        ticket=row.ticket,
         environment=dict(row.environment or {}),
+        fingerprint=row.fingerprint,
+        created=row.created,
     )
 
 
@@ -196,7 +181,7 @@ def list_solvers(db: Database, backend: str | None = None) -> list[SolverRow]:
         ]
 
 
-def create_session(db: Database, spec: SessionSpec) -> SessionRow:
+def create_session(db: Database, spec: SessionSpec) -> SessionInfo:
     """Record a new session (and its backend's solvers); returns it with its id."""
     if spec.num_cu <= 0:
         raise TunaError(f"--num-cu must be positive, not {spec.num_cu}")
@@ -207,7 +192,7 @@ def create_session(db: Database, spec: SessionSpec) -> SessionRow:
         session.add(row)
         session.flush()
         session.refresh(row)
-        return _row(row)
+        return session_info(row)
 
 
 def session_row(s: OrmSession, session_id: int) -> TuningSession:
@@ -220,31 +205,16 @@ def session_row(s: OrmSession, session_id: int) -> TuningSession:
     return row
 
 
-def get_session(db: Database, session_id: int) -> SessionRow:
+def get_session(db: Database, session_id: int) -> SessionInfo:
+    """The session (the one loader); :class:`NotFoundError` if there is none."""
     with db.session() as session:
         row = session_row(session, session_id)
-        return _row(row)
+        return session_info(row)
 
 
-def list_sessions(db: Database) -> list[SessionRow]:
+def list_sessions(db: Database) -> list[SessionInfo]:
     with db.session() as session:
-        return [_row(r) for r in session.scalars(select(TuningSession).order_by(TuningSession.id))]
-
-
-def _row(r: TuningSession) -> SessionRow:
-    return SessionRow(
-        id=r.id,
-        arch=r.arch,
-        num_cu=r.num_cu,
-        backend=r.backend,
-        library_version=r.library_version,
-        library_commit=r.library_commit,
-        toolchain=r.toolchain,
-        docker_image=r.docker_image,
-        docker_digest=r.docker_digest,
-        label=r.label,
-        ticket=r.ticket,
-        environment=dict(r.environment or {}),
-        fingerprint=r.fingerprint,
-        created=r.created,
-    )
+        return [
+            session_info(r)
+            for r in session.scalars(select(TuningSession).order_by(TuningSession.id))
+        ]

@@ -28,8 +28,8 @@ from tuna.db.models import (
     SolverApplicability,
 )
 from tuna.errors import NotFoundError, TunaError
-from tuna.jobs.sessions import session_info, session_row, sync_solvers
 from tuna.problems.conv import ConvProblem
+from tuna.sessions import session_info, session_row, sync_solvers
 
 REASON_LENGTH = 512  # solver_applicability.reason
 

@@ -6,14 +6,13 @@ import pymysql
 import pytest
 from sqlalchemy import exc as sa_exc
 
-from tuna.errors import DatabaseError
-from tuna.jobs.errors import TransientDatabaseError
-from tuna.jobs.retry import (
+from tuna.db.retry import (
     connection_lost_cause,
     through_outages,
     transient_cause,
     with_retry,
 )
+from tuna.errors import DatabaseError, TransientDatabaseError
 
 
 def wrapped(orig: Exception) -> DatabaseError:

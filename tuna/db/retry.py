@@ -17,7 +17,7 @@ from typing import TypeVar
 
 from sqlalchemy import exc as sa_exc
 
-from tuna.jobs.errors import TransientDatabaseError
+from tuna.errors import TransientDatabaseError
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,87 @@
+"""The read side of the job queue: how many jobs of a session are where, and why they failed.
+
+Reads only; every write of ``job.state`` is :mod:`tuna.jobs.states`'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from sqlalchemy import func, select
+
+from tuna.db import Database
+from tuna.db.clock import db_now
+from tuna.db.enums import JobState
+from tuna.db.models import Job
+from tuna.sessions import session_row
+
+S = JobState
+
+
+@dataclass(frozen=True)
+class JobCounts:
+    """A session's jobs by state, in-flight jobs whose lease expired, and why jobs failed.
+
+    ``reasons`` holds (state, reason, jobs) for errored and not-applicable jobs, most
+    frequent first.
+    """
+
+    session: int
+    by_state: dict[JobState, int]
+    expired: int
+    reasons: list[tuple[JobState, str, int]]
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_state.values())
+
+
+def count_jobs(db: Database, session_id: int, states: Iterable[JobState]) -> dict[JobState, int]:
+    """How many jobs of the session are in each of ``states`` (through the claim index)."""
+    wanted = list(states)
+    with db.session() as s:
+        rows = (
+            s.connection()
+            .execute(
+                select(Job.state, func.count())
+                .where(Job.session == session_id, Job.state.in_(wanted))
+                .group_by(Job.state)
+            )
+            .all()
+        )
+    found = {JobState(r[0]): int(r[1]) for r in rows}
+    return {st: found.get(st, 0) for st in wanted}
+
+
+def job_counts(db: Database, session_id: int, *, top_reasons: int = 20) -> JobCounts:
+    """The session's jobs by state, expired in-flight leases, and failure reasons."""
+    with db.session() as s:
+        session_row(s, session_id)
+        by_state = {st: 0 for st in JobState}
+        for st, n in s.connection().execute(
+            select(Job.state, func.count()).where(Job.session == session_id).group_by(Job.state)
+        ):
+            by_state[JobState(st)] = int(n)
+        expired = (
+            s.connection()
+            .execute(
+                select(func.count()).where(
+                    Job.session == session_id,
+                    Job.state.in_([S.COMPILE_START, S.EVAL_START]),
+                    Job.lease_expires < db_now(),
+                )
+            )
+            .scalar_one()
+        )
+        reasons = [
+            (JobState(st), reason or "(no reason)", int(n))
+            for st, reason, n in s.connection().execute(
+                select(Job.state, Job.reason, func.count().label("n"))
+                .where(Job.session == session_id, Job.state.in_([S.ERRORED, S.NOT_APPLICABLE]))
+                .group_by(Job.state, Job.reason)
+                .order_by(func.count().desc(), Job.state)
+                .limit(top_reasons)
+            )
+        ]
+    return JobCounts(session_id, by_state, int(expired), reasons)
