@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
+from tuna.errors import DbKeyError
 from tuna.results.dbfiles import (
     KernDbWriter,
     file_format,
@@ -19,8 +21,6 @@ from tuna.results.dbfiles import (
     write_perf_sqlite,
     write_text_lines,
 )
-
-from tuna.errors import DbKeyError
 from tuna.results.formats import (
     PERF_DB_DDL,
     PERF_LOOKUP,

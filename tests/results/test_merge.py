@@ -6,13 +6,13 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+
+from tuna.errors import TunaError
 from tuna.results.dbfiles import (
     KernDbWriter,
     read_kern_db,
     write_perf_sqlite,
 )
-
-from tuna.errors import TunaError
 from tuna.results.formats import (
     PERF_LOOKUP,
     DbFileError,

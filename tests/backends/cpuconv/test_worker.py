@@ -7,7 +7,6 @@ from collections.abc import Iterator
 
 import pytest
 from sqlalchemy import func, select
-from tuna.results.dbfiles import read_kern_db
 
 from tests.jobs.seed import open_test_db
 from tuna.catalog.importer import import_configs, read_lines
@@ -15,6 +14,7 @@ from tuna.db import Database
 from tuna.db.enums import JobState
 from tuna.db.models import FindDb, Job, JobKernel, KernelCache, PerfDb, Solver
 from tuna.jobs.load import load_jobs
+from tuna.results.dbfiles import read_kern_db
 from tuna.results.export import ExportSpec, export_db
 from tuna.sessions import SessionSpec, create_session
 from tuna.worker import run_worker

@@ -14,13 +14,13 @@ import hashlib
 import sqlite3
 
 from sqlalchemy import func, select
-from tuna.results.dbfiles import read_kern_db
 
 from tests.backends.miopen.conftest import FAKE_FIN, real_output
 from tuna.catalog.importer import import_configs, read_lines
 from tuna.db.enums import JobState
 from tuna.db.models import FindDb, Job, JobKernel, PerfDb
 from tuna.jobs.load import load_jobs
+from tuna.results.dbfiles import read_kern_db
 from tuna.results.export import ExportSpec, export_db
 from tuna.sessions import SessionSpec, create_session, update_solvers
 from tuna.sessions.applicability import update_applicability
