@@ -19,7 +19,7 @@ from tuna.db.models import ConvConfig, FindDb, Solver
 from tuna.fleet.machines import add_machine
 from tuna.jobs import Phase, claim_jobs, reap_expired
 from tuna.jobs.load import load_jobs
-from tuna.jobs.sessions import SessionSpec, create_session
+from tuna.sessions import SessionSpec, create_session
 from tuna.worker.loop import run_worker
 
 LINES = [

@@ -6,7 +6,7 @@ jobs by state, ``ix_job_lease`` for what is in flight, ``ix_job_session_compile_
 ``ix_job_session_eval_end`` for recent completions), so it stays cheap on a job table of
 millions of rows; ``bench/dashboard.py`` measures it. Nothing here writes.
 
-Counts by state come from :func:`tuna.jobs.job_counts` (the state machine's read side);
+Counts by state come from :func:`tuna.jobs.status.job_counts` (the queue's read side);
 this module adds rates, machines and history.
 """
 
@@ -22,11 +22,11 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
 
 from tuna.db import Database
+from tuna.db.clock import db_now
 from tuna.db.enums import JobState
 from tuna.db.models import Job, Machine, TuningSession
 from tuna.errors import NotFoundError
 from tuna.jobs import job_counts
-from tuna.jobs.clock import db_now
 
 S = JobState
 RUNNING = (S.COMPILE_START, S.EVAL_START)
