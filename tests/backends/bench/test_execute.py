@@ -1,0 +1,90 @@
+"""One build and one run in a scratch directory: failures are invalid Runs, not exceptions."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from tuna.backends.bench import BenchSpec, StatsFormat, build, run
+from tuna.backends.bench.execute import CONFIG_FILE, run_command
+
+
+def spec(run_cmd: str, build_cmd: str | None = None, **kw: object) -> BenchSpec:
+    return BenchSpec.of(run_cmd, build=build_cmd, **kw)  # type: ignore[arg-type]
+
+
+def one(
+    tmp_path: Path, s: BenchSpec, config: dict[str, object]
+) -> tuple[bool, str | None, dict[str, object]]:
+    built = build(s, config, tmp_path / "build")
+    done = run(s, config, built, tmp_path / "run")
+    return done.run.valid, done.run.reason, dict(done.run.stats)
+
+
+@pytest.mark.parametrize(
+    ("run_cmd", "valid", "reason", "stats"),
+    [
+        ("echo qps: {n}", True, None, {"qps": 3}),
+        ("echo '{{\"qps\": {n}}}'", True, None, {"qps": 3}),
+        ("echo qps: 1; echo oops >&2; exit 3", False, "run exited with status 3: oops", {}),
+        ("kill -SEGV $$", False, "run crashed (killed by SIGSEGV)", {}),
+        ("echo hello", False, "run printed no stats (auto format): hello", {}),
+        ("echo p95: 2", False, "run printed no qps (it printed: p95)", {"p95": 2}),
+        (
+            "cat $TUNA_CONFIG | tr -d ' \\n' | sed 's/^{{/{{\"qps\":1,/'",
+            True,
+            None,
+            {"qps": 1, "n": 3},
+        ),
+    ],
+)
+def test_run_outcomes(
+    tmp_path: Path, run_cmd: str, valid: bool, reason: str | None, stats: dict[str, object]
+) -> None:
+    s = spec(run_cmd, required_stats=("qps",), run_timeout_s=20)
+    assert one(tmp_path, s, {"n": 3}) == (valid, reason, stats)
+
+
+def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
+    marker = tmp_path / "still-running"
+    # A child that would outlive the shell: the timeout must kill it too.
+    s = spec(f"(sleep 5; touch {marker}) & sleep 30", run_timeout_s=0.5)
+    start = time.monotonic()
+    valid, reason, _ = one(tmp_path, s, {})
+    assert (valid, reason) == (False, "run timed out after 0.5 s")
+    assert time.monotonic() - start < 5
+    r = run_command("sleep 6; echo late", tmp_path, timeout_s=0.2)
+    assert r.timed_out and not r.ok and "late" not in r.stdout
+    assert not marker.exists()
+
+
+def test_failed_build_makes_every_run_invalid(tmp_path: Path) -> None:
+    s = spec("./bench", "echo 'no compiler here' >&2; exit 1")
+    valid, reason, _ = one(tmp_path, s, {})
+    assert (valid, reason) == (False, "not run: build exited with status 1: no compiler here")
+
+
+def test_build_timeout(tmp_path: Path) -> None:
+    s = spec("true", "sleep 10", build_timeout_s=0.3)
+    built = build(s, {}, tmp_path / "b")
+    assert not built.ok and built.reason == "build timed out after 0.3 s"
+
+
+def test_build_artifact_is_copied_for_each_run(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "input.txt").write_text("7\n")
+    s = BenchSpec.of(
+        "echo v: $(cat out.txt); echo x > out.txt",
+        build="echo $(( $(cat input.txt) * {k} )) > out.txt",
+        stats=StatsFormat("lines"),
+        source_dir=src,
+    )
+    built = build(s, {"k": 6}, tmp_path / "build")
+    assert built.ok and (built.directory / "out.txt").read_text() == "42\n"
+    assert (built.directory / CONFIG_FILE).exists()
+    for i in range(2):  # a run writing into its directory does not touch the build or the next run
+        done = run(s, {"k": 6}, built, tmp_path / f"run-{i}")
+        assert done.run.valid and done.run.stats == {"v": 42}

@@ -1,0 +1,244 @@
+"""Running one build or one run of a bench search in a scratch directory.
+
+A **build** copies the session's source directory (if any) into a fresh directory of the
+job's scratch directory and runs the build command there; that directory is the build's
+artifact. A **run** copies the artifact into a fresh directory, runs the run command there
+with a timeout, and parses its stats. Both commands are templates over the merged config
+(:mod:`~tuna.backends.bench.templates`), run by ``/bin/sh -c`` in their own process group
+(a timeout kills the whole group, children included); the merged config is also in the
+file ``tuna-config.json`` of the directory (its path in ``$TUNA_CONFIG``).
+
+Nothing a benchmark does is an exception here: a non-zero exit, a timeout, a crash (a
+signal), a failed build or missing stats make an invalid :class:`~tuna.search.run.Run`
+whose reason says which — a result the searcher sees.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tuna.backends.bench.stats import StatsFormat
+from tuna.backends.bench.templates import BenchError, CommandTemplate
+from tuna.search.run import Run
+
+CONFIG_FILE = "tuna-config.json"
+TAIL = 2000
+
+
+@dataclass(frozen=True)
+class BenchSpec:
+    """A benchmark as a search backend: its commands, where its sources are, how to read it.
+
+    ``required_stats`` are stats every run must print (the objective's, say); a run missing
+    one is invalid. ``source_dir`` is copied into each build's directory.
+    """
+
+    run: CommandTemplate
+    build: CommandTemplate | None = None
+    stats: StatsFormat = field(default_factory=StatsFormat)
+    required_stats: tuple[str, ...] = ()
+    run_timeout_s: float = 600.0
+    build_timeout_s: float = 3600.0
+    source_dir: Path | None = None
+
+    @classmethod
+    def of(cls, run: str, build: str | None = None, **kw: Any) -> BenchSpec:
+        """A spec from command texts: ``BenchSpec.of("./bench {n}", build="make N={n}")``."""
+        return cls(
+            run=CommandTemplate(run, "run command"),
+            build=CommandTemplate(build, "build command") if build else None,
+            **kw,
+        )
+
+    def check(self, known: Sequence[str] | Mapping[str, Any]) -> None:
+        """Refuse templates naming what is not a parameter or base setting; check the sources."""
+        names = list(known)
+        for t in (self.build, self.run):
+            if t is not None:
+                t.check(names)
+        if self.source_dir is not None and not Path(self.source_dir).is_dir():
+            raise BenchError(f"source directory {self.source_dir} does not exist")
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What one command did: exit status (negative: killed by that signal), output, time."""
+
+    command: str
+    returncode: int | None
+    stdout: str
+    stderr: str
+    seconds: float
+    timed_out: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return not self.timed_out and self.returncode == 0
+
+    def failure(self, what: str, timeout_s: float) -> str | None:
+        """Why the command failed, in words (None when it did not)."""
+        if self.timed_out:
+            return f"{what} timed out after {timeout_s:g} s"
+        rc = self.returncode
+        if rc is not None and rc < 0:
+            try:
+                name = signal.Signals(-rc).name
+            except ValueError:
+                name = f"signal {-rc}"
+            return f"{what} crashed (killed by {name}){_tail(self.stderr)}"
+        if rc:
+            return f"{what} exited with status {rc}{_tail(self.stderr or self.stdout)}"
+        return None
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """A build's artifact directory, or why there is none."""
+
+    directory: Path
+    ok: bool
+    reason: str | None = None
+    result: CommandResult | None = None
+
+
+@dataclass(frozen=True)
+class Executed:
+    """One run: the Run a searcher is sent, and the command's raw result (None if not run)."""
+
+    run: Run
+    result: CommandResult | None
+
+
+def run_command(
+    command: str, cwd: Path, timeout_s: float, env: Mapping[str, str] | None = None
+) -> CommandResult:
+    """``sh -c command`` in ``cwd``, killed with its whole process group after ``timeout_s``."""
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        ["/bin/sh", "-c", command],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+    )
+    timed_out = False
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(proc.pid)
+        out, err = proc.communicate()
+    finally:
+        _kill_group(proc.pid)  # what it left behind in its group
+    return CommandResult(
+        command=command,
+        returncode=proc.returncode,
+        stdout=out,
+        stderr=err,
+        seconds=time.monotonic() - start,
+        timed_out=timed_out,
+    )
+
+
+def new_scratch(root: Path | None, label: str) -> Path:
+    """A fresh per-job scratch directory under ``root`` (the system's temp dir by default)."""
+    if root is not None:
+        Path(root).mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f"tuna-bench-{label}-", dir=root))
+
+
+def build(spec: BenchSpec, config: Mapping[str, Any], directory: Path) -> BuildResult:
+    """Build ``config`` into ``directory`` (created; the sources copied in first)."""
+    _fresh(directory, spec.source_dir)
+    _write_config(directory, config)
+    if spec.build is None:
+        return BuildResult(directory, ok=True)
+    command = spec.build.render(config)
+    result = run_command(command, directory, spec.build_timeout_s, _env(directory))
+    reason = result.failure("build", spec.build_timeout_s)
+    return BuildResult(directory, ok=reason is None, reason=reason, result=result)
+
+
+def run(
+    spec: BenchSpec, config: Mapping[str, Any], built: BuildResult, directory: Path
+) -> Executed:
+    """Run ``config`` on ``built``'s artifact, in ``directory`` (a fresh copy of it)."""
+    if not built.ok:
+        return Executed(Run.invalid(config, f"not run: {built.reason}"), None)
+    _fresh(directory, built.directory)
+    _write_config(directory, config)
+    command = spec.run.render(config)
+    result = run_command(command, directory, spec.run_timeout_s, _env(directory))
+    reason = result.failure("run", spec.run_timeout_s)
+    if reason is not None:
+        return Executed(Run.invalid(config, reason), result)
+    stats = spec.stats.parse(result.stdout)
+    if not stats:
+        return Executed(
+            Run.invalid(
+                config, f"run printed no stats ({spec.stats.mode} format){_tail(result.stdout)}"
+            ),
+            result,
+        )
+    missing = [s for s in spec.required_stats if s not in stats]
+    if missing:
+        return Executed(
+            Run(
+                config=dict(config),
+                stats=stats,
+                valid=False,
+                reason=f"run printed no {', '.join(missing)} (it printed: {', '.join(stats)})",
+            ),
+            result,
+        )
+    return Executed(Run(config=dict(config), stats=stats), result)
+
+
+def _fresh(directory: Path, source: Path | None) -> None:
+    if directory.exists():
+        shutil.rmtree(directory)
+    if source is not None:
+        shutil.copytree(source, directory, symlinks=True)
+    else:
+        directory.mkdir(parents=True)
+
+
+def _write_config(directory: Path, config: Mapping[str, Any]) -> None:
+    try:
+        text = json.dumps(dict(config), indent=2, sort_keys=True, default=str)
+    except (TypeError, ValueError) as e:
+        raise BenchError(f"the merged config cannot be written as JSON: {e}") from e
+    (directory / CONFIG_FILE).write_text(text + "\n", encoding="utf-8")
+
+
+def _env(directory: Path) -> dict[str, str]:
+    return {"TUNA_CONFIG": str(directory / CONFIG_FILE)}
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _tail(text: str) -> str:
+    text = text.strip()
+    if not text:
+        return ""
+    if len(text) > TAIL:
+        text = "..." + text[-TAIL:]
+    return f": {text}"
