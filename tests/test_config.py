@@ -72,3 +72,49 @@ def test_unreadable_db_url_file_says_which_file(tmp_path):
     missing = tmp_path / "nope"
     with pytest.raises(ConfigurationError, match="TUNA_DB_URL_FILE=.*nope"):
         load_settings({"TUNA_DB_URL_FILE": str(missing)})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "mysql+pymysql://tuna:p@ss@head:3306/tuna",
+        "mysql://tuna:p@ss:w@rd@head/tuna",
+        "mysql+pymysql://tuna:@@@head:3306/tuna",
+        "mysql+pymysql://tuna:p@ss/w@rd@head:3306/tuna",
+    ],
+)
+def test_a_password_with_at_signs_is_read_whole_and_masked_whole(text):
+    password = text.split("://", 1)[1].split(":", 1)[1].rsplit("@", 1)[0]
+    s = load_settings({"TUNA_DB_URL": text})
+    assert s.db_url.password == password
+    assert s.db_url.host == "head"
+    assert s.db_url.database == "tuna"
+    for shown in (s.db_url_masked, mask_url(text), mask_url(s.db_url)):
+        assert shown.startswith(("mysql+pymysql://tuna:***@head", "mysql://tuna:***@head")), shown
+        for piece in {password, *password.split("@"), *password.split(":")} - {""}:
+            assert piece not in shown.split("://", 1)[1].replace("tuna", ""), shown
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "mysql://tuna:p@ss@head:abc/tuna",  # bad port
+        "mysql//tuna:p@ss@head/tuna",  # no scheme separator
+        "tuna:p@ss@head",
+        "mysql+pymysql://tuna:p@ss@",
+    ],
+)
+def test_a_malformed_url_never_shows_its_password(text):
+    assert "ss" not in mask_url(text).replace("mysql", "")
+    with pytest.raises(ConfigurationError) as e:
+        load_settings({"TUNA_DB_URL": text})
+    assert "p@ss" not in str(e.value) and "ss@" not in str(e.value)
+
+
+def test_a_port_that_is_not_a_number_is_a_configuration_error():
+    with pytest.raises(ConfigurationError, match="port 'abc' is not a number"):
+        load_settings({"TUNA_DB_URL": "mysql://u:pw@h:abc/db"})
+    with pytest.raises(ConfigurationError, match="TUNA_DB_HOSTNAME: port 'abc' is not a number"):
+        load_settings(
+            {"TUNA_DB_HOSTNAME": "h:abc", "TUNA_DB_NAME": "d", "TUNA_DB_USER_NAME": "u"}
+        )

@@ -11,6 +11,8 @@ overrides where that is), created on first use.
 from __future__ import annotations
 
 import os
+import re
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,12 +35,42 @@ class Settings:
         return mask_url(self.db_url)
 
 
+# scheme://user:password@host...: the password runs to the *last* "@" before the host, so a
+# password holding "@" (or ":" or "/") is read whole; the host part holds no "@" or "/".
+_USERINFO = re.compile(
+    r"^(?P<scheme>[A-Za-z][\w+.-]*://)(?P<user>[^:@/]*):(?P<password>.*)@(?P<rest>[^@/]*(?:/.*)?)$"
+)
+_PORT = re.compile(r"^[^:/?]*:(?P<port>[^/?]*)")
+
+
+def _parse_url(text: str) -> URL:
+    """``make_url``, except that a password holding "@" is read whole.
+
+    Raises :class:`ValueError` (naming the port, never the password) or ``ArgumentError``.
+    """
+    m = _USERINFO.match(text.strip())
+    if m and "@" in m["password"]:
+        password = urllib.parse.quote(m["password"], safe="")
+        text = f"{m['scheme']}{m['user']}:{password}@{m['rest']}"
+    host_part = text.split("@")[-1].split("://")[-1] if "://" in text else ""
+    port = None if host_part.startswith("[") else _PORT.match(host_part)  # [IPv6]: left to make_url
+    if port and port["port"] and not port["port"].isdigit():
+        raise ValueError(f"port {port['port']!r} is not a number")
+    try:
+        return make_url(text)
+    except ValueError as e:  # never echo the text: it holds the password
+        raise ValueError("it is not a well-formed URL") from e
+
+
 def mask_url(url: URL | str) -> str:
-    """Render a database URL with its password hidden, for messages and logs."""
+    """Render a database URL with its password hidden, for messages and logs.
+
+    Any text works, well-formed or not: what cannot be read as a URL is not shown at all.
+    """
     if isinstance(url, str):
         try:
-            url = make_url(url)
-        except ArgumentError:
+            url = _parse_url(url)
+        except (ArgumentError, ValueError):
             return "<unparseable database URL>"
     return url.render_as_string(hide_password=True)
 
@@ -61,16 +93,31 @@ def default_sqlite_url(env: dict[str, str] | None = None) -> URL:
 
 def db_url_from(text: str, name: str) -> URL:
     """The database URL in variable ``name`` (a plain ``mysql://`` means PyMySQL)."""
+    example = "mysql+pymysql://user:password@host:3306/tuna or sqlite:////path/tuna.db"
     try:
-        url = make_url(text)
+        url = _parse_url(text)
     except ArgumentError as e:
-        raise ConfigurationError(
-            f"{name} is not a database URL; expected e.g. "
-            "mysql+pymysql://user:password@host:3306/tuna or sqlite:////path/tuna.db"
-        ) from e
+        raise ConfigurationError(f"{name} is not a database URL; expected e.g. {example}") from e
+    except ValueError as e:
+        raise ConfigurationError(f"{name}: {e}; expected e.g. {example}") from e
+    if url.get_backend_name() != "sqlite" and not url.host:
+        raise ConfigurationError(f"{name} names no database host; expected e.g. {example}")
     if url.drivername == "mysql":
         url = url.set(drivername="mysql+pymysql")
     return url
+
+
+def _check_sqlite_dir(url: URL, name: str) -> None:
+    """A SQLite file named outright must go in a directory that exists: only the default
+    data directory is created on its own (a typo must not make an empty database)."""
+    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+        return
+    parent = Path(url.database).parent
+    if not parent.is_dir():
+        raise ConfigurationError(
+            f"{name}: the directory {parent} does not exist; create it, or leave {name} unset "
+            "for the embedded database in your data directory"
+        )
 
 
 def load_settings(env: dict[str, str] | None = None) -> Settings:
@@ -86,7 +133,9 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
                 "database URL on one line"
             ) from e
     if env.get("TUNA_DB_URL"):
-        return Settings(db_url_from(env["TUNA_DB_URL"], "TUNA_DB_URL"), "TUNA_DB_URL")
+        url = db_url_from(env["TUNA_DB_URL"], "TUNA_DB_URL")
+        _check_sqlite_dir(url, "TUNA_DB_URL")
+        return Settings(url, "TUNA_DB_URL")
     given = [v for v in MYSQL_VARS if env.get(v)]
     if given:
         missing = [
@@ -98,6 +147,11 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
                 f"{', '.join(MYSQL_VARS[:-1])} and {MYSQL_VARS[-1]}, or TUNA_DB_URL"
             )
         host, _, port = env["TUNA_DB_HOSTNAME"].partition(":")
+        if port and not port.isdigit():
+            raise ConfigurationError(
+                f"TUNA_DB_HOSTNAME: port {port!r} is not a number; write host or host:port, "
+                "e.g. head:3306"
+            )
         url = URL.create(
             "mysql+pymysql",
             username=env["TUNA_DB_USER_NAME"],

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import click
 from rich.markup import escape
 from rich.table import Table
@@ -19,7 +16,9 @@ from tuna.cli.base import (
     progress_bar,
     verbose_option,
 )
+from tuna.cli.files import read_text_file
 from tuna.errors import TunaError
+from tuna.problems.driver import line_kind
 
 PROGRESS_MIN_LINES = 5000
 
@@ -42,12 +41,7 @@ def _read_input(file: str | None, driver: str | None) -> tuple[str, list[tuple[i
     if driver is not None:
         return "-d", [(1, driver.strip())]
     assert file is not None
-    if file == "-":
-        return "<stdin>", read_lines(sys.stdin.read())
-    path = Path(file)
-    if not path.is_file():
-        raise TunaError(f"-f {file}: no such file")
-    return str(path), read_lines(path.read_text(errors="replace"))
+    return ("<stdin>" if file == "-" else file), read_lines(read_text_file(file))
 
 
 def print_import_report(report: ImportReport, source: str, tag: str | None, where: str) -> None:
@@ -250,11 +244,14 @@ def query_db_cmd(queries: tuple[str, ...], file: str | None) -> None:
       query_db -f resnet50.txt
     """
     items = [(i, q) for i, q in enumerate(queries, start=1)]
+    skipped: dict[str, int] = {}
     if file is not None:
-        path = Path(file)
-        if not path.is_file():
-            raise TunaError(f"-f {file}: no such file")
-        items += [(len(items) + no, line) for no, line in read_lines(path.read_text())]
+        for no, line in read_lines(read_text_file(file)):
+            kind = _other_operation(line)
+            if kind is None:
+                items.append((len(queries) + no, line))
+            else:  # a network's pool, activation, ... lines: skipped as import_configs does
+                skipped[kind] = skipped.get(kind, 0) + 1
     if not items:
         raise TunaError("nothing to query: give driver lines or db keys, or -f FILE")
     db = database()
@@ -263,6 +260,21 @@ def query_db_cmd(queries: tuple[str, ...], file: str | None) -> None:
     finally:
         db.dispose()
     print_query(reports)
+    for kind, n in sorted(skipped.items()):
+        console.print(
+            f"{kind} lines skipped: {n} (only convolution and batch-norm problems are in the "
+            "catalogue)",
+            markup=False,
+        )
+
+
+def _other_operation(line: str) -> str | None:
+    """The MIOpenDriver operation of ``line`` when it is neither conv nor batch norm."""
+    try:
+        kind = line_kind(line)
+    except TunaError:
+        return None  # a db key, or a bad line query_configs reports
+    return None if kind in ("conv", "bnorm") else kind
 
 
 def import_configs_main() -> None:

@@ -12,6 +12,7 @@ from rich.table import Table
 from tuna.cli.base import TunaGroup, console, database, verbose_option
 from tuna.db.enums import JobState
 from tuna.jobs import JobCounts, JobFilter, job_counts, requeue_jobs, reset_jobs
+from tuna.sessions import get_session
 
 STATE_NAMES = [s.value for s in JobState]
 F = TypeVar("F", bound=Callable[..., Any])
@@ -119,6 +120,7 @@ def reset(session_id: int, states: tuple[str, ...], label: str | None, reason: s
     """
     db = database()
     try:
+        get_session(db, session_id)  # a session that does not exist is an error, not "0 reset"
         n = reset_jobs(db, _job_filter(session_id, states, label, reason))
     finally:
         db.dispose()
@@ -141,6 +143,7 @@ def requeue(
     """
     db = database()
     try:
+        get_session(db, session_id)
         n = requeue_jobs(db, _job_filter(session_id, states, label, reason))
     finally:
         db.dispose()

@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from tuna.cli.base import TunaCommand, console, database, err_console, verbose_option
+from tuna.cli.files import check_db_file
 from tuna.errors import TunaError
 from tuna.results.export import ExportReport, ExportSpec, Kind, export_db
 from tuna.results.golden import DEFAULT_THRESHOLD, GoldenReport, update_golden
@@ -196,6 +197,8 @@ def import_db_cmd(
     creating = any(v is not None for v in (arch, num_cu, backend))
     if (session_id is None) == (not creating):
         raise TunaError("give --session S, or --arch, --num-cu and --backend to create a session")
+    for p in files:
+        check_db_file(p)
     parsed = [read_db_file(p) for p in files]
     bad = [b for f in parsed for b in f.bad]
     if bad and not skip_bad:
