@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tuna.backends.bench import BenchSpec, LocalBench, StatsFormat, run_search
+from tuna.backends.bench import BenchSpec, LocalBench, run_search
 from tuna.search import (
     Bisect,
-    Objective,
     ParameterSpace,
     Proposer,
     load_base_config,
@@ -22,22 +21,19 @@ from tuna.search import (
 )
 from tuna.search.schedule import build_key
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "c_build_run"
+from .examples import EXAMPLES, load_example
+
+EXAMPLE = EXAMPLES / "c_build_run"
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler (cc)")
 
 
-def bench_spec(**kw: object) -> BenchSpec:
-    return BenchSpec.of(
-        "./bench {n} {reps}",
-        build="{cc} {opt} -DTILE={tile} -o bench bench.c",
-        stats=StatsFormat("json"),
-        required_stats=("gflops",),
-        run_timeout_s=60,
-        build_timeout_s=120,
-        source_dir=EXAMPLE,
-        **kw,  # type: ignore[arg-type]
-    )
+EX = load_example("c_build_run")
+
+
+def bench_spec() -> BenchSpec:
+    spec: BenchSpec = EX.SPEC
+    return spec
 
 
 def test_c_example_builds_once_per_build_tuple(tmp_path: Path) -> None:
@@ -56,7 +52,7 @@ def test_c_example_builds_once_per_build_tuple(tmp_path: Path) -> None:
     # The multiply is the same whatever the tiling: the checksum depends on n only.
     for n in (48, 64):
         assert len({r.stats["checksum"] for r in runs if r.config["n"] == n}) == 1
-    best = Objective("gflops", "max").best(runs)
+    best = EX.OBJECTIVE.best(runs)
     assert best is not None and best.stats["gflops"] == max(r.stats["gflops"] for r in runs)
 
 

@@ -88,3 +88,17 @@ def test_build_artifact_is_copied_for_each_run(tmp_path: Path) -> None:
     for i in range(2):  # a run writing into its directory does not touch the build or the next run
         done = run(s, {"k": 6}, built, tmp_path / f"run-{i}")
         assert done.run.valid and done.run.stats == {"v": 42}
+
+
+def test_local_bench_removes_run_directories_and_its_scratch(tmp_path: Path) -> None:
+    from tuna.backends.bench import LocalBench
+    from tuna.search import ParameterSpace
+
+    space = ParameterSpace({"b": [1, 2], "r": [1, 2]}, no_rebuild=("r",))
+    s = BenchSpec.of("echo qps: {r}", build="echo {b} > built")
+    with LocalBench(s, space, scratch_root=tmp_path) as bench:
+        runs = [bench.run({"b": b, "r": r}) for b in (1, 2) for r in (1, 2)]
+        assert [r.stats["qps"] for r in runs] == [1, 2, 1, 2]
+        assert len(bench.builds) == 2
+        assert sorted(p.name for p in bench.scratch.iterdir()) == ["build-0", "build-1"]
+    assert not bench.scratch.exists()

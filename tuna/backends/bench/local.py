@@ -8,6 +8,7 @@ a dynamic one is sent each Run. Used by the tests and the examples.
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,16 +22,30 @@ from tuna.search.space import ParameterSpace
 
 @dataclass
 class LocalBench:
-    """Runs configs of ``space`` with ``spec`` under one scratch directory, caching builds."""
+    """Runs configs of ``space`` with ``spec`` under one scratch directory, caching builds.
+
+    A run's directory is removed once it has run unless ``keep_runs``; use it as a context
+    manager (or call :meth:`close`) to remove the scratch directory, builds included.
+    """
 
     spec: BenchSpec
     space: ParameterSpace
     scratch_root: Path | None = None
+    keep_runs: bool = False
     builds: dict[BuildKey, BuildResult] = field(default_factory=dict)
     executed: list[Executed] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.scratch = new_scratch(self.scratch_root, "local")
+
+    def __enter__(self) -> LocalBench:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        shutil.rmtree(self.scratch, ignore_errors=True)
 
     def run(self, config: dict[str, Any]) -> Run:
         key = build_key(self.space, config)
@@ -38,7 +53,10 @@ class LocalBench:
         if built is None:
             built = build(self.spec, config, self.scratch / f"build-{len(self.builds)}")
             self.builds[key] = built
-        done = run(self.spec, config, built, self.scratch / f"run-{len(self.executed)}")
+        directory = self.scratch / f"run-{len(self.executed)}"
+        done = run(self.spec, config, built, directory)
+        if not self.keep_runs:
+            shutil.rmtree(directory, ignore_errors=True)
         self.executed.append(done)
         return done.run
 
