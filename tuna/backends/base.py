@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import abc
 import datetime as dt
+import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
@@ -160,6 +161,22 @@ class EvalOutcome(_Outcome):
 Outcome = CompileOutcome | EvalOutcome
 
 
+class Owns(str, enum.Enum):
+    """What one evaluation (a timing) must have to itself, so that timings don't disturb
+    each other. Compilation never needs anything exclusively: it stays parallel.
+
+    * ``NOTHING``: evaluations may overlap freely (a backend that times nothing).
+    * ``DEVICE``: the worker's device (a GPU, ``--gpu``); evaluations on different devices
+      overlap, two on one device take turns.
+    * ``MACHINE``: the whole machine (a CPU backend: every core); one evaluation at a
+      time per machine, whatever the number of evaluation workers.
+    """
+
+    NOTHING = "nothing"
+    DEVICE = "device"
+    MACHINE = "machine"
+
+
 class Backend(abc.ABC):
     """One kernel library's meaning of "compile" and "evaluate".
 
@@ -173,10 +190,15 @@ class Backend(abc.ABC):
       recorded as a failure of the job, with the exception as its reason.
     * They must be safe to repeat: a job whose worker died is run again, possibly on
       another host, and only the write of the run that still holds the lease counts.
-    * :meth:`compile` must not need the device; :meth:`evaluate` may.
+    * :meth:`compile` must not need the device; :meth:`evaluate` may, and then gets what
+      :attr:`evaluation_owns` declares to itself (the worker holds a lock around it).
     """
 
     name: ClassVar[str]
+    evaluation_owns: ClassVar[Owns] = Owns.NOTHING
+    """What an evaluation must own (:class:`Owns`); the worker takes it before
+    :meth:`evaluate` and gives it back after, so timings never overlap where they would
+    disturb each other."""
 
     @abc.abstractmethod
     def solvers(self) -> list[SolverInfo]:

@@ -2,9 +2,10 @@
 
 Imports a few resnet50 layers, creates two sessions for this CPU — one tunes (perf step:
 every candidate of each tunable solver) and one measures the untuned defaults (find step:
-each solver's default parameters) — compiles and evaluates both with local workers, and
-reads the answer back from the find db: per problem, the fastest solver and how it
-compares with the naive solver and with its own default parameters.
+each solver's default parameters) — compiles both with ``workers`` local workers and
+evaluates them with one (a cpuconv timing owns the machine: two at once would disturb each
+other), and reads the answer back from the find db: per problem, the fastest solver and
+how it compares with the naive solver and with its own default parameters.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from pathlib import Path
 
 from sqlalchemy import select
 
+from tuna.backends import get_backend
+from tuna.backends.base import Owns
 from tuna.catalog.importer import ImportReport, import_configs
 from tuna.catalog.parsing import read_lines
 from tuna.db import Database
@@ -97,6 +100,9 @@ def run_quickstart(
     # force: the quick start shows the pipeline, even where an earlier run did the work
     load_jobs(db, tuned.id, step="perf", tag=TAG, force=True)
     load_jobs(db, default.id, step="find", tag=TAG, force=True)
+    # Compiles run side by side; timings own what the backend says (cpuconv: the whole
+    # machine), so one evaluation worker per such resource: more would only wait their turn.
+    evaluators = 1 if get_backend("cpuconv").evaluation_owns is not Owns.NOTHING else workers
     runs = []
     for session, tasks in (
         (tuned.id, (Task.COMPILE, Task.RUN_PERF)),
@@ -111,7 +117,7 @@ def run_quickstart(
                     db,
                     session,
                     task,
-                    workers=workers,
+                    workers=workers if task is Task.COMPILE else evaluators,
                     log_dir=log_dir,
                     db_url=db_url,
                     interval=0.5,

@@ -47,6 +47,7 @@ from tuna.jobs import states
 from tuna.jobs.states import ClaimedJob, Phase
 from tuna.jobs.status import count_jobs
 from tuna.sessions import get_session
+from tuna.worker.exclusive import owning
 from tuna.worker.hooks import Hook, TimeLimit
 from tuna.worker.settings import WorkerSettings
 from tuna.worker.work import WorkLoader
@@ -82,6 +83,7 @@ class WorkerReport:
     released: int = 0
     reaped: int = 0
     backend_seconds: float = 0.0
+    waited_seconds: float = 0.0  # for what an evaluation must own (part of backend_seconds)
     seconds: float = 0.0
     stopped: str = ""
 
@@ -293,7 +295,10 @@ class Worker:
             if self.phase is Phase.COMPILE:
                 outcome = self.backend.compile(work)
             else:
-                outcome = self.backend.evaluate(work)
+                owns = self.backend.evaluation_owns
+                with owning(owns, self.settings.gpu, owner=self.owner) as waited:
+                    self.report.waited_seconds += waited
+                    outcome = self.backend.evaluate(work)
         except Exception as e:  # a backend's crash is the job's failure, not the worker's
             log.warning("job %d: backend %s raised", work.job_id, self.backend.name, exc_info=True)
             outcome = _outcome_type(self.phase).failed(f"{type(e).__name__}: {e}")

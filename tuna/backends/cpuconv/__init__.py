@@ -54,6 +54,7 @@ from tuna.backends.base import (
     FindResult,
     JobWork,
     KernelBinary,
+    Owns,
     PerfResult,
     SolverInfo,
 )
@@ -113,6 +114,9 @@ class CpuConvBackend(Backend):
     extra_candidates: tuple[str, ...] | None = None
 
     name = "cpuconv"
+    # Timing uses every core (candidates run threads): two timings at once on one machine
+    # slow each other down by up to 3x and pick wrong winners.
+    evaluation_owns = Owns.MACHINE
 
     def solvers(self) -> list[SolverInfo]:
         return list(sv.SOLVERS)

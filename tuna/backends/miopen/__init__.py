@@ -62,6 +62,7 @@ from tuna.backends.base import (
     JobWork,
     KernelBinary,
     OutcomeT,
+    Owns,
     PerfResult,
     SessionInfo,
     SolverInfo,
@@ -91,6 +92,7 @@ log = logging.getLogger(__name__)
 
 class MiopenBackend(Backend):
     name: ClassVar[str] = "miopen"
+    evaluation_owns: ClassVar[Owns] = Owns.DEVICE  # one fin timing per GPU at a time
 
     # -- without a session -------------------------------------------------------------
 
