@@ -275,6 +275,12 @@ class CpuConvBackend(Backend):
                     f"time budget of {knobs.time_budget_s:g} s exceeded after {e.done} of "
                     f"{e.total} candidates"
                 )
+        raced = [m for m in measured if m.raced]
+        if raced:
+            log.info(
+                "job %d: raced %d of %d candidate(s) of %s, about %.1f ms of timing saved",
+                work.job_id, len(raced), len(measured), solver, sum(m.saved_ms for m in raced),
+            )  # fmt: skip
         units = {params: by_name[name] for params, (name, _symbol) in table.items()}
         return self._outcome(work, measured, {c.params: c.workspace for c in candidates}, units)
 

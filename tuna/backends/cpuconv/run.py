@@ -16,6 +16,15 @@ one missing filter tap of a 512-channel 3x3 problem (about 1e-2) fails verificat
 Timing: the verification run is the first warm-up; one more warm-up, then ``repeats`` runs,
 of which the median is the time in ms. A candidate that is more than ``prune`` times slower
 than the best so far after its warm-up is not repeated: its time is that warm-up.
+
+Racing: a candidate stops being timed as soon as it clearly cannot win. After each of its
+timed runs, its *lower bound* (the fastest of its warm-up and its runs so far) is compared
+with the *upper bound* of the best fully timed candidate so far (the slowest of that one's
+runs); once at least ``race_after`` runs are in and the lower bound is above the upper
+bound, the candidate's remaining runs are skipped (its time is the median of the runs it
+had, marked ``raced``). Such a candidate is slower in every run than the best was in any,
+so it could not have been chosen: the winner is always timed fully. ``Measured.saved_ms``
+counts the runs skipped, each at the candidate's lower bound.
 """
 
 from __future__ import annotations
@@ -60,6 +69,9 @@ class Measured:
     time_ms: float | None
     error: float | None
     reason: str | None = None
+    runs: int = 0  # timed runs (the warm-ups not counted)
+    raced: bool = False  # stopped early: clearly slower than the best
+    saved_ms: float = 0.0  # what the skipped runs would have cost, about
 
     @property
     def ok(self) -> bool:
@@ -170,6 +182,7 @@ def measure(
     tolerance: float = FP32_TOLERANCE,
     repeats: int = 5,
     prune: float = 4.0,
+    race_after: int = 1,
     deadline: float | None = None,
     reference: Reference | None = None,
 ) -> list[Measured]:
@@ -182,7 +195,8 @@ def measure(
     ws_floats = max((c.workspace for c in candidates), default=0) // 4
     ws = (ctypes.c_float * ws_floats)() if ws_floats else None
     results: list[Measured] = []
-    best: float | None = None
+    best: float | None = None  # the best median so far
+    best_upper: float | None = None  # the slowest run of that candidate
     for i, cand in enumerate(candidates):
         if deadline is not None and time.monotonic() > deadline:
             raise TimeBudgetExceeded(i, len(candidates), results)
@@ -195,13 +209,29 @@ def measure(
             continue
         warm = _time_ms(cand.fn, a, b, out, ws)
         if best is not None and warm > prune * best:
-            times = [warm]
-        else:
-            runs = repeats if warm < 100 else max(1, min(repeats, 3))
-            times = [_time_ms(cand.fn, a, b, out, ws) for _ in range(runs)]
+            results.append(Measured(cand.params, warm, error, runs=0))
+            continue
+        runs = repeats if warm < 100 else max(1, min(repeats, 3))
+        times: list[float] = []
+        lower = warm
+        raced = False
+        while len(times) < runs:
+            t = _time_ms(cand.fn, a, b, out, ws)
+            times.append(t)
+            lower = min(lower, t)
+            if (
+                best_upper is not None
+                and len(times) >= race_after
+                and len(times) < runs
+                and lower > best_upper
+            ):
+                raced = True
+                break
         median = statistics.median(times)
-        best = median if best is None else min(best, median)
-        results.append(Measured(cand.params, median, error))
+        saved = (runs - len(times)) * lower
+        results.append(Measured(cand.params, median, error, None, len(times), raced, saved))
+        if not raced and (best is None or median < best):
+            best, best_upper = median, max(times)
     return results
 
 
