@@ -115,6 +115,4 @@ def test_a_port_that_is_not_a_number_is_a_configuration_error():
     with pytest.raises(ConfigurationError, match="port 'abc' is not a number"):
         load_settings({"TUNA_DB_URL": "mysql://u:pw@h:abc/db"})
     with pytest.raises(ConfigurationError, match="TUNA_DB_HOSTNAME: port 'abc' is not a number"):
-        load_settings(
-            {"TUNA_DB_HOSTNAME": "h:abc", "TUNA_DB_NAME": "d", "TUNA_DB_USER_NAME": "u"}
-        )
+        load_settings({"TUNA_DB_HOSTNAME": "h:abc", "TUNA_DB_NAME": "d", "TUNA_DB_USER_NAME": "u"})
