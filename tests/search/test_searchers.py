@@ -270,3 +270,26 @@ def test_past_runs_callback() -> None:
     points = drive(PastRunsCallback(callback), lambda p, m: Run(m, {"t": p["x"] * 2}))
     assert [p["x"] for p in points] == [0, 1, 2]
     assert seen == [0, 1, 2, 3]
+
+
+def test_composer_takes_a_users_searcher_that_only_follows_the_protocol() -> None:
+    class Doubler:  # no SearcherInterface, no wants(): generate() and is_dynamic are enough
+        is_dynamic = True
+
+        def generate(self) -> Any:
+            x = 1
+            while x <= 8:
+                yield {"x": x}
+                x *= 2
+
+    c = Composer([Doubler(), Step("y", 1, 2, lambda v: v + 1)])
+    assert [tuple(p.values()) for p in static(c)] == [(1, 1), (2, 1), (4, 1), (8, 1), (8, 2)]
+    with pytest.raises(SearcherError, match="is not a searcher"):
+        Composer([3])  # type: ignore[list-item]
+
+
+def test_random_on_a_grid_larger_than_a_machine_word() -> None:
+    grid = {f"p{i}": list(range(100)) for i in range(12)}  # 100**12 points
+    points = static(Random(grid, 5, seed=1))
+    assert len({tuple(p.values()) for p in points}) == 5
+    assert points == static(Random(grid, 5, seed=1))

@@ -189,3 +189,9 @@ def test_space_checks_points() -> None:
     with pytest.raises(UnknownParameterError, match="must be a bool, number or string"):
         space.check_point({"a": [1]})
     assert space.grid == {"a": [1, 2]}
+
+
+def test_validity_hook_that_returns_nothing(tmp_path: Path) -> None:
+    p = write(tmp_path, "p.py", "a = [1]\ndef META_is_config_valid(c):\n    c['a'] > 1\n")
+    with pytest.raises(HookError, match="returned None for \\{'a': 1\\}; return True or False"):
+        load_parameter_file(p).is_config_valid({"a": 1})

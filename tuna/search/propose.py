@@ -10,7 +10,7 @@ simply moves on; :attr:`Proposer.refused` keeps them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -66,8 +66,9 @@ class Proposer:
 
     ``start()`` gives the first proposal; ``send(run)`` reports the Run of the latest one and
     gives the next (a static searcher may be sent None). Both return None at the end.
-    ``skip`` holds Runs already recorded: a static searcher's proposals matching one of them
-    are passed over (each recorded Run once); see :func:`tuna.search.replay.replay`.
+    ``skip`` holds Runs already recorded (:meth:`Recorded.of`): a static searcher's
+    proposals matching one of them are passed over, each recorded Run once; see
+    :func:`tuna.search.replay.replay`.
     """
 
     def __init__(
@@ -86,7 +87,7 @@ class Proposer:
         self.base: Config = dict(base or {})
         self.dynamic = bool(self.searcher.is_dynamic)
         self.refused: list[Run] = []
-        self.skip: list[Run] = []
+        self.skip = Recorded(())
         self.count = 0
         self._gen: Proposals | None = None
         self._done = False
@@ -130,9 +131,7 @@ class Proposer:
                 self.refused.append(refused)
                 run = refused if self.dynamic else None
                 continue
-            recorded = next((r for r in self.skip if r.matches(point)), None)
-            if recorded is not None and not self.dynamic:
-                self.skip.remove(recorded)
+            if not self.dynamic and self.skip.take(point) is not None:
                 self.count += 1
                 run = None
                 continue
@@ -154,6 +153,56 @@ class Proposer:
                 f"{self.space.source}: searcher {self._name} raised {type(e).__name__}: {e}; "
                 "fix the searcher or its predicate"
             ) from e
+
+
+class Recorded:
+    """Runs already recorded, found by a point's values; each is taken at most once.
+
+    An index per set of parameter names (a static searcher's points usually share one), so
+    resuming a large search costs one pass over its recorded Runs, not one per proposal.
+    """
+
+    def __init__(self, runs: Iterable[Run]) -> None:
+        self._runs = list(runs)
+        self._taken: set[int] = set()
+        self._index: dict[tuple[str, ...], dict[tuple[Any, ...], list[int]]] = {}
+
+    def __len__(self) -> int:
+        return len(self._runs) - len(self._taken)
+
+    def untaken(self) -> list[Run]:
+        return [r for i, r in enumerate(self._runs) if i not in self._taken]
+
+    def take(self, point: Mapping[str, Any]) -> Run | None:
+        """A recorded Run that ran ``point`` (not taken before), now taken; else None."""
+        if len(self) == 0:
+            return None
+        names = tuple(sorted(point))
+        index = self._index.get(names)
+        if index is None:
+            index = {}
+            for i, r in enumerate(self._runs):
+                if all(n in r.config for n in names):
+                    index.setdefault(_values(r.config, names), []).append(i)
+            self._index[names] = index
+        for i in index.get(_values(point, names), ()):
+            if i not in self._taken and self._runs[i].matches(point):
+                self._taken.add(i)
+                return self._runs[i]
+        return None
+
+
+def _values(values: Mapping[str, Any], names: tuple[str, ...]) -> tuple[Any, ...]:
+    # True == 1 and hash alike: keep the type of a bool apart, as Run.matches does.
+    out: list[Any] = []
+    for n in names:
+        v = values[n]
+        try:
+            hash(v)
+        except TypeError:
+            v = repr(v)
+        out.append((isinstance(v, bool), v))
+    return tuple(out)
 
 
 def _is_searcher(obj: object) -> bool:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuna.search.errors import ReplayError
-from tuna.search.propose import Proposal, Proposer
+from tuna.search.propose import Proposal, Proposer, Recorded
 from tuna.search.run import Run
 from tuna.search.searchers import SearcherInterface
 from tuna.search.space import ParameterSpace
@@ -43,7 +43,7 @@ def replay(
     """The search of ``searcher`` (a fresh instance) over ``space`` resumed after ``runs``."""
     proposer = Proposer(space, searcher, base)
     if not proposer.dynamic:
-        proposer.skip = list(runs)
+        proposer.skip = Recorded(runs)
         first = proposer.start()
         return Replayed(proposer, first, len(runs))
     proposal = proposer.start()

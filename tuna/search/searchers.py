@@ -26,8 +26,9 @@ import abc
 import itertools
 import math
 import random
-from collections.abc import Callable, Generator, Mapping, Sequence
-from typing import Any
+import sys
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from typing import Any, cast
 
 from tuna.search.errors import SearcherError
 from tuna.search.run import Point, Primitive, Run
@@ -134,12 +135,24 @@ class Random(SearcherInterface):
         sizes = [len(self.grid[k]) for k in keys]
         total = math.prod(sizes)
         rng = random.Random(self.seed)
-        for index in rng.sample(range(total), min(self.count, total)):
+        for index in _distinct_indices(rng, total, min(self.count, total)):
             point: Point = {}
             for k, n in zip(reversed(keys), reversed(sizes), strict=True):
                 index, i = divmod(index, n)
                 point[k] = self.grid[k][i]
             yield {k: point[k] for k in keys}
+
+
+def _distinct_indices(rng: random.Random, total: int, count: int) -> Iterator[int]:
+    if total <= sys.maxsize:
+        yield from rng.sample(range(total), count)
+        return
+    seen: set[int] = set()  # a grid too large for range(): count is far smaller than total
+    while len(seen) < count:
+        i = rng.randrange(total)
+        if i not in seen:
+            seen.add(i)
+            yield i
 
 
 class Step(SearcherInterface):
@@ -287,8 +300,12 @@ class Composer(SearcherInterface):
                 self.searchers.append(item[0])
                 self.predicates.append(item[1])
             else:
+                if not callable(getattr(item, "generate", None)):
+                    raise SearcherError(
+                        f"Composer: {item!r} is not a searcher (it has no generate())"
+                    )
                 self.searchers.append(item)
-                self.predicates.append(item.wants)
+                self.predicates.append(_wants_of(item))
         if not self.searchers:
             raise SearcherError("Composer: give it at least one searcher")
         self.timeout = timeout
@@ -320,6 +337,21 @@ class Composer(SearcherInterface):
             if not term:
                 return
             point.update(term)
+
+
+def _wants_of(searcher: Any) -> Predicate:
+    """A searcher's "want" predicate: its wants(), else its predicate, else always yes.
+
+    A user's searcher need not subclass :class:`SearcherInterface` (generate() and
+    is_dynamic are the whole protocol), so it may have neither.
+    """
+    wants = getattr(searcher, "wants", None)
+    if callable(wants):
+        return cast(Predicate, wants)
+    predicate = getattr(searcher, "predicate", None)
+    if callable(predicate):
+        return cast(Predicate, predicate)
+    return lambda run: True
 
 
 class PastRunsCallback(SearcherInterface):

@@ -128,7 +128,14 @@ class ParameterSpace:
         hook = self.hooks.get("META_is_config_valid")
         if hook is None:
             return True
-        return bool(call_hook(self.source, "META_is_config_valid", hook, dict(config)))
+        answer = call_hook(self.source, "META_is_config_valid", hook, dict(config))
+        if answer is None:
+            raise HookError(
+                self.source,
+                "META_is_config_valid",
+                f"returned None for {dict(config)}; return True or False (a missing return?)",
+            )
+        return bool(answer)
 
     def search_callback(self) -> Callable[..., Any] | None:
         return self.hooks.get("META_search_callback")
