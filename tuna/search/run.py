@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
+from tuna.search.errors import SearchError
+
 #: A parameter value: what JSON and Python parameter files may list.
 Primitive: TypeAlias = "bool | int | float | str"
 Point = dict[str, Primitive]
@@ -49,6 +51,33 @@ class Run:
     def invalid(cls, config: Mapping[str, Any], reason: str, **stats: Any) -> Run:
         """A Run that does not count (failed, timed out, refused), with the reason."""
         return cls(config=dict(config), stats=stats, valid=False, reason=reason)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The Run as plain data (JSON-ready when its config and stats are), for storing."""
+        return {
+            "config": dict(self.config),
+            "stats": dict(self.stats),
+            "valid": self.valid,
+            "reason": self.reason,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Run:
+        """The Run :meth:`as_dict` made (e.g. read back from where a driver recorded it)."""
+        config, stats = data.get("config"), data.get("stats", {})
+        valid, reason = data.get("valid", True), data.get("reason")
+        if (
+            not isinstance(config, Mapping)
+            or not isinstance(stats, Mapping)
+            or not isinstance(valid, bool)
+            or not (reason is None or isinstance(reason, str))
+            or (not valid and not reason)
+        ):
+            raise SearchError(
+                f"a recorded run is malformed: {dict(data)!r}; a run is "
+                '{"config": {...}, "stats": {...}, "valid": true|false, "reason": str|null}'
+            )
+        return cls(config=dict(config), stats=dict(stats), valid=valid, reason=reason)
 
     @property
     def cross(self) -> Mapping[str, Any]:
