@@ -293,3 +293,39 @@ def test_random_on_a_grid_larger_than_a_machine_word() -> None:
     points = static(Random(grid, 5, seed=1))
     assert len({tuple(p.values()) for p in points}) == 5
     assert points == static(Random(grid, 5, seed=1))
+
+
+@settings(max_examples=100)
+@given(
+    lengths=st.lists(st.integers(1, 4), min_size=1, max_size=4),
+    wants=st.lists(st.booleans(), min_size=4, max_size=4),
+    timeout=st.none() | st.integers(1, 30),
+    outcomes=st.lists(st.booleans(), min_size=1, max_size=200),
+)
+def test_composer_invariants(
+    lengths: list[int], wants: list[bool], timeout: int | None, outcomes: list[bool]
+) -> None:
+    """Any Composer of Steps ends, within its timeout, every point setting every parameter."""
+    names = [f"p{i}" for i in range(len(lengths))]
+    searchers: list[Any] = [
+        (Step(n, 1, k, lambda v: v + 1), (lambda r, w=w: w))
+        for n, k, w in zip(names, lengths, wants, strict=False)
+    ]
+    results = iter(outcomes * 100)
+    points = drive(Composer(searchers, timeout=timeout), lambda p, m: Run(m, {"ok": next(results)}))
+    assert points[0] == {n: 1 for n in names}
+    assert all(set(p) == set(names) for p in points)
+    # Each run advances one Step by one value, and a Step has k values: the search cannot
+    # outlast the sum of the Steps' lengths (plus the initial point).
+    assert len(points) <= 1 + sum(k - 1 for k in lengths)
+    if timeout is not None:
+        assert len(points) <= timeout
+    else:
+        assert len(points) == 1 + sum(k - 1 for k in lengths)
+
+
+def test_bisect_on_a_huge_grid_stores_nothing_per_value() -> None:
+    b = Bisect("qps", 0, 10**15, 1, predicate=lambda r: r.config["qps"] <= 123_456_789)
+    points = drive(b, lambda p, m: Run(m))
+    assert b.get_best() == {"qps": 123_456_789}
+    assert len(points) <= 50  # ceil(log2(10**15))

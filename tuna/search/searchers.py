@@ -236,7 +236,7 @@ class Bisect(SearcherInterface):
         self.upper_bound = upper_bound
         self.step_size = step_size
         self.predicate = predicate
-        self.plausible = [lower_bound + i * step_size for i in range(n)]
+        self.grid_size = n  # values lower_bound + i * step_size, i < n; computed, not stored
         self.best: Point = {search_param: lower_bound}
 
     @property
@@ -249,10 +249,10 @@ class Bisect(SearcherInterface):
 
     def generate(self) -> Proposals:
         self.best = {self.search_param: self.lower_bound}
-        lo, hi = 0, len(self.plausible)  # plausible[lo] good, plausible[hi:] bad
+        lo, hi = 0, self.grid_size  # value(lo) good, value(hi) and above bad
         while lo + 1 != hi:
             mid = (lo + hi) // 2
-            term: Point = {self.search_param: self.plausible[mid]}
+            term: Point = {self.search_param: self.lower_bound + mid * self.step_size}
             run = _need_run(repr(self), (yield term))
             if self.was_good(run):
                 lo = mid

@@ -102,3 +102,17 @@ def test_local_bench_removes_run_directories_and_its_scratch(tmp_path: Path) -> 
         assert len(bench.builds) == 2
         assert sorted(p.name for p in bench.scratch.iterdir()) == ["build-0", "build-1"]
     assert not bench.scratch.exists()
+
+
+def test_a_template_naming_an_unknown_parameter_is_refused_before_anything_runs(
+    tmp_path: Path,
+) -> None:
+    from tuna.backends.bench import LocalBench, TemplateError, run_search
+    from tuna.search import ParameterSpace, Proposer
+
+    space = ParameterSpace({"threads": [1, 2]}, source="p.py")
+    s = BenchSpec.of("./bench {threads} {rate}", build="touch built-{threads}")
+    with LocalBench(s, space, scratch_root=tmp_path) as bench:
+        with pytest.raises(TemplateError, match="names 'rate', which is neither a parameter"):
+            run_search(Proposer(space, base={"seconds": 1}), bench)
+        assert list(bench.scratch.iterdir()) == [] and bench.executed == []
