@@ -10,14 +10,15 @@
 #       oltp_read_write with THREADS client threads at a target RATE of transactions/s for
 #       SECONDS, print sysbench's report, stop the server.
 #
-# Everything lives under the current directory (socket included; no TCP port), so builds
-# and runs of different configs never meet. Needs mariadbd, mariadb-install-db and sysbench
+# Everything lives under the current directory, so builds and runs of different configs never
+# meet; the server listens on no TCP port, only on a socket named after this script's process
+# (in /tmp: a socket path must be short, and scratch directories may be deep). Needs mariadbd, mariadb-install-db and sysbench
 # (Debian: apt-get install mariadb-server sysbench).
 set -eu
 
 here=$(pwd -P)
 cnf="$here/my.cnf"
-sock="$here/mysqld.sock"
+sock="/tmp/tuna-sb-$$.sock"
 
 client() {
     sysbench oltp_read_write --db-driver=mysql --mysql-socket="$sock" --mysql-user=root \
