@@ -6,6 +6,7 @@ import os
 import shutil
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -83,3 +84,30 @@ def sshd_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@pytest.fixture(name="mute_port")
+def mute_port_fixture() -> Iterator[int]:
+    """A port that accepts TCP connections and never says a word (no SSH banner)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    accepted: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                accepted.append(listener.accept()[0])
+            except OSError:
+                continue
+
+    t = threading.Thread(target=accept, daemon=True)
+    t.start()
+    yield int(listener.getsockname()[1])
+    stop.set()
+    t.join()
+    for c in accepted:
+        c.close()
+    listener.close()

@@ -6,11 +6,12 @@ import getpass
 import stat
 import subprocess
 import time
+from pathlib import Path
 
 import paramiko
 import pytest
 
-from tests.fleet.sshd import Sshd, sshd_fixture  # noqa: F401  (the sshd fixture)
+from tests.fleet.sshd import Sshd, mute_port_fixture, sshd_fixture  # noqa: F401  (fixtures)
 from tuna.fleet.fanout import FleetError, fan_out, raise_failures
 from tuna.fleet.ssh import (
     ChangedHostKey,
@@ -131,3 +132,19 @@ def test_fan_out_reports_every_host_and_raises_once(sshd):
         raise_failures(outcomes, "echo")
     assert str(e.value).splitlines()[0] == "echo failed on 1 host(s):"
     assert "w3 (127.0.0.1): cannot connect to port 1" in str(e.value)
+
+
+def test_a_port_that_never_speaks_ssh_is_one_clear_line_and_no_traceback(mute_port, capfd):
+    mute = Host("mute", "127.0.0.1", mute_port, getpass.getuser())
+    with Connections(Path("/nonexistent"), connect_timeout=1) as conns:
+        with pytest.raises(SshError) as e:
+            conns.run(mute, "true")
+        with pytest.raises(SshError):
+            fetch_host_key(mute, timeout=1)
+    msg = str(e.value)
+    assert msg == (
+        f"mute (127.0.0.1): port {mute_port} accepted the connection but no SSH server "
+        "answered within 1 s"
+    )
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "Exception" not in err, err

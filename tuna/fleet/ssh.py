@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import logging
 import os
 import socket
 import threading
@@ -27,6 +28,13 @@ from types import TracebackType
 import paramiko
 
 from tuna.errors import TunaError
+
+# paramiko logs a failed handshake as ~20 lines of traceback from its transport thread (on
+# stderr, through logging's last resort, when nothing else is set up). Every failure it logs
+# also reaches us as an exception, which becomes one line naming the host: keep it quiet.
+_paramiko_log = logging.getLogger("paramiko")
+_paramiko_log.addHandler(logging.NullHandler())
+_paramiko_log.propagate = False
 
 DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_COMMAND_TIMEOUT = 120.0
@@ -206,10 +214,10 @@ class Connections:
                 host, f"authentication as {host.user or 'the current user'} with {how} failed"
             ) from e
         except (OSError, paramiko.SSHException, EOFError) as e:
+            transport = client.get_transport()
+            spoke = bool(transport and transport.remote_version)
             client.close()
-            raise SshError(
-                host, f"cannot connect to port {host.port}: {e or type(e).__name__}"
-            ) from e
+            raise SshError(host, _connect_failure(host, e, spoke=spoke, timeout=t)) from e
         transport = client.get_transport()
         if transport:
             transport.set_keepalive(KEEPALIVE_SECONDS)
@@ -325,15 +333,39 @@ def fetch_host_key(host: Host, timeout: float = DEFAULT_CONNECT_TIMEOUT) -> para
     try:
         sock = socket.create_connection((host.address, host.port), timeout=timeout)
     except OSError as e:
-        raise SshError(host, f"cannot connect to port {host.port}: {e}") from e
+        raise SshError(host, _connect_failure(host, e, spoke=False, timeout=timeout)) from e
     transport = paramiko.Transport(sock)
+    transport.banner_timeout = timeout
     try:
         transport.start_client(timeout=timeout)
         return transport.get_remote_server_key()
-    except (paramiko.SSHException, EOFError) as e:
-        raise SshError(host, f"no SSH server answered on port {host.port}: {e}") from e
+    except (OSError, paramiko.SSHException, EOFError) as e:
+        spoke = bool(transport.remote_version)
+        raise SshError(
+            host, _connect_failure(host, e, spoke=spoke, timeout=timeout, tcp=True)
+        ) from e
     finally:
         transport.close()
+
+
+def _connect_failure(
+    host: Host, e: BaseException, *, spoke: bool, timeout: float, tcp: bool = False
+) -> str:
+    """One line saying why connecting failed, without paramiko's internals."""
+    if isinstance(e, paramiko.ssh_exception.NoValidConnectionsError):
+        reasons = sorted({getattr(err, "strerror", None) or str(err) for err in e.errors.values()})
+        return f"cannot connect to port {host.port}: {'; '.join(reasons)}"
+    if isinstance(e, socket.timeout | TimeoutError) and not (tcp or spoke):
+        return f"cannot connect to port {host.port}: no answer within {timeout:g} s"
+    timed_out = isinstance(e, socket.timeout | TimeoutError)
+    if isinstance(e, OSError) and not timed_out and not tcp and not spoke:
+        return f"cannot connect to port {host.port}: {e.strerror or e}"
+    if not spoke:
+        return (
+            f"port {host.port} accepted the connection but no SSH server answered "
+            f"within {timeout:g} s"
+        )
+    return f"SSH with port {host.port} failed: {e or type(e).__name__}"
 
 
 def trust_host_key(host: Host, key: paramiko.PKey, known_hosts: Path) -> None:
