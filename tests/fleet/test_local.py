@@ -89,42 +89,104 @@ def test_find_enforce_environment():
         worker_environment(2)
 
 
-def test_ctrl_c_stops_the_workers_and_hands_their_jobs_back(sqlite_url, tmp_path):
+def start_go_fish(url, log_dir, session, *args, ignore_sigint=False):
+    """go_fish in a process group of its own, as a shell starts a job; with
+    ``ignore_sigint``, as a non-interactive shell starts one in the background (``&``)."""
+    env = dict(os.environ, TUNA_DB_URL=url, TUNA_LOG_DIR=str(log_dir))
+
+    def preexec():
+        os.setpgrp()
+        if ignore_sigint:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    return subprocess.Popen(
+        [sys.executable, "-m", "tuna.cli", "go_fish", "--session", str(session), *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        preexec_fn=preexec,
+    )
+
+
+def wait_until(predicate, what, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(0.05)
+
+
+def stopped_cleanly(db, sid, proc, sig, *, to_group=False):
+    """Send ``sig`` once workers hold jobs; go_fish must stop them and leave none leased."""
+    wait_until(
+        lambda: job_counts(db, sid).by_state[JobState.COMPILE_START] > 0, "workers to hold jobs"
+    )
+    if to_group:  # the terminal's Ctrl-C: the whole foreground process group
+        os.killpg(proc.pid, sig)
+    else:
+        proc.send_signal(sig)
+    out, _ = proc.communicate(timeout=90)
+    text = out.decode()
+    assert proc.returncode == 0, text
+    assert f"{signal.Signals(sig).name}: interrupted" in text
+    with db.session() as s:
+        jobs = s.execute(select(Job.state, Job.retries, Job.reason).where(Job.session == sid)).all()
+    states = [j.state for j in jobs]
+    assert JobState.COMPILE_START not in states  # nothing left leased: no orphaned worker
+    assert JobState.NEW in states  # the rest was handed back, not lost
+    return jobs, text
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_stops_the_workers_and_hands_their_jobs_back(sqlite_url, tmp_path, sig):
     from tuna.db import open_database
 
     db = open_database(sqlite_url)
     sid = setup(db, env={"NOOP_SLEEP_S": "0.5"})
-    env = dict(os.environ, TUNA_DB_URL=sqlite_url, TUNA_LOG_DIR=str(tmp_path / "logs"))
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tuna.cli",
-            "go_fish",
-            "--session",
-            str(sid),
-            "--compile",
-            "-w",
-            "2",
-        ],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:  # wait until the workers hold jobs
-        if job_counts(db, sid).by_state[JobState.COMPILE_START] > 0:
-            break
-        time.sleep(0.1)
-    proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=60)
-    assert proc.returncode == 0, out.decode()
-    assert b"interrupted" in out
-    with db.session() as s:
-        states = list(s.scalars(select(Job.state).where(Job.session == sid)))
-    assert JobState.COMPILE_START not in states  # nothing left leased
-    assert JobState.NEW in states  # the rest was handed back, not lost
+    proc = start_go_fish(sqlite_url, tmp_path / "logs", sid, "--compile", "-w", "2")
+    stopped_cleanly(db, sid, proc, sig)
     db.dispose()
+
+
+def test_a_background_go_fish_with_sigint_ignored_is_still_interruptible(sqlite_url, tmp_path):
+    from tuna.db import open_database
+
+    db = open_database(sqlite_url)
+    sid = setup(db, env={"NOOP_SLEEP_S": "0.5"})
+    proc = start_go_fish(
+        sqlite_url, tmp_path / "logs", sid, "--compile", "-w", "2", ignore_sigint=True
+    )
+    try:
+        stopped_cleanly(db, sid, proc, signal.SIGINT)
+    finally:
+        proc.kill()
+    db.dispose()
+
+
+def test_ctrl_c_at_the_terminal_lets_the_compiler_finish_and_charges_nothing(sqlite_url, tmp_path):
+    """The terminal sends SIGINT to the whole foreground group: the workers and the
+    compilers they run must not get it; go_fish stops the workers, each finishes its job."""
+    from tuna.db import open_database
+
+    slow_cc = tmp_path / "slow-cc"
+    slow_cc.write_text('#!/bin/sh\nsleep 1\nexec cc "$@"\n')
+    slow_cc.chmod(0o755)
+    db = open_database(sqlite_url)
+    import_configs(db, read_lines(LINES), tag="net")
+    sid = create_session(
+        db,
+        SessionSpec(
+            arch="cpu",
+            num_cu=2,
+            backend="cpuconv",
+            environment={"CPUCONV_CC": str(slow_cc), "CPUCONV_MAX_CANDIDATES": "1"},
+        ),
+    ).id
+    load_jobs(db, sid, step="perf", tag="net")
+    proc = start_go_fish(sqlite_url, tmp_path / "logs", sid, "--compile", "-w", "2")
+    jobs, text = stopped_cleanly(db, sid, proc, signal.SIGINT, to_group=True)
+    assert [j for j in jobs if j.retries or j.reason] == [], text
+    assert JobState.COMPILED in [j.state for j in jobs]  # the jobs in flight were finished
 
 
 def test_cpuconv_compiled_by_one_set_of_workers_is_evaluated_by_another(db, tmp_path):
