@@ -26,7 +26,14 @@ from tuna.fleet.fanout import fan_out
 from tuna.fleet.inspect import fleet_status, worker_db_url
 from tuna.fleet.local import run_local
 from tuna.fleet.machines import MachineRow, list_machines
-from tuna.fleet.phase import FishReport, Progress, Task, worker_environment
+from tuna.fleet.phase import (
+    FishReport,
+    Progress,
+    Task,
+    plan_tasks,
+    tasks_from_fin_steps,
+    worker_environment,
+)
 from tuna.fleet.remote import FleetOptions, run_fleet
 from tuna.fleet.ssh import Connections
 from tuna.sessions import get_session
@@ -60,7 +67,7 @@ def print_summary(r: FishReport) -> None:
     verdict = (
         "interrupted" if r.interrupted else "drained" if r.drained else "stopped with work left"
     )
-    where = f"worker(s) on {len(r.hosts)} machine(s)" if r.hosts else "local worker(s)"
+    where = f"worker(s) on {len(r.hosts)} machine(s)" if r.hosts else r.description
     console.print(
         f"go_fish {r.task.value}, session {r.session}: {verdict} in {_duration(r.final.elapsed_s)}"
         f" with {r.workers} {where}; {r.final.finished} job(s) left the phase, "
@@ -68,8 +75,15 @@ def print_summary(r: FishReport) -> None:
         markup=False,
         soft_wrap=True,
     )
+    did = r.final.this_run()
     console.print(
-        "  " + ", ".join(f"{st.value} {n}" for st, n in c.by_state.items() if n), markup=False
+        "  this run: " + (", ".join(f"{st.value} {n}" for st, n in did.items()) or "nothing"),
+        markup=False,
+    )
+    console.print(
+        f"  session {r.session} now: "
+        + (", ".join(f"{st.value} {n}" for st, n in c.by_state.items() if n) or "no jobs"),
+        markup=False,
     )
     if r.per_host:
         table = Table(title="Per machine", title_justify="left")
@@ -159,48 +173,102 @@ def status_of(machines: list[MachineRow], image: str | None, known_hosts: Path |
         raise click.exceptions.Exit(1)
 
 
-def _show_live(task: Task) -> tuple[Live, Callable[[Progress], None]]:
-    live = Live(console=err_console, transient=True, auto_refresh=False)
+def progress_line(p: Progress, task: Task) -> str:
+    """One line of progress, for a log file or a pipe."""
+    states = ", ".join(f"{st.value} {n}" for st, n in p.counts.by_state.items() if n)
+    return (
+        f"go_fish {task.value}, session {p.counts.session} [{_duration(p.elapsed_s)}]: "
+        f"{states or 'no jobs'}; {p.finished} done this run, {p.remaining} to go, "
+        f"{p.rate:.1f} jobs/s, ETA {_duration(p.eta_s)}, {p.workers_alive} worker(s)"
+    )
 
-    def show(p: Progress) -> None:
-        live.update(progress_table(p, task), refresh=True)
 
-    return live, show
+class _Lines:
+    """Stands in for :class:`Live` where stderr is not a terminal."""
+
+    console = err_console
+
+    def __enter__(self) -> _Lines:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        pass
+
+
+def _progress_display(task: Task, every: float) -> tuple[Live | _Lines, Callable[[Progress], None]]:
+    """A live table on a terminal; elsewhere a progress line every ``every`` seconds."""
+    if err_console.is_terminal:
+        live = Live(console=err_console, transient=True, auto_refresh=False)
+
+        def show(p: Progress) -> None:
+            live.update(progress_table(p, task), refresh=True)
+
+        return live, show
+    last: list[float] = []
+
+    def line(p: Progress) -> None:
+        if not last or p.elapsed_s - last[0] >= every:
+            last[:] = [p.elapsed_s]
+            err_console.print(progress_line(p, task), markup=False, soft_wrap=True)
+
+    return _Lines(), line
+
+
+def _event_printer(live: Live | _Lines) -> Callable[[str], None]:
+    return lambda text: live.console.print(text, markup=False, soft_wrap=True)
+
+
+class IdList(click.ParamType):
+    """Machine ids as MITuna writes them (``1,2``) or one per option."""
+
+    name = "ids"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> list[int]:
+        if isinstance(value, list):
+            return value
+        try:
+            return [int(v) for v in str(value).split(",") if v.strip()]
+        except ValueError:
+            self.fail(f"{value!r}: machine ids are numbers, e.g. -m 1,2", param, ctx)
 
 
 @click.command("go_fish", cls=TunaCommand)
+@click.argument("library", required=False, metavar="[LIBRARY]")
 @click.option(
     "--session", "--session_id", "session_id", type=int, help="Session whose jobs to work."
 )
 @click.option(
-    "--compile",
-    "task",
-    flag_value=Task.COMPILE.value,
-    help="Compile phase: build every candidate (no device needed).",
+    "--compile", "compile_", is_flag=True, help="Compile phase: build every candidate (no device)."
 )
 @click.option(
     "--run_perf",
-    "task",
-    flag_value=Task.RUN_PERF.value,
+    is_flag=True,
     help="Evaluate compiled perf jobs: tune, best parameters to the perf db.",
 )
 @click.option(
     "--run_find",
-    "task",
-    flag_value=Task.RUN_FIND.value,
+    is_flag=True,
     help="Evaluate compiled find jobs: times and workspaces to the find db.",
 )
 @click.option(
     "--bin_cache",
-    "task",
-    flag_value=Task.BIN_CACHE.value,
+    is_flag=True,
     help="Evaluate compiled kernel jobs: winners' binaries for the kernel db.",
+)
+@click.option(
+    "--fin_steps",
+    metavar="STEPS",
+    help="MITuna's steps, e.g. miopen_perf_compile,miopen_perf_eval (= --compile --run_perf).",
 )
 @click.option(
     "-e", "--exec", "command", metavar="COMMAND", help="Run COMMAND on every selected machine."
 )
 @click.option(
-    "--status", is_flag=True, help="Check every selected machine: SSH, Docker, image, GPUs."
+    "--status",
+    is_flag=True,
+    help="Check every selected machine: SSH, Docker, image, GPUs, leftovers of killed runs.",
 )
 @click.option(
     "--local",
@@ -210,7 +278,13 @@ def _show_live(task: Task) -> tuple[Live, Callable[[Progress], None]]:
 @click.option("-a", "--arch", help="Only machines of this arch.")
 @click.option("-n", "--num_cu", "--num-cu", "num_cu", type=int, help="Only this CU count.")
 @click.option(
-    "-m", "--machine", "machine_ids", type=int, multiple=True, help="Only these machine ids."
+    "-m",
+    "--machine",
+    "--machines",
+    "machine_ids",
+    type=IdList(),
+    multiple=True,
+    help="Only these machine ids (-m 1,2 or -m 1 -m 2).",
 )
 @workers_option
 @click.option("--image", help="Worker image (default: the session's docker image).")
@@ -231,49 +305,81 @@ def _show_live(task: Task) -> tuple[Live, Callable[[Progress], None]]:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Known-hosts file (default: $TUNA_KNOWN_HOSTS or ~/.ssh/known_hosts).",
 )
+@click.option(
+    "--progress-every",
+    type=click.FloatRange(min=0.1),
+    default=10.0,
+    show_default=True,
+    help="When stderr is not a terminal: seconds between progress lines.",
+)
 @verbose_option
 def go_fish_cmd(
+    library: str | None,
     session_id: int | None,
-    task: str | None,
+    compile_: bool,
+    run_perf: bool,
+    run_find: bool,
+    bin_cache: bool,
+    fin_steps: str | None,
     command: str | None,
     status: bool,
     local: bool,
     arch: str | None,
     num_cu: int | None,
-    machine_ids: tuple[int, ...],
+    machine_ids: tuple[list[int], ...],
     workers: int | None,
     image: str | None,
     find_enforce: str | None,
     settings: WorkerSettings,
     log_dir: Path | None,
     known_hosts: Path | None,
+    progress_every: float,
 ) -> None:
-    """Run one phase of a session on workers until its queue is drained.
+    """Run one phase of a session (or compile, then evaluate) until its queue is drained.
 
     With machines registered (`tuna machine add`), go_fish starts worker containers on
     them over SSH from the session's image: -w per machine for --compile (default: the
     machine's setting, else its CPU count), one per GPU for evaluation. Without any, or
     with --local, it starts worker processes on this machine. It shows progress (jobs by
-    state, rate, ETA), reports machines it loses and carries on, ends when the phase's
-    queue is drained and prints a summary with the top failure reasons. Ctrl-C stops the
-    workers: each finishes its current job and hands the rest back.
+    state, rate, ETA: a live table on a terminal, else a line every --progress-every
+    seconds), reports machines it loses and carries on, ends when the phase's queue is
+    drained and prints what this run did, with the top failure reasons. --compile with
+    an evaluation flag runs both, in that order. Ctrl-C or SIGTERM stops the workers:
+    each finishes its current job and hands the rest back.
 
     Remote workers get the database from TUNA_WORKER_DB_URL (default TUNA_DB_URL) through
-    a file only root can read, never on a command line.
+    a file only root can read, never on a command line. MITuna's spelling works too: an
+    optional library name first (the session's backend), --session_id, --fin_steps,
+    -m 1,2.
 
     \b
     Examples:
-      go_fish --session 3 --compile
+      go_fish --session 3 --compile --run_perf
       go_fish --session 3 --run_perf -a gfx90a -n 104
-      go_fish --session 3 --run_find -f 3 -m 1 -m 2
+      go_fish --session 3 --run_find -f 3 -m 1,2
       go_fish --session 3 --compile --local -w 2
+      go_fish miopen --fin_steps miopen_perf_compile,miopen_perf_eval --session_id 3
       go_fish -e "docker images" -a gfx90a
       go_fish --status --image tuna-worker:latest
+      go_fish --clean
     """
+    ids = tuple(i for group in machine_ids for i in group)
+    asked = [
+        t
+        for t, on in (
+            (Task.COMPILE, compile_),
+            (Task.RUN_PERF, run_perf),
+            (Task.RUN_FIND, run_find),
+            (Task.BIN_CACHE, bin_cache),
+        )
+        if on
+    ]
+    if fin_steps is not None:
+        asked += tasks_from_fin_steps(fin_steps)
     if command is not None or status:
-        if task or (command is not None and status):
+        if asked or (command is not None and status):
             raise click.UsageError("-e and --status run alone, without a phase or each other")
-        machines = _machines(arch, num_cu, machine_ids)
+        machines = _machines(arch, num_cu, ids)
         if not machines:
             raise click.UsageError("no machine selected; register one with `tuna machine add`")
         if command is not None:
@@ -287,65 +393,78 @@ def go_fish_cmd(
                     db.dispose()
             status_of(machines, image, known_hosts)
         return
-    if task is None:
+    if not asked:
         raise click.UsageError(
-            "say what to run: --compile, --run_perf, --run_find, --bin_cache, -e CMD or --status"
+            "say what to run: --compile, --run_perf, --run_find, --bin_cache (or --fin_steps), "
+            "-e CMD or --status"
         )
+    tasks = plan_tasks(asked)
     if session_id is None:
         raise click.UsageError("--session is needed to run a phase")
-    chosen = Task(task)
     config = load_settings()
     logs = log_dir or default_log_dir()
     env = worker_environment(int(find_enforce) if find_enforce else None)
-    machines = [] if local else _machines(arch, num_cu, machine_ids)
-    if not local and not machines and (arch or num_cu or machine_ids):
+    machines = [] if local else _machines(arch, num_cu, ids)
+    if not local and not machines and (arch or num_cu or ids):
         raise click.UsageError("no available machine matches -a/-n/-m; see `tuna machine list`")
+    worker_url = worker_db_url(config.db_url) if machines else None
     db = database()
     try:
-        live, show = _show_live(chosen)
-        if not machines:
-            with live:
-                report = run_local(
-                    db,
-                    session_id,
-                    chosen,
-                    workers=workers or os.cpu_count() or 1,
-                    log_dir=logs,
-                    db_url=config.db_url.render_as_string(hide_password=False),
-                    extra_env=env,
-                    settings=settings,
-                    on_progress=show,
-                    on_event=lambda text: live.console.print(text, markup=False, soft_wrap=True),
+        if library is not None:
+            backend = get_session(db, session_id).backend
+            if library != backend:
+                raise click.UsageError(
+                    f"session {session_id} uses the {backend} backend, not {library}; "
+                    "leave the library name out or pick a session of that library"
                 )
-        else:
-            worker_url = worker_db_url(config.db_url)
+        if machines:
             image = image or get_session(db, session_id).docker_image
             if not image:
                 raise click.UsageError(f"session {session_id} names no docker image; pass --image")
-            options = FleetOptions(
-                image=image,
-                worker_db_url=worker_url.render_as_string(hide_password=False),
-                log_dir=logs,
-                compile_workers=workers,
-                extra_env=env,
-                settings=settings,
-            )
-            with _connections(known_hosts) as conns, live:
-                report = run_fleet(
-                    db,
-                    conns,
-                    session_id,
-                    chosen,
-                    machines,
-                    options,
-                    on_progress=show,
-                    on_event=lambda text: live.console.print(text, markup=False, soft_wrap=True),
+        for task in tasks:
+            live, show = _progress_display(task, progress_every)
+            if not machines:
+                with live:
+                    report = run_local(
+                        db,
+                        session_id,
+                        task,
+                        workers=workers or os.cpu_count() or 1,
+                        log_dir=logs,
+                        db_url=config.db_url.render_as_string(hide_password=False),
+                        extra_env=env,
+                        settings=settings,
+                        on_progress=show,
+                        on_event=_event_printer(live),
+                    )
+            else:
+                assert worker_url is not None and image is not None
+                options = FleetOptions(
+                    image=image,
+                    worker_db_url=worker_url.render_as_string(hide_password=False),
+                    log_dir=logs,
+                    compile_workers=workers,
+                    extra_env=env,
+                    settings=settings,
                 )
+                with _connections(known_hosts) as conns, live:
+                    report = run_fleet(
+                        db,
+                        conns,
+                        session_id,
+                        task,
+                        machines,
+                        options,
+                        on_progress=show,
+                        on_event=_event_printer(live),
+                    )
+            print_summary(report)
+            if report.interrupted:
+                return
+            if not report.drained:
+                raise click.exceptions.Exit(1)
     finally:
         db.dispose()
-    print_summary(report)
-    if not report.drained and not report.interrupted:
-        raise click.exceptions.Exit(1)
 
 
 def go_fish_main() -> None:

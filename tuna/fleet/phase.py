@@ -136,3 +136,42 @@ def check_steps(db: Database, session_id: int, task: Task) -> None:
 def remaining_jobs(counts: JobCounts, phase: Phase) -> int:
     """Jobs of ``phase`` ready or in flight."""
     return counts.by_state[phase.ready] + counts.by_state[phase.running]
+
+
+# MITuna's --fin_steps, as far as they name a phase go_fish runs.
+FIN_STEPS = {
+    "miopen_perf_compile": Task.COMPILE,
+    "miopen_find_compile": Task.COMPILE,
+    "miopen_perf_eval": Task.RUN_PERF,
+    "miopen_find_eval": Task.RUN_FIND,
+}
+
+
+def tasks_from_fin_steps(text: str) -> list[Task]:
+    """The tasks MITuna's ``--fin_steps a,b,...`` names (in any order, repeats allowed)."""
+    tasks = []
+    for step in (s.strip() for s in text.split(",")):
+        if not step:
+            continue
+        task = FIN_STEPS.get(step)
+        if task is None:
+            raise TunaError(
+                f"--fin_steps {step}: go_fish runs {', '.join(FIN_STEPS)}; "
+                "solvers and applicability are `tuna solvers update` / `tuna "
+                "applicability update`"
+            )
+        tasks.append(task)
+    if not tasks:
+        raise TunaError("--fin_steps names no step; e.g. miopen_perf_compile,miopen_perf_eval")
+    return tasks
+
+
+def plan_tasks(tasks: list[Task]) -> list[Task]:
+    """The tasks to run, in order: compile first, then the one evaluation asked for."""
+    evals = list(dict.fromkeys(t for t in tasks if t is not Task.COMPILE))
+    if len(evals) > 1:
+        raise TunaError(
+            f"{' and '.join('--' + t.value for t in evals)} together: a session's compiled jobs "
+            "are of one step, so go_fish evaluates one kind per run"
+        )
+    return ([Task.COMPILE] if Task.COMPILE in tasks else []) + evals
