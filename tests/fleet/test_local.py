@@ -137,7 +137,7 @@ def stopped_cleanly(db, sid, proc, sig, *, to_group=False):
     return jobs, text
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_a_signal_stops_the_workers_and_hands_their_jobs_back(sqlite_url, tmp_path, sig):
     from tuna.db import open_database
 

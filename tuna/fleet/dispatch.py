@@ -69,16 +69,20 @@ class Pace:
     drain_grace: float = 30.0  # after draining, how long workers get to exit by themselves
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 class Interrupted(KeyboardInterrupt):
     """Raised in the main thread by SIGINT or SIGTERM while a dispatch runs."""
 
 
 @contextlib.contextmanager
 def stop_signals(on_event: Callable[[str], None]) -> Iterator[None]:
-    """SIGINT and SIGTERM stop the run cleanly, whatever the parent left them set to.
+    """SIGINT, SIGTERM and SIGHUP stop the run cleanly, whatever the parent left them set to.
 
     A shell starting go_fish in the background from a script leaves SIGINT ignored, and
-    SIGTERM's default ends go_fish without stopping its workers: both are set explicitly.
+    the default of SIGTERM (or of SIGHUP, when the terminal goes away) ends go_fish without
+    stopping its workers: all three are set explicitly.
     The first signal raises :class:`Interrupted`; later ones only say that the stop is
     under way (the workers are finishing their current job).
     """
@@ -91,15 +95,16 @@ def stop_signals(on_event: Callable[[str], None]) -> Iterator[None]:
         nonlocal fired
         name = signal.Signals(signum).name
         if fired:
-            on_event(
-                f"{name}: already stopping, each worker finishes its current job first "
-                "(SIGKILL go_fish to abandon them; `go_fish --clean` tidies up after that)"
-            )
+            with contextlib.suppress(OSError):  # SIGHUP: the terminal may be gone
+                on_event(
+                    f"{name}: already stopping, each worker finishes its current job first "
+                    "(SIGKILL go_fish to abandon them; `go_fish --clean` tidies up after that)"
+                )
             return
         fired = True
         raise Interrupted(name)
 
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}
     try:
         yield
     finally:
@@ -126,7 +131,8 @@ def dispatch(
         log.info("go_fish: session %d %s: %s", session_id, task.value, text)
         events.append(text)
         if on_event:
-            on_event(text)
+            with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
+                on_event(text)
 
     def counts() -> JobCounts:
         return through_outages(lambda: job_counts(db, session_id), what="go_fish: count jobs")
