@@ -322,3 +322,44 @@ def test_an_image_no_machine_has_fails_clearly_and_leaves_nothing(cluster, clust
         left = cluster.ssh_run(h.name, "docker ps -aq; ls -A /tmp/tuna-go_fish 2>/dev/null")
         assert left.stdout.strip() == "", (h.name, left)
     assert states(cluster_db, sd.session) == {S.NEW: len(sd.jobs)}
+
+
+def test_what_a_killed_go_fish_left_is_listed_then_cleaned_up_by_the_next_run(
+    cluster, cluster_db, tmp_path
+):
+    """SIGKILL go_fish mid-run: its containers keep running and its run folder (with the
+    database URL) stays. --status lists them; the next run stops them, collects their logs
+    and removes them and the folder; --clean then finds nothing."""
+    db = cluster_db
+    sd = _noop_session(db, cluster, 12)
+    _set_env(db, sd.session, {"NOOP_SLEEP_S": "1"})
+    logs = tmp_path / "logs"
+    proc = start_go_fish(cluster, logs, "--session", str(sd.session), "--compile", "-w", "1")
+    try:
+        wait_for(lambda: states(db, sd.session).get(S.COMPILE_START, 0) > 0, "jobs in flight")
+    finally:
+        proc.kill()
+        proc.communicate(timeout=30)
+    left = {
+        h.name: cluster.ssh_run(
+            h.name, "docker ps -aq --filter label=tuna.session; ls -A /tmp/tuna-go_fish"
+        ).stdout.split()
+        for h in cluster.hosts
+    }
+    assert all(len(v) >= 2 for v in left.values()), left  # a container and the run folder
+
+    out = go_fish(cluster, logs, "--status", "--image", cluster.image)
+    assert "go_fish --clean stops and removes what killed go_fish runs left" in out, out
+
+    out = go_fish(cluster, logs, "--session", str(sd.session), "--compile", "-w", "1")
+    assert out.count("removed what an earlier go_fish left (1 container(s)") == 3, out
+    assert states(db, sd.session) == {S.COMPILED: len(sd.jobs)}
+    for h in cluster.hosts:
+        rest = cluster.ssh_run(
+            h.name, "docker ps -aq --filter label=tuna.session; ls -A /tmp/tuna-go_fish"
+        )
+        assert rest.stdout.strip() == "", (h.name, rest)
+        log = _worker_logs(logs, "compile", NOOP_ARCH, h.address)
+        assert "left over by run" in log, log[-2000:]  # the killed run's worker log, collected
+    out = go_fish(cluster, logs, "--clean")
+    assert out.count(": nothing left over") == 3, out

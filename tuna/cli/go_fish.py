@@ -22,8 +22,12 @@ from tuna.cli.base import (
 )
 from tuna.config import load_settings
 from tuna.config import log_dir as default_log_dir
-from tuna.fleet.fanout import fan_out
-from tuna.fleet.inspect import fleet_status, worker_db_url
+from tuna.fleet.inspect import (
+    clean_everywhere,
+    fleet_status,
+    run_everywhere,
+    worker_db_url,
+)
 from tuna.fleet.local import run_local
 from tuna.fleet.machines import MachineRow, list_machines
 from tuna.fleet.phase import (
@@ -127,7 +131,7 @@ def _connections(known_hosts: Path | None) -> Connections:
 def exec_on(machines: list[MachineRow], command: str, known_hosts: Path | None) -> None:
     """``go_fish -e``: run a command on every machine, print each result, fail once at the end."""
     with _connections(known_hosts) as conns:
-        outcomes = fan_out([m.host for m in machines], lambda h: conns.run(h, command))
+        outcomes = run_everywhere(conns, machines, command)
     failed = 0
     for o in outcomes:
         if o.value is not None:
@@ -151,7 +155,16 @@ def status_of(machines: list[MachineRow], image: str | None, known_hosts: Path |
     with _connections(known_hosts) as conns:
         rows = fleet_status(conns, machines, image)
     table = Table(title=f"machines (image {image or 'not checked'})", title_justify="left")
-    for col in ("id", "host", "arch", "reachable", "docker", "image", "GPUs (registered / seen)"):
+    for col in (
+        "id",
+        "host",
+        "arch",
+        "reachable",
+        "docker",
+        "image",
+        "GPUs (registered / seen)",
+        "left over by killed runs",
+    ):
         table.add_column(col)
     for st in rows:
         m = st.machine
@@ -167,8 +180,18 @@ def status_of(machines: list[MachineRow], image: str | None, known_hosts: Path |
             if st.image_ok or not image
             else f"[red]{escape(st.image or '-')}[/]",
             f"{','.join(map(str, m.gpus)) or '-'} / {escape(st.devices or '-')}",
+            "-"
+            if st.leftovers is None or st.leftovers.empty
+            else f"[yellow]{escape(st.leftovers.describe())}[/]",
         )
     console.print(table)
+    if any(st.leftovers and not st.leftovers.empty for st in rows):
+        console.print(
+            "go_fish --clean stops and removes what killed go_fish runs left (containers, "
+            "run folders with the database URL) and collects their workers' logs",
+            markup=False,
+            soft_wrap=True,
+        )
     if not all(s.reachable and s.docker_ok and (s.image_ok or not image) for s in rows):
         raise click.exceptions.Exit(1)
 
@@ -193,6 +216,27 @@ class _Lines:
 
     def __exit__(self, *_exc: object) -> None:
         pass
+
+
+def clean_on(machines: list[MachineRow], known_hosts: Path | None, log_dir: Path) -> None:
+    """``go_fish --clean``: remove what killed go_fish runs left on every machine."""
+    with _connections(known_hosts) as conns:
+        outcomes = clean_everywhere(conns, machines, log_dir)
+    failed = 0
+    for m, o in zip(machines, outcomes, strict=True):
+        if o.value is None:
+            failed += 1
+            err_console.print(f"{m.label}: {o.error}", markup=False, soft_wrap=True)
+        elif o.value.empty:
+            console.print(f"{m.label}: nothing left over", markup=False)
+        else:
+            console.print(
+                f"{m.label}: removed {o.value.describe()}; logs under {log_dir}",
+                markup=False,
+                soft_wrap=True,
+            )
+    if failed:
+        raise click.exceptions.Exit(1)
 
 
 def _progress_display(task: Task, every: float) -> tuple[Live | _Lines, Callable[[Progress], None]]:
@@ -271,6 +315,11 @@ class IdList(click.ParamType):
     help="Check every selected machine: SSH, Docker, image, GPUs, leftovers of killed runs.",
 )
 @click.option(
+    "--clean",
+    is_flag=True,
+    help="Stop and remove what go_fish runs killed outright left on the machines.",
+)
+@click.option(
     "--local",
     is_flag=True,
     help="Run workers on this machine (the default while no machine is registered).",
@@ -323,6 +372,7 @@ def go_fish_cmd(
     fin_steps: str | None,
     command: str | None,
     status: bool,
+    clean: bool,
     local: bool,
     arch: str | None,
     num_cu: int | None,
@@ -376,14 +426,18 @@ def go_fish_cmd(
     ]
     if fin_steps is not None:
         asked += tasks_from_fin_steps(fin_steps)
-    if command is not None or status:
-        if asked or (command is not None and status):
-            raise click.UsageError("-e and --status run alone, without a phase or each other")
+    if command is not None or status or clean:
+        if asked or (command is not None) + status + clean > 1:
+            raise click.UsageError(
+                "-e, --status and --clean run alone, without a phase or each other"
+            )
         machines = _machines(arch, num_cu, ids)
         if not machines:
             raise click.UsageError("no machine selected; register one with `tuna machine add`")
         if command is not None:
             exec_on(machines, command, known_hosts)
+        elif clean:
+            clean_on(machines, known_hosts, log_dir or default_log_dir())
         else:
             if image is None and session_id is not None:
                 db = database()

@@ -7,14 +7,16 @@ import shlex
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from sqlalchemy.engine import URL
 
 from tuna.config import db_url_from
 from tuna.errors import TunaError
-from tuna.fleet.fanout import fan_out
+from tuna.fleet.fanout import HostOutcome, fan_out
+from tuna.fleet.leftovers import Leftovers, find_leftovers, tidy_machine
 from tuna.fleet.machines import MachineRow
-from tuna.fleet.ssh import Connections, SshError
+from tuna.fleet.ssh import CommandResult, Connections, SshError
 
 LOOPBACK = ("localhost", "127.0.0.1", "::1")
 
@@ -30,6 +32,7 @@ class MachineStatus:
     image_ok: bool = False
     devices: str | None = None  # GPU device nodes seen
     error: str | None = None
+    leftovers: Leftovers | None = None  # what go_fish runs killed outright left there
 
 
 def machine_status(conns: Connections, m: MachineRow, image: str | None) -> MachineStatus:
@@ -62,6 +65,7 @@ def machine_status(conns: Connections, m: MachineRow, image: str | None) -> Mach
     devices = conns.run(
         m.host, "ls /dev/kfd /dev/dri/renderD* 2>/dev/null | tr '\\n' ' '", timeout=15
     ).stdout.strip()
+    left = find_leftovers(conns, m) if docker_ok else None
     return MachineStatus(
         m,
         reachable=True,
@@ -71,6 +75,7 @@ def machine_status(conns: Connections, m: MachineRow, image: str | None) -> Mach
         image=image_text,
         image_ok=image_ok,
         devices=devices or "none",
+        leftovers=left,
     )
 
 
@@ -85,6 +90,21 @@ def fleet_status(
         else MachineStatus(by_host[o.host], False, error=str(o.error))
         for o in results
     ]
+
+
+def run_everywhere(
+    conns: Connections, machines: Sequence[MachineRow], command: str
+) -> list[HostOutcome[CommandResult]]:
+    """``go_fish -e``: ``command`` on every machine at once; every machine's outcome."""
+    return fan_out([m.host for m in machines], lambda h: conns.run(h, command))
+
+
+def clean_everywhere(
+    conns: Connections, machines: Sequence[MachineRow], log_dir: Path
+) -> list[HostOutcome[Leftovers]]:
+    """``go_fish --clean``: what killed go_fish runs left, removed from every machine."""
+    by_host = {m.host: m for m in machines}
+    return fan_out(list(by_host), lambda h: tidy_machine(conns, by_host[h], log_dir))
 
 
 def check_worker_db_url(url: URL) -> None:

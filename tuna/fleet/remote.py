@@ -48,6 +48,7 @@ from tuna.fleet.commands import (
 )
 from tuna.fleet.dispatch import Pace, dispatch
 from tuna.fleet.fanout import HostOutcome, fan_out
+from tuna.fleet.leftovers import OWNER_FILE, clean_leftovers, find_leftovers, this_owner
 from tuna.fleet.machines import MachineRow, mark_seen
 from tuna.fleet.phase import FishReport, Progress, Task
 from tuna.fleet.ssh import Connections, Host, SshError
@@ -134,6 +135,7 @@ class RemoteWorkers:
         self.session = get_session(db, session_id)
         self.backend = get_backend(self.session.backend)
         self.run_id = time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+        self.owner = this_owner()  # on containers and run folders: see tuna.fleet.leftovers
         self.hosts = [HostState(m) for m in machines]
         # By (address, port, user, key): two machines may share an address on other ports.
         self._by_host = {h.machine.host: h for h in self.hosts}
@@ -163,7 +165,14 @@ class RemoteWorkers:
             docker_run_argv(
                 docker=shlex.split(m.docker),
                 name=slot.container,
-                labels={"run": self.run_id, "session": str(self.session.id)},
+                labels={
+                    "run": self.run_id,
+                    "session": str(self.session.id),
+                    "owner": self.owner,
+                    "phase": phase,
+                    "arch": self.session.arch,
+                    "worker": slot.worker,
+                },
                 run_dir=self._run_dir(m),
                 worker=slot.worker,
                 env=env,
@@ -202,16 +211,30 @@ class RemoteWorkers:
                 f"image {self.opt.image} is not there; load it with `docker save "
                 f"{self.opt.image} | ssh {m.hostname} docker load` (go_fish --status checks)",
             )
+        self._tidy(m)
         slots = self._plan(host)
         run_dir = shlex.quote(self._run_dir(m))
         dirs = " ".join(shlex.quote(f"{self._run_dir(m)}/{s.worker}") for s in slots)
-        self.conns.check(m.host, f"umask 077 && mkdir -p {run_dir} {dirs}")
+        owner_file = shlex.quote(f"{self._run_dir(m)}/{OWNER_FILE}")
+        write_owner = f"printf %s {shlex.quote(self.owner)} > {owner_file}"
+        self.conns.check(m.host, f"umask 077 && mkdir -p {run_dir} {dirs} && {write_owner}")
         host.prepared = True
         self.conns.put(m.host, f"{self._run_dir(m)}/db_url", self.opt.worker_db_url.encode())
         host.slots = slots
         for s in slots:
             self._start_slot(s)
         return len(slots)
+
+    def _tidy(self, m: MachineRow) -> None:
+        """Stop, collect and remove what go_fish runs killed outright left on ``m``."""
+        left = find_leftovers(self.conns, m, current_run=self.run_id)
+        if left.empty:
+            return
+        clean_leftovers(self.conns, left, self.opt.log_dir, stop_timeout=self.opt.stop_timeout)
+        self.event(
+            f"{m.label}: removed what an earlier go_fish left ({left.describe()}); "
+            f"its workers' logs are under {self.opt.log_dir}"
+        )
 
     def _start_slot(self, slot: Slot) -> None:
         suffix = f"-r{slot.replacements}" if slot.replacements else ""
