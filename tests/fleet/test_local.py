@@ -169,7 +169,8 @@ def test_ctrl_c_at_the_terminal_lets_the_compiler_finish_and_charges_nothing(sql
     from tuna.db import open_database
 
     slow_cc = tmp_path / "slow-cc"
-    slow_cc.write_text('#!/bin/sh\nsleep 1\nexec cc "$@"\n')
+    started = tmp_path / "cc-started"
+    slow_cc.write_text(f'#!/bin/sh\ntouch {started}\nsleep 1\nexec cc "$@"\n')
     slow_cc.chmod(0o755)
     db = open_database(sqlite_url)
     import_configs(db, read_lines(LINES), tag="net")
@@ -184,6 +185,7 @@ def test_ctrl_c_at_the_terminal_lets_the_compiler_finish_and_charges_nothing(sql
     ).id
     load_jobs(db, sid, step="perf", tag="net")
     proc = start_go_fish(sqlite_url, tmp_path / "logs", sid, "--compile", "-w", "2")
+    wait_until(started.exists, "a compiler to start")  # the signal lands mid-compile
     jobs, text = stopped_cleanly(db, sid, proc, signal.SIGINT, to_group=True)
     assert [j for j in jobs if j.retries or j.reason] == [], text
     assert JobState.COMPILED in [j.state for j in jobs]  # the jobs in flight were finished
