@@ -1,0 +1,197 @@
+"""The layering contract of ``tuna/`` (DESIGN.md, "Layers"), checked on the source's imports.
+
+::
+
+    cli/        the only place that prints or exits; nothing imports it; no SQLAlchemy
+    services    catalog, sessions, jobs, results, worker, fleet, report, ...: import each other
+                without cycles, and anything below
+    backends/   never touch the database
+    problems/   pure: nothing of Tuna but the error tree
+    db/         models, engines, dialect code
+    config, errors   the settings and the one error tree, under everything
+
+Every import counts, also one inside a function or under ``TYPE_CHECKING``. A new top-level
+package must be placed in :data:`LAYERS` below before it can import anything.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+TUNA = Path(__file__).resolve().parent.parent / "tuna"
+
+# Higher imports lower; within "services" packages import each other (acyclically).
+LAYERS: dict[str, tuple[int, set[str]]] = {
+    "cli": (6, {"cli"}),
+    "services": (
+        5,
+        {
+            "catalog",
+            "sessions",
+            "jobs",
+            "results",
+            "worker",
+            "fleet",
+            "report",
+            "dashboard",
+            "search",
+        },
+    ),
+    "backends": (4, {"backends"}),
+    "problems": (3, {"problems"}),
+    "db": (2, {"db"}),
+    "config": (1, {"config"}),
+    "errors": (0, {"errors"}),
+}
+RANK = {pkg: rank for rank, pkgs in LAYERS.values() for pkg in pkgs}
+LAYER = {pkg: name for name, (_, pkgs) in LAYERS.items() for pkg in pkgs}
+# Imports that the ranks alone would allow but the design forbids.
+FORBIDDEN = {
+    ("backends", "db"): "backends never touch the database (the worker hands them JobWork)",
+    ("problems", "db"): "problems/ is pure",
+    ("problems", "config"): "problems/ is pure",
+}
+
+
+def _imports(path: Path, root: Path = TUNA) -> list[tuple[str, int]]:
+    """(module, line) of every absolute import in ``path`` (relative ones resolved)."""
+    tree = ast.parse(path.read_text(), str(path))
+    package = ".".join(path.relative_to(root.parent).with_suffix("").parts[:-1])
+    out: list[tuple[str, int]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(a.name, node.lineno) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, *([base] if base else [])])
+            out.append((base, node.lineno))
+            if base == "tuna":  # from tuna import cli
+                out += [(f"tuna.{a.name}", node.lineno) for a in node.names]
+    return out
+
+
+def _top(path: Path, root: Path = TUNA) -> str:
+    return path.relative_to(root).parts[0].removesuffix(".py")
+
+
+def _sources(root: Path = TUNA) -> list[Path]:
+    return sorted(p for p in root.rglob("*.py") if p.name != "__init__.py" or p.parent != root)
+
+
+@functools.cache
+def _edges(root: Path = TUNA) -> dict[tuple[str, str], list[str]]:
+    """(from package, to package) -> where, for every import between top-level packages."""
+    edges: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for path in _sources(root):
+        src = _top(path, root)
+        for module, line in _imports(path, root):
+            parts = module.split(".")
+            if parts[0] != "tuna" or len(parts) < 2 or parts[1] in (src, "__version__"):
+                continue
+            edges[(src, parts[1])].append(f"{path.relative_to(root.parent)}:{line}")
+    return edges
+
+
+def upward_imports(root: Path = TUNA) -> list[str]:
+    """Every import between top-level packages that the layers do not allow."""
+    bad = []
+    for (src, dst), where in sorted(_edges(root).items()):
+        if src not in RANK or dst not in RANK:
+            continue  # reported by test_every_top_level_package_has_a_layer
+        if (src, dst) in FORBIDDEN:
+            bad.append(f"{src} -> {dst}: {FORBIDDEN[src, dst]} ({where[0]})")
+        elif RANK[dst] > RANK[src] or (RANK[dst] == RANK[src] and LAYER[src] != "services"):
+            bad.append(f"{src} ({LAYER[src]}) -> {dst} ({LAYER[dst]}) points up ({where[0]})")
+    return bad
+
+
+def test_every_top_level_package_has_a_layer() -> None:
+    unplaced = sorted({_top(p) for p in _sources()} - RANK.keys())
+    assert not unplaced, f"place {unplaced} in LAYERS of tests/test_layers.py (DESIGN.md, Layers)"
+
+
+def test_the_root_package_imports_nothing() -> None:
+    assert not [m for m, _ in _imports(TUNA / "__init__.py") if m.startswith("tuna")]
+
+
+def test_imports_point_down_the_layers() -> None:
+    bad = upward_imports()
+    assert not bad, "imports against the layers:\n" + "\n".join(bad)
+
+
+def test_nothing_imports_the_cli() -> None:
+    bad = [w for (src, dst), where in _edges().items() if dst == "cli" for w in where]
+    assert not bad, f"only the cli imports the cli: {bad}"
+
+
+def test_problems_import_nothing_of_tuna_but_the_error_tree() -> None:
+    bad = [
+        f"{dst}: {where[0]}"
+        for (src, dst), where in _edges().items()
+        if src == "problems"
+        if dst != "errors"
+    ]
+    assert not bad, f"problems/ is pure: {bad}"
+
+
+def test_services_import_each_other_without_cycles() -> None:
+    graph: dict[str, set[str]] = defaultdict(set)
+    for src, dst in _edges():
+        if LAYER.get(src) == LAYER.get(dst) == "services":
+            graph[src].add(dst)
+
+    def cycle_from(node: str, path: list[str]) -> list[str] | None:
+        for nxt in sorted(graph[node]):
+            if nxt in path:
+                return [*path[path.index(nxt) :], nxt]
+            found = cycle_from(nxt, [*path, nxt])
+            if found:
+                return found
+        return None
+
+    for start in sorted(graph):
+        cycle = cycle_from(start, [start])
+        assert cycle is None, "services import each other in a cycle: " + " -> ".join(cycle)
+
+
+def test_the_cli_does_not_touch_sqlalchemy() -> None:
+    bad = [
+        f"{p.relative_to(TUNA.parent)}:{line}"
+        for p in sorted((TUNA / "cli").rglob("*.py"))
+        for module, line in _imports(p)
+        if module.split(".")[0] == "sqlalchemy"
+    ]
+    assert not bad, f"cli/ goes through the services, never SQLAlchemy: {bad}"
+
+
+@pytest.mark.parametrize(
+    ("path", "source", "expected"),
+    [
+        ("problems/x.py", "from tuna.db import Database\n", "problems -> db: problems/ is pure"),
+        ("db/x.py", "from tuna import cli\n", "db (db) -> cli (cli) points up (tuna/db/x.py:1)"),
+        (
+            "backends/x.py",
+            "def f():\n    from tuna.jobs.states import claim_jobs\n",
+            "backends (backends) -> jobs (services) points up (tuna/backends/x.py:2)",
+        ),
+        ("jobs/sub/x.py", "from ...cli import main\n", "jobs (services) -> cli (cli) points up"),
+    ],
+)
+def test_the_check_sees_an_upward_import(
+    path: str, source: str, expected: str, tmp_path: Path
+) -> None:
+    """The guard itself, on a made-up tree: an upward import (also a lazy or relative one)."""
+    root = tmp_path / "tuna"
+    (root / path).parent.mkdir(parents=True)
+    (root / path).write_text(source)
+    (root / "cli").mkdir(exist_ok=True)
+    (root / "cli" / "__init__.py").write_text("from tuna.jobs import x\n")
+    (bad,) = upward_imports(root)
+    assert bad.startswith(expected), bad
