@@ -25,8 +25,9 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine, make_url
 
-from tuna.db import Database, migrate, open_database
-from tuna.db.engine import make_engine
+from tests.support import isolation
+from tests.support.seed import open_test_db
+from tuna.db import Database
 
 # Users' own settings must not leak into the tests.
 _ISOLATED_VARS = (
@@ -56,6 +57,7 @@ def pytest_configure(config: pytest.Config) -> None:
         _saved_env[name] = os.environ.pop(name, None)
     _data_dir = tempfile.mkdtemp(prefix="tuna-test-data-")
     os.environ["TUNA_DATA_DIR"] = _data_dir
+    isolation.install()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -75,6 +77,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         fixtures = getattr(item, "fixturenames", ())
         if "mysql_url" in fixtures or "mysql_server_url" in fixtures:
             item.add_marker(pytest.mark.mysql)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    opened = isolation.take()
+    if opened:
+        raise pytest.UsageError(
+            "collecting the tests opened files outside the repo (copy what a test needs into "
+            "tests/data, see tests/data/SOURCES.md): " + ", ".join(opened)
+        )
+
+
+@pytest.fixture(autouse=True)
+def _only_files_in_the_repo() -> Iterator[None]:
+    """Fails a test that opened a file outside the repo (tests/support/isolation.py)."""
+    isolation.take()
+    yield
+    opened = isolation.take()
+    if opened:
+        pytest.fail(
+            "the test opened files outside the repo (copy what it needs into tests/data, see "
+            "tests/data/SOURCES.md): " + ", ".join(opened),
+            pytrace=False,
+        )
 
 
 # --- MySQL tier -----------------------------------------------------------------------------------
@@ -172,10 +197,14 @@ def db_url(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def db(db_url: str) -> Iterator[Database]:
     """A database at the head revision, on SQLite and on MariaDB."""
-    engine = make_engine(db_url)
-    with engine.begin() as conn:
-        migrate.upgrade(conn)
-    engine.dispose()
-    database = open_database(db_url)
+    database = open_test_db(db_url)
+    yield database
+    database.dispose()
+
+
+@pytest.fixture
+def lite(sqlite_url: str) -> Iterator[Database]:
+    """A SQLite-only database at the head revision, for logic the dialect does not change."""
+    database = open_test_db(sqlite_url)
     yield database
     database.dispose()

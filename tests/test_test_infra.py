@@ -127,3 +127,20 @@ def test_users_settings_are_isolated() -> None:
     data_dir = os.environ.get("TUNA_DATA_DIR")
     assert data_dir and Path(data_dir).is_dir()
     assert Path(data_dir).resolve() != (Path.home() / ".local" / "share" / "tuna").resolve()
+
+
+# --- self-contained tests -------------------------------------------------------------------------
+
+
+def test_opening_a_file_outside_the_repo_is_caught(tmp_path: Path) -> None:
+    from tests.support import isolation
+
+    beside = isolation.REPO.parent / "shared" / "data" / "no-such-file.txt"
+    with pytest.raises(FileNotFoundError):
+        beside.open()  # seen before the open fails: reading it is what counts
+    (tmp_path / "ok.txt").write_text("in tmp_path")
+    (isolation.REPO / "README.md").read_text()
+    assert isolation.take() == [str(beside)]  # taken, so this test itself passes
+    assert isolation.outside("/work/shared/data/miopen/x.txt")
+    assert not isolation.outside(str(tmp_path / "ok.txt"))
+    assert not isolation.outside(str(isolation.REPO / "tests" / "data" / "SOURCES.md"))

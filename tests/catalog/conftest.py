@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pytest
 
-SHARED_DATA = Path(__file__).resolve().parents[1] / "data"
+from tests.support.data import DRIVER_DATA
 
 
 @pytest.fixture
 def driver_dir() -> Path:
-    path = SHARED_DATA / "driver"
+    path = DRIVER_DATA
     assert path.is_dir(), f"{path} is missing: tests/data holds the real inputs the tests read"
     return path

@@ -6,6 +6,7 @@ import pymysql
 import pytest
 from sqlalchemy import exc as sa_exc
 
+from tests.support.clock import FakeClock
 from tuna.db.retry import (
     connection_lost_cause,
     through_outages,
@@ -114,16 +115,6 @@ def test_an_unreachable_server_is_an_outage(orig, cause):
 )
 def test_other_errors_are_not_outages(orig):
     assert connection_lost_cause(wrapped(orig)) is None
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def sleep(self, s: float) -> None:
-        self.sleeps.append(s)
-        self.now += s
 
 
 def test_an_outage_is_ridden_out_with_growing_pauses():

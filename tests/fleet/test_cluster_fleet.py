@@ -29,7 +29,7 @@ from tests.fleet.fishing import (
     states,
     wait_for,
 )
-from tests.jobs.seed import UNIVERSAL, seed
+from tests.support.seed import UNIVERSAL, seed
 from tuna.catalog.importer import import_configs
 from tuna.catalog.parsing import read_lines
 from tuna.db.enums import JobState
@@ -42,7 +42,7 @@ from tuna.sessions import SessionSpec, create_session
 pytestmark = pytest.mark.cluster
 
 S = JobState
-NOOP_ARCH = "gfx-noop"  # tests.jobs.seed's session
+NOOP_ARCH = "gfx-noop"  # tests.support.seed's session
 
 
 def _count(db, model, session) -> int:

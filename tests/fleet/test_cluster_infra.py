@@ -12,7 +12,7 @@ import paramiko
 import pytest
 import sqlalchemy as sa
 
-from tests.fleet.conftest import Cluster
+from tests.fleet.cluster import Cluster
 from tuna.db import Database, migrate
 
 pytestmark = pytest.mark.cluster

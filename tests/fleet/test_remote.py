@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.jobs.seed import open_test_db, seed
+from tests.support.seed import seed
 from tuna.backends.noop import NoopBackend
-from tuna.db import Database
 from tuna.errors import TunaError
 from tuna.fleet.machines import MachineRow
 from tuna.fleet.phase import Task
@@ -18,13 +16,6 @@ from tuna.fleet.remote import FleetOptions, HostState, RemoteWorkers, run_fleet
 from tuna.fleet.ssh import Connections
 
 SECRET = "mysql+pymysql://tuna:s3cret@10.77.0.1:3307/tuna"
-
-
-@pytest.fixture
-def lite(sqlite_url: str) -> Iterator[Database]:
-    database = open_test_db(sqlite_url)
-    yield database
-    database.dispose()
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import select, text, update
 from sqlalchemy.dialects import mysql
 
-from tests.jobs.seed import job_row, open_test_db, seed
+from tests.support.seed import job_row, open_test_db, seed
 from tuna.backends import CompileOutcome
 from tuna.db import Database
 from tuna.db import engine as db_engine

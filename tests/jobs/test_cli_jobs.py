@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from tests.jobs.seed import expire_leases, job_row, open_test_db, seed
+from tests.support.seed import expire_leases, job_row, open_test_db, seed
 from tuna.backends import CompileOutcome, EvalOutcome, FindResult
 from tuna.cli import main
 from tuna.db.enums import JobState

@@ -13,7 +13,7 @@ import logging
 import pytest
 from sqlalchemy import select
 
-from tests.jobs.seed import seed
+from tests.support.seed import seed
 from tuna.backends import CompileOutcome, EvalOutcome, FindResult, KernelBinary, PerfResult
 from tuna.db import Database
 from tuna.db.enums import JobState

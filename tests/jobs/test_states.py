@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select, text
 
-from tests.jobs.seed import (
+from tests.support.seed import (
     ALL_NOOP_SOLVERS,
     expire_leases,
     force_state,

@@ -7,7 +7,6 @@ Configs come from real MIOpenDriver lines (``import_configs``), sessions from
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import insert, select
@@ -21,9 +20,6 @@ from tuna.jobs.load import load_jobs
 from tuna.problems.conv import ConvProblem
 from tuna.sessions import SessionSpec, create_session
 from tuna.worker.loop import run_worker
-
-DATA = Path(__file__).resolve().parents[1] / "data"
-MIOPEN_DATA = DATA / "miopen"
 
 # 1x1: NoopDirect, NoopGemm1x1, NoopTunable apply; 3x3 stride 1: NoopDirect, NoopWinograd3x3,
 # NoopTunable.

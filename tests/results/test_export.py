@@ -12,6 +12,7 @@ from dataclasses import replace
 import pytest
 from sqlalchemy import delete, insert, select, update
 
+from tests.support.data import MIOPEN_DATA
 from tuna.backends import CompileOutcome, EvalOutcome, FindResult, KernelBinary, PerfResult
 from tuna.db import Database
 from tuna.db.models import FindDb, GoldenKernel, KernelCache, Solver
@@ -31,7 +32,6 @@ from tuna.results.validate import ExportRefusedError
 from .seed import (
     K1,
     K3,
-    MIOPEN_DATA,
     ONE_BY_ONE,
     THREE_BY_THREE,
     add_configs,

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.support.data import MIOPEN_DATA
 from tuna.errors import DbKeyError
 from tuna.results.dbfiles import (
     KernDbWriter,
@@ -44,8 +45,6 @@ from tuna.results.formats import (
 from tuna.results.formats import (
     text_field_problem as field_problem,
 )
-
-from .seed import MIOPEN_DATA
 
 # Reference §4.2 and §3.2: real lines of shipped dbs.
 REAL_FIND = (

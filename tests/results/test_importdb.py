@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
+from tests.support.data import MIOPEN_DATA
 from tuna.db import Database
 from tuna.db.models import ConfigTag, ConvConfig, Solver
 from tuna.results.export import ExportSpec, export_db
@@ -16,7 +17,6 @@ from tuna.results.importdb import DbFileRefusedError, import_db_files, read_db_f
 from .seed import (
     K1,
     K3,
-    MIOPEN_DATA,
     ONE_BY_ONE,
     THREE_BY_THREE,
     add_configs,

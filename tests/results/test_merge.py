@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.data import MIOPEN_DATA
 from tuna.errors import TunaError
 from tuna.results.dbfiles import (
     KernDbWriter,
@@ -19,8 +20,6 @@ from tuna.results.formats import (
     KdbRow,
 )
 from tuna.results.merge import MergeReport, merge_db
-
-from .seed import MIOPEN_DATA
 
 KA = "1-19-19-1x1-64-19-19-1024-0x0-1x1-1x1-0-NCHW-FP32-B"
 KB = "1-19-19-1x1-64-19-19-1024-0x0-1x1-1x1-0-NCHW-FP32-W"

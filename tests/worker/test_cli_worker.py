@@ -6,7 +6,7 @@ import re
 
 from click.testing import CliRunner
 
-from tests.jobs.seed import ALL_NOOP_SOLVERS, open_test_db, seed
+from tests.support.seed import ALL_NOOP_SOLVERS, open_test_db, seed
 from tuna.cli import main
 from tuna.jobs import job_counts
 

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from tests.jobs.seed import expire_leases, seed
+from tests.support.seed import expire_leases, seed
 from tuna.backends.base import CompileOutcome, JobWork
 from tuna.backends.noop import NoopBackend
 from tuna.jobs import reap_expired, states

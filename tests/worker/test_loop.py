@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 from sqlalchemy import func, select
 
-from tests.jobs.seed import ALL_NOOP_SOLVERS, expire_leases, job_row, seed
+from tests.support.seed import ALL_NOOP_SOLVERS, expire_leases, job_row, seed
 from tests.worker.procs import calls, join_all, reports, start_workers
 from tuna.backends.noop import NoopBackend
 from tuna.db.enums import JobState

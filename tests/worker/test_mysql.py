@@ -8,7 +8,7 @@ from collections import Counter
 
 from sqlalchemy import func, select
 
-from tests.jobs.seed import open_test_db, seed
+from tests.support.seed import open_test_db, seed
 from tests.worker.procs import calls, join_all, reports, start_workers
 from tuna.db.enums import JobState
 from tuna.db.models import FindDb, Job, JobKernel, PerfDb

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import func, select
 
-from tests.jobs.seed import open_test_db
+from tests.support.seed import open_test_db
 from tuna.catalog.importer import import_configs, read_lines
 from tuna.db import Database
 from tuna.db.enums import JobState

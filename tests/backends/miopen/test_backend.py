@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.backends.miopen.conftest import recorded_problem, script
+from tests.backends.miopen.recorded import recorded_problem, script
 from tuna.backends import ApplicabilityAnswer, LibraryQueries, get_backend
 from tuna.backends.base import JobWork, KernelBinary, SessionInfo
 from tuna.backends.miopen import MiopenBackend

@@ -15,7 +15,7 @@ import sqlite3
 
 from sqlalchemy import func, select
 
-from tests.backends.miopen.conftest import FAKE_FIN, real_output
+from tests.backends.miopen.recorded import FAKE_FIN, real_output
 from tuna.catalog.importer import import_configs, read_lines
 from tuna.db.enums import JobState
 from tuna.db.models import FindDb, Job, JobKernel, PerfDb

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.backends.miopen.conftest import RECORDINGS, real_output, recorded_problem
+from tests.backends.miopen.recorded import RECORDINGS, real_output, recorded_problem
 from tuna.backends.miopen import protocol
 from tuna.backends.miopen.fake_fin import main
 

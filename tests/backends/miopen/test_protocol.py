@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from tests.backends.miopen.conftest import real_output, recorded_problem
+from tests.backends.miopen.recorded import real_output, recorded_problem
 from tuna.backends.miopen import protocol
 from tuna.backends.miopen.protocol import (
     UnsupportedProblemError,

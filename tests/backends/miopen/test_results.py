@@ -7,7 +7,7 @@ import hashlib
 
 import pytest
 
-from tests.backends.miopen.conftest import REAL_OUTPUT, real_output
+from tests.backends.miopen.recorded import REAL_OUTPUT, real_output
 from tuna.backends.miopen.kernels import KernelObjectError
 from tuna.backends.miopen.results import (
     FinOutputError,

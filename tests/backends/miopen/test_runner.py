@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.backends.miopen.conftest import FAKE_FIN, script
+from tests.backends.miopen.recorded import FAKE_FIN, script
 from tuna.backends.miopen.runner import DEFAULT_FIN, FinCommand, FinError, run_fin
 
 JOBS = [{"steps": ["get_solvers"]}]

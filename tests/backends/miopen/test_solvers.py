@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.backends.miopen.conftest import RECORDINGS
+from tests.backends.miopen.recorded import RECORDINGS
 from tuna.backends.miopen.solvers import BY_NAME, SOLVERS
 
 

@@ -1,6 +1,9 @@
-"""Test data for the job queue: a noop session with configs, solvers and jobs.
+"""Seeded test databases: one way to open a database at the head revision, and a noop queue.
 
-Sessions and load_jobs belong to other modules; these tests insert the rows directly.
+``open_test_db`` is the one migration path of the tests (the ``db``, ``lite`` and ``cluster_db``
+fixtures use it). ``seed`` inserts a noop session with configs, solvers and jobs directly, so
+that queue tests do not depend on sessions or ``load_jobs``; ``force_state``/``expire_leases``
+set up states by raw SQL, bypassing the state machine (test setup only).
 """
 
 from __future__ import annotations

@@ -1,0 +1,8 @@
+"""What the tests share, imported as ordinary modules (a conftest is never imported).
+
+* :mod:`tests.support.seed`: databases at the head revision (``open_test_db``, the one migration
+  path, used by the ``db`` and ``lite`` fixtures) and a noop session with jobs (``seed``).
+* :mod:`tests.support.wait`: ``wait_until``, polling a condition with a deadline that fails loudly.
+* :mod:`tests.support.clock`: ``FakeClock`` for logic that is about time.
+* :mod:`tests.support.isolation`: the guard that fails a test which opens a file outside the repo.
+"""
