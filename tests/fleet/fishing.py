@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from sqlalchemy import func, select
 
+from tests.support.wait import wait_until
 from tuna.db import Database
 from tuna.db.enums import JobState
 from tuna.db.models import Job
@@ -58,16 +58,20 @@ def fish_env(cluster: Any, log_dir: Path) -> dict[str, str]:
         TUNA_KNOWN_HOSTS=str(cluster.known_hosts),
         TUNA_LOG_DIR=str(log_dir),
         COLUMNS="200",
+        PYTHONUNBUFFERED="1",  # a test may watch go_fish's output as it comes
     )
     return env
 
 
-def start_go_fish(cluster: Any, log_dir: Path, *args: str) -> subprocess.Popen[str]:
-    """``go_fish ARGS`` against the cluster, as a user would run it on the head node."""
+def start_go_fish(
+    cluster: Any, log_dir: Path, *args: str, output: IO[str] | None = None
+) -> subprocess.Popen[str]:
+    """``go_fish ARGS`` against the cluster, as a user would run it on the head node; its
+    output goes to ``output`` (a file the test can watch) or a pipe."""
     return subprocess.Popen(
         [sys.executable, "-m", "tuna.cli", "go_fish", *args],
         env=fish_env(cluster, log_dir),
-        stdout=subprocess.PIPE,
+        stdout=output or subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
     )
@@ -90,13 +94,8 @@ def states(db: Database, session: int) -> dict[JobState, int]:
 
 
 def wait_for(predicate: Callable[[], Any], what: str, timeout: float = 120.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+    """``wait_until`` with the cluster's patience: hosts, engines and SSH are slow to answer."""
+    return wait_until(predicate, what, timeout=timeout, interval=0.2)
 
 
 def in_flight_on(db: Database, session: int, address: str) -> list[int]:

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import re
 import signal
-import time
 from collections import Counter
 from importlib import resources
 from pathlib import Path
 
 import pytest
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select, text, update
 from sqlalchemy.engine import make_url
 
 from tests.fleet.fishing import (
@@ -32,6 +31,7 @@ from tests.fleet.fishing import (
 from tests.support.seed import UNIVERSAL, seed
 from tuna.catalog.importer import import_configs
 from tuna.catalog.parsing import read_lines
+from tuna.db import Database
 from tuna.db.enums import JobState
 from tuna.db.models import FindDb, Job, JobKernel, PerfDb, TuningSession
 from tuna.fleet.machines import list_machines
@@ -197,6 +197,21 @@ def test_a_worker_container_killed_mid_job_loses_no_job(cluster, cluster_db, tmp
     assert set(per_job.values()) == {1}, per_job  # one kernel link per job: nothing twice
 
 
+def _statements_running_from(db: Database, address: str) -> int:
+    """Statements the server is running for connections from ``address`` (its processlist)."""
+    with db.session() as s:
+        return int(
+            s.execute(
+                text(
+                    "SELECT COUNT(*) FROM information_schema.PROCESSLIST"
+                    " WHERE HOST LIKE :host AND COMMAND NOT IN ('Sleep', 'Daemon')"
+                    " AND ID <> CONNECTION_ID()"
+                ),
+                {"host": f"{address}:%"},
+            ).scalar_one()
+        )
+
+
 def test_a_host_cut_off_past_its_lease_is_reported_and_its_late_results_refused(
     cluster, cluster_db, tmp_path
 ):
@@ -205,15 +220,28 @@ def test_a_host_cut_off_past_its_lease_is_reported_and_its_late_results_refused(
     go_fish(cluster, tmp_path, "--session", str(sd.session), "--compile", "-w", "2")
     _set_env(db, sd.session, {"NOOP_SLEEP_S": "2"})
     cut = cluster.hosts[0]
+    out_path = tmp_path / "go_fish.out"
+    out_file = out_path.open("w")
     proc = start_go_fish(
-        cluster, tmp_path, "--session", str(sd.session), "--run_perf", "--lease-seconds", "6"
+        cluster,
+        tmp_path,
+        "--session",
+        str(sd.session),
+        "--run_perf",
+        "--lease-seconds",
+        "6",
+        output=out_file,
     )
     try:
         wait_for(lambda: in_flight_on(db, sd.session, cut.address), "a job on w1")
         cluster.cut(cut.name)
-        cut_at = time.monotonic()
         try:
-            time.sleep(0.5)  # a write already on the wire lands; nothing leaves w1 after that
+            # A statement w1 sent before the cut lands; nothing leaves w1 after that.
+            wait_for(
+                lambda: _statements_running_from(db, cut.address) == 0,
+                "w1's last statements to finish on the server",
+                timeout=10,
+            )
             with db.session() as s:
                 stuck = dict(
                     s.execute(
@@ -232,14 +260,18 @@ def test_a_host_cut_off_past_its_lease_is_reported_and_its_late_results_refused(
                 return all(now[i] > a for i, a in stuck.items())
 
             wait_for(taken_over, "the cut host's jobs to be taken over", timeout=120)
-            # Long enough for go_fish to notice (a poll times out after 10 s).
-            time.sleep(max(0.0, 20 - (time.monotonic() - cut_at)))
+            wait_for(
+                lambda: f"lost {cut.address}" in out_path.read_text(),
+                "go_fish to report the cut host lost (a poll times out after 10 s)",
+            )
         finally:
             cluster.restore(cut.name)
-        out, _ = proc.communicate(timeout=300)
+        proc.wait(timeout=300)
     finally:
         if proc.poll() is None:
             proc.kill()
+        out_file.close()
+    out = out_path.read_text()
     assert proc.returncode == 0, out
     assert f"lost {cut.address}" in out, out
     assert f"machine {cut.address} was lost" in out, out  # and in the summary

@@ -4,11 +4,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 from sqlalchemy import select
 
+from tests.support.wait import wait_until
 from tuna.catalog.importer import import_configs, read_lines
 from tuna.db.enums import JobState
 from tuna.db.models import Job
@@ -106,14 +106,6 @@ def start_go_fish(url, log_dir, session, *args, ignore_sigint=False):
         stderr=subprocess.STDOUT,
         preexec_fn=preexec,
     )
-
-
-def wait_until(predicate, what, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(0.05)
 
 
 def stopped_cleanly(db, sid, proc, sig, *, to_group=False):

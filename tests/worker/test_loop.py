@@ -5,13 +5,13 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections import Counter
 
 import pytest
 from sqlalchemy import func, select
 
 from tests.support.seed import ALL_NOOP_SOLVERS, expire_leases, job_row, seed
+from tests.support.wait import wait_until
 from tests.worker.procs import calls, join_all, reports, start_workers
 from tuna.backends.noop import NoopBackend
 from tuna.db.enums import JobState
@@ -220,7 +220,7 @@ def test_concurrent_worker_processes_on_sqlite_do_every_job_once(lite, sqlite_ur
 # --- signals, in a real worker process ------------------------------------------------------------
 
 
-def start_cli_worker(url, session, *args):
+def start_cli_worker(url, session, *args, stderr=subprocess.PIPE):
     env = {**os.environ, "TUNA_DB_URL": url}
     return subprocess.Popen(
         [
@@ -236,17 +236,9 @@ def start_cli_worker(url, session, *args):
         ],
         env=env,
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=stderr,
         text=True,
     )
-
-
-def wait_for(predicate, what, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what}")
-        time.sleep(0.05)
 
 
 def test_sigterm_finishes_the_current_job_hands_back_the_rest_and_exits_0(
@@ -256,7 +248,7 @@ def test_sigterm_finishes_the_current_job_hands_back_the_rest_and_exits_0(
     env = {"NOOP_SLEEP_S": 1.0, "NOOP_LOG": str(log)}
     sd = seed(lite, configs=2, solvers=["NoopDirect"], environment=env)
     proc = start_cli_worker(sqlite_url, sd.session, "--claim-batch", "2")
-    wait_for(log.exists, "the backend to start the first job")
+    wait_until(log.exists, "the backend to start the first job")
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
@@ -275,13 +267,18 @@ def test_a_second_ctrl_c_aborts_the_job_and_hands_it_back(lite, sqlite_url, tmp_
         solvers=["NoopDirect"],
         environment={"NOOP_SLEEP_S": 60, "NOOP_LOG": str(log)},
     )
-    proc = start_cli_worker(sqlite_url, sd.session)
-    wait_for(log.exists, "the backend to start the job")
-    proc.send_signal(signal.SIGINT)
-    time.sleep(0.2)
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 0, err
+    err_log = tmp_path / "worker.err"
+    with err_log.open("w") as err_file:
+        proc = start_cli_worker(sqlite_url, sd.session, stderr=err_file)
+        wait_until(log.exists, "the backend to start the job")
+        proc.send_signal(signal.SIGINT)
+        wait_until(
+            lambda: "SIGINT, stopping after the current job" in err_log.read_text(),
+            "the worker to take the first Ctrl-C",
+        )
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err_log.read_text()
     assert "stopped: aborted; 1 claimed, 0 done" in out
     row = job_row(lite, sd.jobs[0])
     assert (row.state, row.retries, row.lease_owner) == (S.NEW, 0, None)

@@ -9,6 +9,7 @@ from collections import Counter
 from sqlalchemy import func, select
 
 from tests.support.seed import open_test_db, seed
+from tests.support.wait import wait_until
 from tests.worker.procs import calls, join_all, reports, start_workers
 from tuna.db.enums import JobState
 from tuna.db.models import FindDb, Job, JobKernel, PerfDb
@@ -71,7 +72,10 @@ def test_workers_killed_mid_job_leave_leases_a_new_worker_recovers(mysql_url, tm
         lease_seconds=1,
         heartbeat_interval=0.2,
     )
-    assert _wait_for_lines(log, 4), "the workers never started a job"
+    wait_until(
+        lambda: log.exists() and len(log.read_text().splitlines()) >= 4,
+        "the four workers to start a job each",
+    )
     for p in procs:
         os.kill(p.pid, signal.SIGKILL)
     assert join_all(procs, 30) == [-signal.SIGKILL] * 4
@@ -104,14 +108,3 @@ def test_workers_killed_mid_job_leave_leases_a_new_worker_recovers(mysql_url, tm
         else:
             assert (attempt, retries) == (2, 0)
     db.dispose()
-
-
-def _wait_for_lines(path, n, timeout=60.0):
-    import time
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists() and len(path.read_text().splitlines()) >= n:
-            return True
-        time.sleep(0.05)
-    return False
