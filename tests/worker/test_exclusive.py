@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from tests.jobs.seed import seed
+from tests.support.seed import seed
 from tuna.backends.base import CompileOutcome, EvalOutcome, JobWork, Owns
 from tuna.backends.noop import NoopBackend
 from tuna.worker import run_worker

@@ -3,12 +3,8 @@ compile workers, eval workers, result rows."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from sqlalchemy import func, select
 
-from tests.support.seed import open_test_db
 from tuna.catalog.importer import import_configs, read_lines
 from tuna.db import Database
 from tuna.db.enums import JobState
@@ -23,13 +19,6 @@ LINES = """\
 MIOpenDriver conv -n 1 -c 8 -H 6 -W 6 -k 8 -y 1 -x 1 -F 1
 MIOpenDriver conv -n 1 -c 4 -H 7 -W 5 -k 4 -y 3 -x 3 -p 1 -q 1 -F 2
 """
-
-
-@pytest.fixture
-def lite(sqlite_url: str) -> Iterator[Database]:
-    database = open_test_db(sqlite_url)
-    yield database
-    database.dispose()
 
 
 def count(db: Database, model: type, *where: object) -> int:
