@@ -2,25 +2,50 @@
 
 from __future__ import annotations
 
+import importlib
+
 import click
 
 from tuna import __version__
 from tuna.cli.base import TunaGroup, verbose_option
-from tuna.cli.catalog import import_configs_cmd, query_db_cmd
-from tuna.cli.db import db_group
-from tuna.cli.go_fish import go_fish_cmd
-from tuna.cli.jobs import jobs_group
-from tuna.cli.load import load_jobs_cmd
-from tuna.cli.machine import machine_group
-from tuna.cli.quickstart import quickstart
-from tuna.cli.report import report_cmd
-from tuna.cli.results import export_db_cmd, import_db_cmd, merge_db_cmd, update_golden_cmd
-from tuna.cli.session import session_group
-from tuna.cli.solvers import applicability_group, solvers_group
-from tuna.cli.worker import worker_cmd
+
+# Each command's module is imported only when that command runs (or when --help lists
+# them): a worker process started by go_fish needs no paramiko, Alembic or rich tables.
+COMMANDS = {
+    "quickstart": "tuna.cli.quickstart:quickstart",
+    "import_configs": "tuna.cli.catalog:import_configs_cmd",
+    "query_db": "tuna.cli.catalog:query_db_cmd",
+    "db": "tuna.cli.db:db_group",
+    "session": "tuna.cli.session:session_group",
+    "solvers": "tuna.cli.solvers:solvers_group",
+    "applicability": "tuna.cli.solvers:applicability_group",
+    "load_jobs": "tuna.cli.load:load_jobs_cmd",
+    "machine": "tuna.cli.machine:machine_group",
+    "go_fish": "tuna.cli.go_fish:go_fish_cmd",
+    "worker": "tuna.cli.worker:worker_cmd",
+    "jobs": "tuna.cli.jobs:jobs_group",
+    "export_db": "tuna.cli.results:export_db_cmd",
+    "import_db": "tuna.cli.results:import_db_cmd",
+    "merge_db": "tuna.cli.results:merge_db_cmd",
+    "update_golden": "tuna.cli.results:update_golden_cmd",
+    "report": "tuna.cli.report:report_cmd",
+}
 
 
-@click.group(cls=TunaGroup, context_settings={"help_option_names": ["-h", "--help"]})
+class LazyTunaGroup(TunaGroup):
+    """A group whose subcommands are imported on first use (click's lazy-group recipe)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in COMMANDS and cmd_name not in self.commands:
+            module, _, attr = COMMANDS[cmd_name].partition(":")
+            self.add_command(getattr(importlib.import_module(module), attr), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=LazyTunaGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="tuna")
 @verbose_option
 def main() -> None:
@@ -37,22 +62,3 @@ def main() -> None:
       tuna query_db -f resnet50.txt
       tuna db upgrade
     """
-
-
-main.add_command(quickstart)
-main.add_command(import_configs_cmd)
-main.add_command(query_db_cmd)
-main.add_command(db_group)
-main.add_command(session_group)
-main.add_command(solvers_group)
-main.add_command(applicability_group)
-main.add_command(load_jobs_cmd)
-main.add_command(machine_group)
-main.add_command(go_fish_cmd)
-main.add_command(worker_cmd)
-main.add_command(jobs_group)
-main.add_command(export_db_cmd)
-main.add_command(import_db_cmd)
-main.add_command(merge_db_cmd)
-main.add_command(update_golden_cmd)
-main.add_command(report_cmd)

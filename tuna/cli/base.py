@@ -94,8 +94,14 @@ class TunaCommand(_TunaErrors, click.Command):
 
 
 def setup_logging(verbose: int) -> None:
+    """Log to stderr at WARNING, or more with -v/-vv. Called for the group's option and
+    again for a subcommand's (``tuna worker -v``): a later -v raises the level."""
     level = logging.WARNING - 10 * min(verbose, 2)
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    root = logging.getLogger()
+    if not root.handlers:
+        logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    elif verbose:
+        root.setLevel(min(root.level, level))
 
 
 def database() -> Database:

@@ -29,7 +29,9 @@ def open_database(url: URL | str | None = None, *, check_schema: bool = True) ->
         return db
     try:
         with db.engine.connect() as conn:
-            if db.is_sqlite:
+            if migrate.is_at_head(conn):
+                pass
+            elif db.is_sqlite:
                 if migrate.current_revision(conn) != migrate.head_revision():
                     log.info("database %s: upgrading schema", db.url_masked)
                     migrate.upgrade(conn)

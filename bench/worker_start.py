@@ -1,0 +1,87 @@
+"""Worker start-up: seconds from exec of ``tuna worker`` to its first claim.
+
+Not a test: figures go in bench/quickstart.md. Each run execs ``python -m tuna.cli -vv worker
+--max-jobs 1`` on an embedded SQLite database holding a noop session, and reads the
+time of the claim from the worker's own log line ("... claimed 1 compile job(s)"), against
+the wall clock taken just before the exec. ``--code DIR`` runs the Tuna found in DIR (a
+worktree of an older commit, for before/after figures): the database is set up by that
+code too.
+
+    .venv/bin/python bench/worker_start.py --runs 5
+    .venv/bin/python bench/worker_start.py --runs 5 --code /tmp/old-7bea688
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SETUP = """
+import sys
+from tuna.db import open_database
+from tuna.catalog.importer import import_configs
+from tuna.jobs.load import load_jobs
+try:
+    from tuna.sessions import SessionSpec, create_session
+except ImportError:
+    from tuna.jobs.sessions import SessionSpec, create_session
+db = open_database(sys.argv[1])
+lines = [(1, "./bin/MIOpenDriver conv -n 1 -c 64 -H 56 -W 56 -k 64 -y 1 -x 1 -p 0 -q 0 -F 1")]
+import_configs(db, lines, tag="start")
+for _ in range(int(sys.argv[2])):  # one session per run: each worker finds a job ready
+    s = create_session(db, SessionSpec(arch="noop", num_cu=1, backend="noop"))
+    load_jobs(db, s.id, step="perf", tag="start", force=True)
+    print(s.id)
+"""
+_CLAIMED = re.compile(r"^(\S+ \S+) DEBUG .* claimed \d+ compile job", re.MULTILINE)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--code", type=Path, help="a Tuna checkout to run instead of this one")
+    args = ap.parse_args()
+    env = dict(os.environ)
+    cwd = None
+    if args.code:
+        env["PYTHONPATH"] = str(args.code)
+        cwd = str(args.code)
+    with tempfile.TemporaryDirectory() as tmp:
+        url = f"sqlite:///{tmp}/start.db"
+        env["TUNA_DB_URL"] = url
+        sessions = subprocess.run(
+            [sys.executable, "-c", SETUP, url, str(args.runs)], env=env, cwd=cwd, check=True,
+            capture_output=True, text=True,
+        ).stdout.split()  # fmt: skip
+        starts, totals = [], []
+        for session in sessions:
+            cmd = [sys.executable, "-m", "tuna.cli", "-vv", "worker", "--session", session]
+            cmd += ["--phase", "compile", "--max-jobs", "1"]
+            t0 = time.time()
+            out = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=60)
+            total = time.time() - t0
+            m = _CLAIMED.search(out.stderr)
+            if out.returncode or not m:
+                sys.exit(f"worker failed ({out.returncode}):\n{out.stderr[-2000:]}")
+            claimed = dt.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+            starts.append(claimed - t0)
+            totals.append(total)
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(
+        f"{args.code or 'this checkout'}: exec -> first claim median "
+        f"{statistics.median(starts):.3f} s (min {min(starts):.3f}, max {max(starts):.3f}); "
+        f"whole process median {statistics.median(totals):.3f} s; {args.runs} runs; "
+        f"load average {load}"
+    )
+
+
+if __name__ == "__main__":
+    main()
