@@ -240,7 +240,7 @@ def test_a_host_cut_off_past_its_lease_is_reported_and_its_late_results_refused(
             wait_for(
                 lambda: _statements_running_from(db, cut.address) == 0,
                 "w1's last statements to finish on the server",
-                timeout=10,
+                timeout=60,  # a statement waiting on a row lock runs until its lock wait times out
             )
             with db.session() as s:
                 stuck = dict(
