@@ -32,7 +32,7 @@ from tuna.jobs.load import load_jobs
 try:
     from tuna.sessions import SessionSpec, create_session
 except ImportError:
-    from tuna.jobs.sessions import SessionSpec, create_session
+    from tuna.sessions import SessionSpec, create_session
 db = open_database(sys.argv[1])
 lines = [(1, "./bin/MIOpenDriver conv -n 1 -c 64 -H 56 -W 56 -k 64 -y 1 -x 1 -p 0 -q 0 -F 1")]
 import_configs(db, lines, tag="start")
