@@ -65,6 +65,18 @@ def peak_gflops() -> tuple[float, str]:
     return peak, f"{cores} cores x {ghz:.3f} GHz ({source}) x {per_cycle} FLOP/cycle ({isa})"
 
 
+RACING = {"candidates": 0, "raced": 0, "timed_ms": 0.0, "saved_ms": 0.0}
+
+
+def count_racing(measured: list[run.Measured]) -> None:
+    """Racing's account: candidates stopped early, and the timed runs' time with and without."""
+    for m in measured:
+        RACING["candidates"] += 1
+        RACING["raced"] += m.raced
+        RACING["timed_ms"] += (m.time_ms or 0.0) * m.runs
+        RACING["saved_ms"] += m.saved_ms
+
+
 def tune(p: ConvProblem, solver: str, backend: CpuConvBackend, jobs: int) -> list[run.Measured]:
     knobs = backend.knobs()
     params = backend.candidates(p, solver, "perf", knobs)
@@ -81,7 +93,9 @@ def tune(p: ConvProblem, solver: str, backend: CpuConvBackend, jobs: int) -> lis
             for prm, sym in u.symbols
         ]
         tol = run.WINOGRAD_TOLERANCE if solver == sv.WINOGRAD else run.FP32_TOLERANCE
-        return run.measure(p, cands, tolerance=tol, repeats=5)
+        measured = run.measure(p, cands, tolerance=tol, repeats=5)
+    count_racing(measured)
+    return measured
 
 
 def torch_ms(p: ConvProblem, threads: int) -> float | None:
@@ -173,6 +187,13 @@ def main() -> None:
         print(f"geomean torch time / tuned time: {geomean(best_over_torch):.2f}")
     for s, values in speedups.items():
         print(f"geomean tuned/default {s}: {geomean(values):.2f}x over {len(values)} layers")
+    r = RACING
+    print(
+        f"racing: {r['raced']:.0f} of {r['candidates']:.0f} candidates stopped early; timed runs "
+        f"took about {r['timed_ms'] / 1e3:.2f} s and saved about {r['saved_ms'] / 1e3:.2f} s "
+        f"({100 * r['saved_ms'] / max(1e-9, r['timed_ms'] + r['saved_ms']):.0f} % of what "
+        "timing every run would take)"
+    )
     print(
         f"{len(todo)} layers, {time.monotonic() - started:.0f} s, {failed} candidates failed, "
         f"load average {os.getloadavg()[0]:.2f}"
