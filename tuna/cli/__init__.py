@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterator
+from typing import Any
 
 import click
 
@@ -32,17 +34,62 @@ COMMANDS = {
 }
 
 
+class _LazyCommands(dict[str, click.Command]):
+    """``Group.commands`` that imports a command's module when the command is looked up,
+    and every one of them when the whole table is walked (``--help``, tests)."""
+
+    def _load(self, name: str) -> click.Command:
+        module, _, attr = COMMANDS[name].partition(":")
+        cmd: click.Command = getattr(importlib.import_module(module), attr)
+        super().__setitem__(name, cmd)
+        return cmd
+
+    def _load_all(self) -> None:
+        for name in COMMANDS:
+            if not super().__contains__(name):
+                self._load(name)
+
+    def __missing__(self, name: str) -> click.Command:
+        if name in COMMANDS:
+            return self._load(name)
+        raise KeyError(name)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            return default
+
+    def __contains__(self, name: object) -> bool:
+        return name in COMMANDS or super().__contains__(name)
+
+    def __iter__(self) -> Iterator[str]:
+        self._load_all()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        self._load_all()
+        return super().__len__()
+
+    def keys(self) -> Any:
+        self._load_all()
+        return super().keys()
+
+    def values(self) -> Any:
+        self._load_all()
+        return super().values()
+
+    def items(self) -> Any:
+        self._load_all()
+        return super().items()
+
+
 class LazyTunaGroup(TunaGroup):
     """A group whose subcommands are imported on first use (click's lazy-group recipe)."""
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*super().list_commands(ctx), *COMMANDS})
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name in COMMANDS and cmd_name not in self.commands:
-            module, _, attr = COMMANDS[cmd_name].partition(":")
-            self.add_command(getattr(importlib.import_module(module), attr), cmd_name)
-        return super().get_command(ctx, cmd_name)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = _LazyCommands(self.commands)
 
 
 @click.group(cls=LazyTunaGroup, context_settings={"help_option_names": ["-h", "--help"]})
