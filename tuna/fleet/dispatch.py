@@ -77,36 +77,36 @@ class Interrupted(KeyboardInterrupt):
 
 
 @contextlib.contextmanager
-def stop_signals(on_event: Callable[[str], None]) -> Iterator[None]:
+def stop_signals(on_event: Callable[[str], None]) -> Iterator[threading.Event]:
     """SIGINT, SIGTERM and SIGHUP stop the run cleanly, whatever the parent left them set to.
 
     A shell starting go_fish in the background from a script leaves SIGINT ignored, and
     the default of SIGTERM (or of SIGHUP, when the terminal goes away) ends go_fish without
     stopping its workers: all three are set explicitly.
-    The first signal raises :class:`Interrupted`; later ones only say that the stop is
-    under way (the workers are finishing their current job).
+    The first signal raises :class:`Interrupted`; later ones, and any once the caller has
+    set the yielded event (it is stopping the workers already), only say that the stop is
+    under way: nothing may cut the clean-up short.
     """
+    stopping = threading.Event()
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield stopping
         return
-    fired = False
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
-        nonlocal fired
         name = signal.Signals(signum).name
-        if fired:
+        if stopping.is_set():
             with contextlib.suppress(OSError):  # SIGHUP: the terminal may be gone
                 on_event(
                     f"{name}: already stopping, each worker finishes its current job first "
                     "(SIGKILL go_fish to abandon them; `go_fish --clean` tidies up after that)"
                 )
             return
-        fired = True
+        stopping.set()
         raise Interrupted(name)
 
     previous = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}
     try:
-        yield
+        yield stopping
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -175,7 +175,7 @@ def dispatch(
                 log.warning("go_fish: poll failed", exc_info=True)
 
     interrupted = False
-    with stop_signals(event):
+    with stop_signals(event) as stopping:
         polling = threading.Thread(target=poller, name="go_fish-poll", daemon=True)
         try:
             launcher.start(event)
@@ -208,6 +208,7 @@ def dispatch(
             why = f"{e.args[0]}: " if isinstance(e, Interrupted) and e.args else ""
             event(f"{why}interrupted: stopping the workers (each finishes its current job)")
         finally:
+            stopping.set()  # from here on a signal cannot cut the clean-up short
             stop_polling.set()
             poll_now.set()
             if polling.is_alive():
