@@ -207,15 +207,35 @@ def progress_line(p: Progress, task: Task) -> str:
 
 
 class _Lines:
-    """Stands in for :class:`Live` where stderr is not a terminal."""
+    """Stands in for :class:`Live` where the output is not a terminal: progress lines and
+    events go to stdout, with the summary, so a log of stdout has all of it."""
 
-    console = err_console
+    console = console
 
     def __enter__(self) -> _Lines:
         return self
 
     def __exit__(self, *_exc: object) -> None:
         pass
+
+
+def _progress_display(task: Task, every: float) -> tuple[Live | _Lines, Callable[[Progress], None]]:
+    """A live table on a terminal; elsewhere a progress line every ``every`` seconds."""
+    if console.is_terminal and err_console.is_terminal:
+        live = Live(console=err_console, transient=True, auto_refresh=False)
+
+        def show(p: Progress) -> None:
+            live.update(progress_table(p, task), refresh=True)
+
+        return live, show
+    last: list[float] = []
+
+    def line(p: Progress) -> None:
+        if not last or p.elapsed_s - last[0] >= every:
+            last[:] = [p.elapsed_s]
+            console.print(progress_line(p, task), markup=False, soft_wrap=True)
+
+    return _Lines(), line
 
 
 def clean_on(machines: list[MachineRow], known_hosts: Path | None, log_dir: Path) -> None:
@@ -237,25 +257,6 @@ def clean_on(machines: list[MachineRow], known_hosts: Path | None, log_dir: Path
             )
     if failed:
         raise click.exceptions.Exit(1)
-
-
-def _progress_display(task: Task, every: float) -> tuple[Live | _Lines, Callable[[Progress], None]]:
-    """A live table on a terminal; elsewhere a progress line every ``every`` seconds."""
-    if err_console.is_terminal:
-        live = Live(console=err_console, transient=True, auto_refresh=False)
-
-        def show(p: Progress) -> None:
-            live.update(progress_table(p, task), refresh=True)
-
-        return live, show
-    last: list[float] = []
-
-    def line(p: Progress) -> None:
-        if not last or p.elapsed_s - last[0] >= every:
-            last[:] = [p.elapsed_s]
-            err_console.print(progress_line(p, task), markup=False, soft_wrap=True)
-
-    return _Lines(), line
 
 
 def _event_printer(live: Live | _Lines) -> Callable[[str], None]:
@@ -359,7 +360,7 @@ class IdList(click.ParamType):
     type=click.FloatRange(min=0.1),
     default=10.0,
     show_default=True,
-    help="When stderr is not a terminal: seconds between progress lines.",
+    help="When the output is not a terminal: seconds between progress lines.",
 )
 @verbose_option
 def go_fish_cmd(
@@ -391,10 +392,10 @@ def go_fish_cmd(
     them over SSH from the session's image: -w per machine for --compile (default: the
     machine's setting, else its CPU count), one per GPU for evaluation. Without any, or
     with --local, it starts worker processes on this machine. It shows progress (jobs by
-    state, rate, ETA: a live table on a terminal, else a line every --progress-every
-    seconds), reports machines it loses and carries on, ends when the phase's queue is
-    drained and prints what this run did, with the top failure reasons. --compile with
-    an evaluation flag runs both, in that order. Ctrl-C or SIGTERM stops the workers:
+    state, rate, ETA: a live table on a terminal, else a line on stdout every
+    --progress-every seconds), reports machines it loses and carries on, ends when the
+    phase's queue is drained and prints what this run did, with the top failure reasons.
+    --compile with an evaluation flag runs both, in that order. Ctrl-C or SIGTERM stops the workers:
     each finishes its current job and hands the rest back.
 
     Remote workers get the database from TUNA_WORKER_DB_URL (default TUNA_DB_URL) through
