@@ -31,6 +31,7 @@ COMMANDS = {
     "merge_db": "tuna.cli.results:merge_db_cmd",
     "update_golden": "tuna.cli.results:update_golden_cmd",
     "report": "tuna.cli.report:report_cmd",
+    "dashboard": "tuna.cli.dashboard:dashboard_cmd",
 }
 
 

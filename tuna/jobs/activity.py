@@ -31,6 +31,8 @@ from tuna.jobs import job_counts
 S = JobState
 RUNNING = (S.COMPILE_START, S.EVAL_START)
 TERMINAL = (S.EVALUATED, S.ERRORED, S.NOT_APPLICABLE)
+MIN_SPAN_S = 10.0
+"""A rate is measured over at least this long (a first completion alone is no rate)."""
 LEASE_EXPIRED_PREFIX = "lease expired"
 """How the reaper starts the reason of a job whose lease it took back."""
 
@@ -73,7 +75,9 @@ class Progress:
     """A session's jobs by state and how fast phases finish.
 
     ``recent`` counts the phases (compiles and evaluations) that finished in the last
-    ``window_s`` seconds; the ETA divides the phases still to run by that rate.
+    ``window_s`` seconds: since the first of them, when that is later than the window's
+    start (so a run that just started is measured over its own time). The ETA divides
+    the phases still to run by that rate.
     """
 
     session: SessionSummary
@@ -89,6 +93,14 @@ class Progress:
     @property
     def finished(self) -> int:
         return sum(self.by_state.get(st, 0) for st in TERMINAL)
+
+    @property
+    def in_flight(self) -> int:
+        return sum(self.by_state.get(st, 0) for st in RUNNING)
+
+    @property
+    def errored(self) -> int:
+        return self.by_state.get(S.ERRORED, 0)
 
     @property
     def phases_left(self) -> int:
@@ -158,6 +170,15 @@ _SUMMARY_COLUMNS = (
 )
 
 
+def database_time(db: Database) -> dt.datetime:
+    """The database's clock (the one every timestamp in the job table comes from)."""
+    with db.transaction() as conn:
+        now = conn.execute(select(db_now())).scalar_one()
+    if isinstance(now, str):  # SQLite returns the text it stores
+        now = dt.datetime.fromisoformat(now)
+    return now
+
+
 def list_sessions(
     db: Database, *, limit: int = 50, arch: str | None = None
 ) -> list[SessionSummary]:
@@ -187,14 +208,21 @@ def progress(
     out = []
     for summary in sessions:
         counts = job_counts(db, summary.id, top_reasons=0)
-        since = db_now(-window_s)
-        recent = 0
+        recent, span = 0, 0.0
         with db.transaction() as conn:
+            now = epoch_seconds(db_now())
             for column in (Job.compile_end, Job.eval_end):
-                recent += conn.execute(
-                    select(func.count()).where(Job.session == summary.id, column >= since)
-                ).scalar_one()
-        out.append(Progress(summary, counts.by_state, counts.expired, int(recent), window_s))
+                n, first = conn.execute(
+                    select(func.count(), now - func.min(epoch_seconds(column))).where(
+                        Job.session == summary.id, column >= db_now(-window_s)
+                    )
+                ).one()
+                recent += int(n)
+                if first is not None:
+                    span = max(span, float(first))
+        # A run that started a minute ago is measured over that minute, not the window.
+        span = min(max(span, MIN_SPAN_S), window_s)
+        out.append(Progress(summary, counts.by_state, counts.expired, recent, span))
     return out
 
 

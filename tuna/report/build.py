@@ -7,7 +7,8 @@ two user stats, best-so-far per strategy) will be sections of their own, added t
 :data:`SECTIONS` once searches exist.
 
 The directory written is self-contained: ``index.html`` (inline CSS, no script, no
-link outside the directory), ``figures/*.{png,svg,csv}`` and ``pareto.json``.
+link outside the directory), ``figures/*.{png,svg,csv}``, ``pareto.json`` and
+``report.json`` (which sessions and figures: what ``tuna dashboard --reports`` links).
 """
 
 from __future__ import annotations
@@ -395,6 +396,10 @@ def build_report(db: Database, options: ReportOptions) -> Report:
     sections = [build(data) for build in SECTIONS]
     index = options.out / "index.html"
     index.write_text(render_html(options, arch_of, sections))
+    # What the dashboard reads to link a session to its reports (tuna dashboard --reports).
+    meta = {"sessions": list(options.sessions), "figures": [f.name for s in sections
+                                                            for f in s.figures]}  # fmt: skip
+    (options.out / "report.json").write_text(json.dumps(meta, indent=1) + "\n")
     return Report(index, sections, options.out / "pareto.json")
 
 

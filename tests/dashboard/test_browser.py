@@ -1,0 +1,128 @@
+"""The dashboard as a person uses it: a headless Chromium against a running server.
+
+One server and one browser for the module, on a seeded SQLite database (see
+``tests/report/seed.py``) plus a session that go_fish drains while the browser watches.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.dashboard.conftest import Server, artifacts_dir, tuna, wait_for
+from tests.report.seed import Seeded, seed, session
+from tuna.db import open_database
+from tuna.jobs.load import load_jobs
+
+
+@dataclass
+class Site:
+    server: Server
+    seeded: Seeded
+    drain: int
+    url: str
+    tmp: Path
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Iterator[Site]:
+    tmp = tmp_path_factory.mktemp("browser")
+    url = f"sqlite:///{tmp / 'tuna.db'}"
+    db = open_database(url)
+    sd = seed(db)
+    drain = session(db, "drain", {"NOOP_SLEEP_S": "0.25"})
+    load_jobs(db, drain, step="find", tag="net")
+    db.dispose()
+    server = Server(url, tmp / "dashboard.log", "--refresh", "1")
+    yield Site(server, sd, drain, url, tmp)
+    server.stop()
+
+
+def shot(driver: Any, name: str) -> Path:
+    path = artifacts_dir() / f"{name}.png"
+    driver.save_screenshot(str(path))
+    return path
+
+
+def by_css(driver: Any, css: str) -> list[Any]:
+    from selenium.webdriver.common.by import By
+
+    return list(driver.find_elements(By.CSS_SELECTOR, css))
+
+
+def test_every_page_loads_from_the_navigation(chrome, site):
+    chrome.get(site.server.base + "/")
+    assert chrome.title == "Sessions · Tuna"
+    rows = by_css(chrome, "#sessions tr[data-session]")
+    assert len(rows) == 5
+    assert shot(chrome, "sessions").stat().st_size > 0
+    for name, title in (("Machines", "Machines"), ("Results", "Results of session"),
+                        ("Sessions", "Sessions")):  # fmt: skip
+        next(a for a in by_css(chrome, "header a") if a.text == name).click()
+        wait_for(f"the {name} page", lambda t=title: chrome.title.startswith(t), timeout=20)
+        assert by_css(chrome, "h1")[0].text.startswith(title)
+        shot(chrome, name.lower())
+    chrome.get(f"{site.server.base}/sessions/{site.seeded.failing}")
+    cells = [c.text for c in by_css(chrome, "#failures td")]
+    assert cells == ["errored", "boom (gave up after 4 tries)", "36"]
+    shot(chrome, "session-failures")
+    chrome.get(f"{site.server.base}/results?session=oops")
+    assert by_css(chrome, "#message")[0].text == "session='oops' is not an integer"
+
+
+def test_a_filter_narrows_the_results(chrome, site):
+    from selenium.webdriver.support.ui import Select
+
+    chrome.get(f"{site.server.base}/results?session={site.seeded.tuned}")
+    before = [r.text for r in by_css(chrome, "#results td.solver")]
+    assert len(before) == 36 and len(set(before)) > 1
+    Select(by_css(chrome, "select[name=solver]")[0]).select_by_visible_text("NoopDirect")
+    by_css(chrome, "#apply")[0].click()
+    wait_for("the filtered page", lambda: "solver=NoopDirect" in chrome.current_url, timeout=20)
+    after = [r.text for r in by_css(chrome, "#results td.solver")]
+    assert 0 < len(after) < len(before) and set(after) == {"NoopDirect"}
+    assert after == [s for s in before if s == "NoopDirect"]
+    shot(chrome, "results-filtered")
+
+
+def test_progress_moves_while_go_fish_drains_a_session(chrome, site):
+    chrome.get(f"{site.server.base}/sessions/{site.drain}")
+
+    def compiled() -> int | None:
+        cells = by_css(chrome, '#progress tr[data-state="compiled"] td.num')
+        return int(cells[0].text) if cells else None
+
+    assert compiled() == 0
+    log = (site.tmp / "go_fish.log").open("w")
+    fish = subprocess.Popen(
+        tuna("go_fish", "--session", str(site.drain), "--compile", "--local", "-w", "2",
+             "--log-dir", str(site.tmp / "logs")),
+        env={**__import__("os").environ, "TUNA_DB_URL": site.url}, stdout=log,
+        stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    seen: list[int] = []
+    try:
+        # The page reloads itself every second: the numbers must move without a click.
+        def drained() -> bool:
+            n = compiled()
+            if n is not None and (not seen or seen[-1] != n):
+                seen.append(n)
+                if 0 < n < 36 and len(seen) == 2:
+                    shot(chrome, "session-draining")
+            return n == 36
+
+        wait_for("go_fish to drain the session on the page", drained, timeout=180, every=0.2)
+        assert fish.wait(timeout=60) == 0, (site.tmp / "go_fish.log").read_text()
+    finally:
+        if fish.poll() is None:
+            fish.terminate()
+            fish.wait(timeout=30)
+        log.close()
+    assert seen == sorted(seen) and any(0 < n < 36 for n in seen), seen
+    assert by_css(chrome, "#done")[0].text == "0 / 36"  # compiled, not yet evaluated
+    shot(chrome, "session-drained")

@@ -1,0 +1,69 @@
+"""``tuna dashboard``: a read-only web app showing sessions, machines and results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from tuna.cli.base import TunaCommand, console, err_console
+from tuna.config import load_settings
+from tuna.dashboard import DEFAULT_HOST, DEFAULT_PORT, bind, create_app, is_loopback, serve
+
+
+@click.command("dashboard", cls=TunaCommand)
+@click.option(
+    "--host",
+    default=DEFAULT_HOST,
+    show_default=True,
+    help="Address to listen on (loopback by default: only this machine).",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    default=DEFAULT_PORT,
+    show_default=True,
+    help="Port to listen on.",
+)
+@click.option(
+    "--refresh",
+    type=click.IntRange(min=0),
+    default=5,
+    show_default=True,
+    help="Seconds between a page's reloads (0: never).",
+)
+@click.option(
+    "--reports",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="A directory of `tuna report` outputs to link and serve.",
+)
+def dashboard_cmd(host: str, port: int, refresh: int, reports: Path | None) -> None:
+    """Serve a read-only dashboard: sessions with progress, machines, failures, results.
+
+    It connects read-only and never writes; pages refresh themselves. For a MySQL
+    database, give it a user with SELECT grants only (see README, "tuna dashboard").
+    Ctrl-C stops it.
+
+    \b
+    Examples:
+      tuna dashboard                      # http://127.0.0.1:8484/
+      tuna dashboard --port 9000 --reports ./reports
+      TUNA_DB_URL=mysql+pymysql://tuna_ro:***@head/tuna tuna dashboard
+    """  # fmt: skip
+    from tuna.dashboard.app import DashboardSettings
+    from tuna.dashboard.readonly import open_readonly
+
+    db = open_readonly(load_settings().db_url)
+    try:
+        app = create_app(db, DashboardSettings(refresh_s=refresh, reports=reports))
+        sock = bind(host, port)
+        shown = f"[{host}]" if ":" in host else host
+        console.print(f"dashboard of {db.url_masked} on http://{shown}:{port}/ (read-only; "
+                      "Ctrl-C stops it)", markup=False)  # fmt: skip
+        if not is_loopback(host):
+            err_console.print(f"note: listening on {host}: anyone who can reach this port can "
+                              "read the database's sessions and results", markup=False)  # fmt: skip
+        serve(app, sock)
+    finally:
+        db.dispose()

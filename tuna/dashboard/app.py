@@ -1,0 +1,269 @@
+"""The dashboard's web app: server-rendered pages over the read-only database.
+
+Starlette with Jinja2 templates: each page is one function that reads through the
+services' query functions (:mod:`tuna.jobs.activity`, :mod:`tuna.results.insight`) and
+renders HTML. No JavaScript at all: live pages refresh themselves with a ``<meta
+http-equiv="refresh">``, filters are plain GET forms, progress bars are CSS widths.
+
+Every response carries ``Server-Timing: app;dur=<ms>`` (the time spent in the app, which
+``bench/dashboard.py`` reads). A malformed query parameter is a 400 page naming it, a
+missing session a 404, a database problem a 503 with the masked URL; never a traceback.
+
+The pages are listed in :data:`PAGES` (the navigation). Searches will add a page of
+their own there once they exist (issues #15/#16).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from tuna.dashboard import params
+from tuna.dashboard.params import BadRequest
+from tuna.db import Database
+from tuna.db.enums import JobState
+from tuna.errors import NotFoundError, TunaError
+from tuna.jobs import activity, job_counts
+from tuna.results import insight
+
+log = logging.getLogger(__name__)
+
+TEMPLATES = Path(__file__).parent / "templates"
+PAGES: list[tuple[str, str]] = [
+    ("Sessions", "/"),
+    ("Machines", "/machines"),
+    ("Results", "/results"),
+]
+"""(title, path) of the pages in the navigation bar, in order."""
+
+STATE_COLOURS = {
+    JobState.NEW: "#b0bec5",
+    JobState.COMPILE_START: "#90caf9",
+    JobState.COMPILED: "#42a5f5",
+    JobState.EVAL_START: "#ffb74d",
+    JobState.EVALUATED: "#66bb6a",
+    JobState.NOT_APPLICABLE: "#9e9e9e",
+    JobState.ERRORED: "#e53935",
+}
+
+
+@dataclass(frozen=True)
+class DashboardSettings:
+    refresh_s: int = 5
+    """Seconds between a live page's reloads (0: never)."""
+    reports: Path | None = None
+    """A directory of ``tuna report`` outputs to serve under /reports."""
+    window_s: float = 300.0
+    """The window over which a session's rate (and so its ETA) is measured."""
+
+
+class ServerTiming:
+    """ASGI middleware: ``Server-Timing: app;dur=MS`` on every HTTP response."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+
+        async def timed(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                ms = (time.perf_counter() - start) * 1000.0
+                headers = list(message.get("headers", []))
+                headers.append((b"server-timing", f"app;dur={ms:.1f}".encode()))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, timed)
+
+
+def create_app(db: Database, settings: DashboardSettings | None = None) -> Starlette:
+    """The dashboard over ``db`` (opened with :func:`tuna.dashboard.open_readonly`)."""
+    cfg = settings or DashboardSettings()
+    templates = Jinja2Templates(directory=str(TEMPLATES))
+    templates.env.globals.update(
+        pages=PAGES, colours={s.value: c for s, c in STATE_COLOURS.items()}, states=list(JobState)
+    )
+    templates.env.filters["ago"] = _ago
+    templates.env.filters["duration"] = _duration
+
+    def render(
+        request: Request, name: str, title: str, live: bool = True, status: int = 200,
+        **context: Any,
+    ) -> Response:  # fmt: skip
+        ctx = {
+            "title": title,
+            "refresh_s": cfg.refresh_s if live else 0,
+            "database": db.url_masked,
+            "now": activity.database_time(db),
+            **context,
+        }
+        return templates.TemplateResponse(request, name, ctx, status_code=status)
+
+    def page(fn: Callable[[Request], Response]) -> Callable[[Request], Response]:
+        """A page: bad parameters and missing things become an error page, not a traceback."""
+
+        def wrapped(request: Request) -> Response:
+            try:
+                return fn(request)
+            except BadRequest as e:
+                return render(request, "error.html", "Bad request", False, 400, message=str(e))
+            except NotFoundError as e:
+                return render(request, "error.html", "Not found", False, 404, message=str(e))
+            except TunaError as e:
+                log.warning("dashboard: %s", e)
+                return render(request, "error.html", "Database unavailable", True, 503,
+                              message=str(e))  # fmt: skip
+
+        return wrapped
+
+    @page
+    def sessions_page(request: Request) -> Response:
+        q = request.query_params
+        params.known(q, {"arch", "limit"})
+        arch = params.text(q, "arch", max_len=64)
+        limit = params.integer(q, "limit", 20, lo=1, hi=200)
+        assert limit is not None
+        rows = activity.progress(
+            db, activity.list_sessions(db, limit=limit, arch=arch), window_s=cfg.window_s
+        )
+        return render(request, "sessions.html", "Sessions", rows=rows, arch=arch or "",
+                      limit=limit, reports=_reports_by_session(cfg.reports))  # fmt: skip
+
+    @page
+    def session_page(request: Request) -> Response:
+        params.known(request.query_params, set())
+        sid = int(request.path_params["sid"])
+        summary = activity.session_summary(db, sid)
+        (prog,) = activity.progress(db, [summary], window_s=cfg.window_s)
+        counts = job_counts(db, sid, top_reasons=20)
+        flying = activity.in_flight(db, session_id=sid, limit=50)
+        names = {m.id: m.hostname for m in activity.machines(db)}
+        return render(request, "session.html", f"Session {sid}", p=prog, reasons=counts.reasons,
+                      flying=flying, machine_names=names,
+                      reports=_reports_by_session(cfg.reports).get(sid, []))  # fmt: skip
+
+    @page
+    def machines_page(request: Request) -> Response:
+        q = request.query_params
+        params.known(q, {"machine"})
+        machine = params.integer(q, "machine")
+        rows = activity.machines(db)
+        flying = activity.in_flight(db, machine_id=machine, limit=100)
+        names = {m.id: m.hostname for m in rows}
+        return render(request, "machines.html", "Machines", rows=rows, flying=flying,
+                      machine=machine, machine_names=names)  # fmt: skip
+
+    @page
+    def results_page(request: Request) -> Response:
+        q = request.query_params
+        params.known(q, {"session", "solver", "key", "family", "max_ms", "after", "limit"})
+        sid = params.integer(q, "session")
+        if sid is None:
+            newest = activity.list_sessions(db, limit=1)
+            if not newest:
+                return render(request, "results.html", "Results", False, session=None,
+                              rows=[], solvers=[], flt=None, limit=0, next_after=None)  # fmt: skip
+            sid = newest[0].id
+        summary = activity.session_summary(db, sid)
+        flt = insight.ResultFilter(
+            session=sid,
+            solver=params.text(q, "solver", max_len=128),
+            key=params.text(q, "key"),
+            family=params.text(q, "family", max_len=64),
+            max_ms=params.number(q, "max_ms"),
+        )
+        limit = params.integer(q, "limit", 100, lo=1, hi=1000)
+        after = params.integer(q, "after", 0)
+        assert limit is not None and after is not None
+        rows = insight.filter_results(db, flt, after=after, limit=limit)
+        return render(request, "results.html", f"Results of session {sid}", False,
+                      session=summary, rows=rows, flt=flt, limit=limit,
+                      solvers=insight.solvers_with_results(db, sid),
+                      next_after=rows[-1].id if len(rows) == limit else None)  # fmt: skip
+
+    def healthz(_request: Request) -> Response:
+        return PlainTextResponse("ok\n")
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        status = exc.status_code if isinstance(exc, HTTPException) else 404
+        message = "no such page" if status == 404 else str(getattr(exc, "detail", "error"))
+        html = templates.get_template("error.html").render(
+            request=request, title="Not found" if status == 404 else "Error", message=message,
+            refresh_s=0, database=db.url_masked, now=None,
+        )  # fmt: skip
+        return HTMLResponse(html, status_code=status)
+
+    async def server_error(request: Request, exc: Exception) -> Response:
+        log.exception("dashboard: %s %s failed", request.method, request.url.path)
+        return PlainTextResponse("internal error; the dashboard's log says why\n", 500)
+
+    routes: list[Any] = [
+        Route("/", sessions_page),
+        Route("/sessions/{sid:int}", session_page),
+        Route("/machines", machines_page),
+        Route("/results", results_page),
+        Route("/healthz", healthz),
+    ]
+    if cfg.reports is not None:
+        routes.append(Mount("/reports", StaticFiles(directory=cfg.reports), name="reports"))
+    app = Starlette(
+        routes=routes,
+        exception_handlers={HTTPException: not_found, 500: server_error},
+    )
+    app.add_middleware(ServerTiming)
+    return app
+
+
+def _reports_by_session(reports: Path | None) -> dict[int, list[str]]:
+    """The report directories under ``reports`` (``report.json`` beside their page)."""
+    found: dict[int, list[str]] = {}
+    if reports is None:
+        return found
+    for meta in sorted(reports.glob("*/report.json")):
+        try:
+            sessions = json.loads(meta.read_text())["sessions"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        for sid in sessions:
+            if isinstance(sid, int):
+                found.setdefault(sid, []).append(meta.parent.name)
+    return found
+
+
+def _ago(when: dt.datetime | None, now: dt.datetime) -> str:
+    """How long before ``now`` (the database's clock, as the timestamps are)."""
+    if when is None:
+        return "never"
+    return _duration((now - when).total_seconds()) + " ago"
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    s = int(max(seconds, 0))
+    if s < 120:
+        return f"{s} s"
+    if s < 7200:
+        return f"{s // 60} min"
+    if s < 172800:
+        return f"{s // 3600} h {s % 3600 // 60} min"
+    return f"{s // 86400} d {s % 86400 // 3600} h"
