@@ -420,3 +420,11 @@ SELECT g.id AS id, v.created AS insert_ts, v.created AS update_ts, 1 AS valid,
 
 UPDATE alembic_version SET version_num='0004' WHERE alembic_version.version_num = '0003';
 
+-- Running upgrade 0004 -> 0005
+
+CREATE INDEX ix_job_session_compile_end ON job (session, compile_end);
+
+CREATE INDEX ix_job_session_eval_end ON job (session, eval_end);
+
+UPDATE alembic_version SET version_num='0005' WHERE alembic_version.version_num = '0004';
+

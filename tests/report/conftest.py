@@ -4,14 +4,17 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.report.seed import Seeded, seed
+from tests.report.seed import Seeded, seed, seeded_database
 from tuna.db import Database, open_database
 
+DIALECTS = ["sqlite", pytest.param("mysql", marks=pytest.mark.mysql)]
 
-@pytest.fixture
-def seeded(db: Database) -> Iterator[tuple[Database, Seeded]]:
-    """The seeded database on SQLite and on MariaDB."""
-    yield db, seed(db)
+
+@pytest.fixture(scope="module", params=DIALECTS)
+def seeded(request, tmp_path_factory) -> Iterator[tuple[Database, Seeded]]:
+    """The seeded database on SQLite and on MariaDB, one per module and dialect."""
+    with seeded_database(request, tmp_path_factory.mktemp("seeded")) as db:
+        yield db, seed(db)
 
 
 @pytest.fixture

@@ -189,3 +189,16 @@ def test_baseline_parse():
     assert Baseline.parse("golden:2") == Baseline(golden=2)
     with pytest.raises(TunaError):
         Baseline.parse("solver:")
+
+
+@pytest.mark.parametrize(
+    ("direction", "y", "x", "groups", "name"),
+    [("F", 3, 3, 1, "fwd 3x3"), ("W", 1, 1, 32, "wrw 1x1 g32"), ("B", 5, 1, 1, "bwd 5x1")],
+)
+def test_family_names_parse_back(direction, y, x, groups, name):
+    from tuna.results.insight import family_name, parse_family
+
+    assert family_name(direction, y, x, groups) == name
+    assert parse_family(name) == (direction, y, x, groups)
+    with pytest.raises(TunaError, match="expected DIRECTION YxX"):
+        parse_family(name.replace(" ", "-"))

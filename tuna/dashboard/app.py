@@ -34,11 +34,13 @@ from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tuna.dashboard import params
+from tuna.dashboard.cache import WarmCache
 from tuna.dashboard.params import BadRequest
 from tuna.db import Database
 from tuna.db.enums import JobState
 from tuna.errors import NotFoundError, TunaError
-from tuna.jobs import activity, job_counts
+from tuna.jobs import activity
+from tuna.jobs.status import JobCounts, job_counts
 from tuna.results import insight
 
 log = logging.getLogger(__name__)
@@ -98,6 +100,12 @@ class ServerTiming:
 def create_app(db: Database, settings: DashboardSettings | None = None) -> Starlette:
     """The dashboard over ``db`` (opened with :func:`tuna.dashboard.open_readonly`)."""
     cfg = settings or DashboardSettings()
+    cache = WarmCache()
+
+    def counts(sid: int) -> JobCounts:
+        counted: JobCounts = cache.get(("counts", sid), lambda: job_counts(db, sid, top_reasons=0))
+        return counted
+
     templates = Jinja2Templates(directory=str(TEMPLATES))
     templates.env.globals.update(
         pages=PAGES, colours={s.value: c for s, c in STATE_COLOURS.items()}, states=list(JobState)
@@ -143,7 +151,10 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
         limit = params.integer(q, "limit", 20, lo=1, hi=200)
         assert limit is not None
         rows = activity.progress(
-            db, activity.list_sessions(db, limit=limit, arch=arch), window_s=cfg.window_s
+            db,
+            activity.list_sessions(db, limit=limit, arch=arch),
+            window_s=cfg.window_s,
+            counts=counts,
         )
         return render(request, "sessions.html", "Sessions", rows=rows, arch=arch or "",
                       limit=limit, reports=_reports_by_session(cfg.reports))  # fmt: skip
@@ -153,11 +164,11 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
         params.known(request.query_params, set())
         sid = int(request.path_params["sid"])
         summary = activity.session_summary(db, sid)
-        (prog,) = activity.progress(db, [summary], window_s=cfg.window_s)
-        counts = job_counts(db, sid, top_reasons=20)
+        (prog,) = activity.progress(db, [summary], window_s=cfg.window_s, counts=counts)
+        reasons = cache.get(("reasons", sid), lambda: activity.failure_reasons(db, [sid]))
         flying = activity.in_flight(db, session_id=sid, limit=50)
         names = {m.id: m.hostname for m in activity.machines(db)}
-        return render(request, "session.html", f"Session {sid}", p=prog, reasons=counts.reasons,
+        return render(request, "session.html", f"Session {sid}", p=prog, reasons=reasons,
                       flying=flying, machine_names=names,
                       reports=_reports_by_session(cfg.reports).get(sid, []))  # fmt: skip
 
@@ -188,17 +199,18 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
             session=sid,
             solver=params.text(q, "solver", max_len=128),
             key=params.text(q, "key"),
-            family=params.text(q, "family", max_len=64),
+            family=params.family(q, "family"),
             max_ms=params.number(q, "max_ms"),
         )
         limit = params.integer(q, "limit", 100, lo=1, hi=1000)
-        after = params.integer(q, "after", 0)
-        assert limit is not None and after is not None
+        after = params.pair(q, "after")
+        assert limit is not None
         rows = insight.filter_results(db, flt, after=after, limit=limit)
         return render(request, "results.html", f"Results of session {sid}", False,
                       session=summary, rows=rows, flt=flt, limit=limit,
                       solvers=insight.solvers_with_results(db, sid),
-                      next_after=rows[-1].id if len(rows) == limit else None)  # fmt: skip
+                      next_after=f"{rows[-1].config}-{rows[-1].solver_id}" if len(rows) == limit
+                      else None)  # fmt: skip
 
     def healthz(_request: Request) -> Response:
         return PlainTextResponse("ok\n")

@@ -57,3 +57,28 @@ def text(params: Mapping[str, str], name: str, *, max_len: int = 255) -> str | N
     if len(raw) > max_len:
         raise BadRequest(f"{name} is longer than {max_len} characters")
     return raw.strip()
+
+
+def pair(params: Mapping[str, str], name: str) -> tuple[int, int]:
+    """``A-B`` (two non-negative integers, e.g. a page's last config and solver): default 0-0."""
+    raw = params.get(name)
+    if raw is None or raw == "":
+        return (0, 0)
+    a, sep, b = raw.partition("-")
+    if not (sep and a.isdigit() and b.isdigit() and len(raw) < 40):
+        raise BadRequest(f"{name}={raw!r}: expected two integers as A-B, e.g. {name}=120-7")
+    return (int(a), int(b))
+
+
+def family(params: Mapping[str, str], name: str) -> str | None:
+    """A problem family as the results page shows it (``fwd 3x3``, ``wrw 1x1 g32``)."""
+    from tuna.results.insight import parse_family
+
+    raw = text(params, name, max_len=64)
+    if raw is None:
+        return None
+    try:
+        parse_family(raw)
+    except TunaError as e:
+        raise BadRequest(f"{name}={raw!r}: {str(e).partition(': ')[2]}") from None
+    return raw

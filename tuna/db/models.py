@@ -258,6 +258,9 @@ class Job(Base):
         UniqueConstraint("session", "config", "solver", "step"),
         Index("ix_job_claim", "session", "state", "priority", "id"),
         Index("ix_job_lease", "state", "lease_expires"),
+        # A session's recent phase ends (its rate and ETA) without reading all its rows.
+        Index("ix_job_session_compile_end", "session", "compile_end"),
+        Index("ix_job_session_eval_end", "session", "eval_end"),
         TABLE_OPTIONS,
     )
 

@@ -13,7 +13,7 @@ this module adds rates, machines and history.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +26,7 @@ from tuna.db.clock import db_now
 from tuna.db.enums import JobState
 from tuna.db.models import Job, Machine, TuningSession
 from tuna.errors import NotFoundError
-from tuna.jobs import job_counts
+from tuna.jobs.status import JobCounts, job_counts
 
 S = JobState
 RUNNING = (S.COMPILE_START, S.EVAL_START)
@@ -199,15 +199,21 @@ def session_summary(db: Database, session_id: int) -> SessionSummary:
 
 
 def progress(
-    db: Database, sessions: Sequence[SessionSummary], *, window_s: float = 300.0
+    db: Database,
+    sessions: Sequence[SessionSummary],
+    *,
+    window_s: float = 300.0,
+    counts: Callable[[int], JobCounts] | None = None,
 ) -> list[Progress]:
     """Jobs by state, expired leases and recent completions of each of ``sessions``.
 
-    Per session: :func:`tuna.jobs.job_counts` and two range counts of recent phase ends.
+    Per session: its jobs by state (``counts``, default :func:`tuna.jobs.status.job_counts`;
+    the dashboard passes a cached one) and two range counts of recent phase ends.
     """
+    count = counts or (lambda sid: job_counts(db, sid, top_reasons=0))
     out = []
     for summary in sessions:
-        counts = job_counts(db, summary.id, top_reasons=0)
+        jobs = count(summary.id)
         recent, span = 0, 0.0
         with db.transaction() as conn:
             now = epoch_seconds(db_now())
@@ -222,7 +228,7 @@ def progress(
                     span = max(span, float(first))
         # A run that started a minute ago is measured over that minute, not the window.
         span = min(max(span, MIN_SPAN_S), window_s)
-        out.append(Progress(summary, counts.by_state, counts.expired, recent, span))
+        out.append(Progress(summary, jobs.by_state, jobs.expired, recent, span))
     return out
 
 
@@ -286,13 +292,19 @@ def in_flight(
 def failure_reasons(
     db: Database, session_ids: Sequence[int], *, limit: int = 20
 ) -> list[tuple[JobState, str, int]]:
-    """(state, reason, jobs) of errored and not-applicable jobs of all ``session_ids``."""
-    merged: dict[tuple[JobState, str], int] = {}
-    for sid in session_ids:
-        for st, reason, n in job_counts(db, sid, top_reasons=limit).reasons:
-            merged[(st, reason)] = merged.get((st, reason), 0) + n
-    ranked = sorted(merged.items(), key=lambda kv: (-kv[1], kv[0][0].value, kv[0][1]))
-    return [(st, reason, n) for (st, reason), n in ranked[:limit]]
+    """(state, reason, jobs) of errored and not-applicable jobs of all ``session_ids``,
+    most frequent first (through ``ix_job_claim``: only those states' rows are read)."""
+    q = (
+        select(Job.state, Job.reason, func.count().label("n"))
+        .where(Job.session.in_(session_ids), Job.state.in_([S.ERRORED, S.NOT_APPLICABLE]))
+        .group_by(Job.state, Job.reason)
+        .order_by(func.count().desc(), Job.state, Job.reason)
+        .limit(limit)
+    )
+    with db.transaction() as conn:
+        return [
+            (JobState(st), reason or "(no reason)", int(n)) for st, reason, n in conn.execute(q)
+        ]
 
 
 def lease_losses(db: Database, session_ids: Sequence[int]) -> dict[str, int]:

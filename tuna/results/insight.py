@@ -8,16 +8,17 @@ writes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import aliased
 
 from tuna.db import Database
 from tuna.db.models import ConvConfig, FindDb, Golden, Solver, Tensor, TuningSession
-from tuna.errors import NotFoundError
+from tuna.errors import NotFoundError, TunaError
 
 _DIRECTIONS = {"F": "fwd", "B": "bwd", "W": "wrw"}
 
@@ -29,6 +30,7 @@ class FindPoint:
     id: int
     session: int
     config: int
+    solver_id: int
     fdb_key: str
     family: str
     solver: str
@@ -69,6 +71,7 @@ def _point_query() -> Any:
             FindDb.id,
             FindDb.session,
             FindDb.config,
+            FindDb.solver.label("solver_id"),
             ConvConfig.fdb_key,
             ConvConfig.direction,
             ConvConfig.spatial_dim,
@@ -92,6 +95,7 @@ def _point(r: Any) -> FindPoint:
         r.id,
         r.session,
         r.config,
+        r.solver_id,
         r.fdb_key,
         family_name(r.direction, y, x, r.group_count),
         r.name,
@@ -154,27 +158,72 @@ class ResultFilter:
 
 
 def filter_results(
-    db: Database, flt: ResultFilter, *, after: int = 0, limit: int = 100
+    db: Database, flt: ResultFilter, *, after: tuple[int, int] = (0, 0), limit: int = 100
 ) -> list[FindPoint]:
-    """One page of a session's find rows matching ``flt``, in id order after ``after``.
+    """One page of a session's find rows matching ``flt``, by (config, solver id), after
+    the (config, solver id) ``after`` (keyset paging).
 
-    ``key`` matches a prefix of the find-db key. A family filter is applied on the page's
-    candidate rows in Python (it is derived, not stored), so a page may come back shorter
-    than ``limit`` when a family is given; the next page starts after the last id read.
+    The page's ids are chosen first, in a subquery that reads the unique index (session,
+    config, solver) from ``after`` on and stops at ``limit`` matches: without a time or
+    family filter it reads that index only (a solver filter is turned into solver ids
+    first). MariaDB would otherwise read the session's part of the index from its start
+    (it prefers a ``ref`` on the session to the range) or, joined to the tiny tensor table,
+    sort the whole session. Then the page's rows are read by id. A key prefix starts from
+    ``conv_config``'s key index instead. A family (``fwd 3x3``) is matched on the config's
+    direction, groups and weight shape.
     """
-    q = _point_query().where(FindDb.session == flt.session, FindDb.id > after)
-    if flt.solver:
-        q = q.where(Solver.name == flt.solver)
-    if flt.key:
-        q = q.where(ConvConfig.fdb_key.startswith(flt.key, autoescape=True))
-    if flt.max_ms is not None:
-        q = q.where(FindDb.time_ms <= flt.max_ms)
-    q = q.order_by(FindDb.id).limit(limit if not flt.family else limit * 20)
+    config, solver = after
+    ids = select(FindDb.id).where(
+        FindDb.session == flt.session,
+        # The first condition alone is a range of the index; the second trims its start.
+        FindDb.config >= config,
+        or_(FindDb.config > config, FindDb.solver > solver),
+    )
     with db.transaction() as conn:
-        points = [_point(r) for r in conn.execute(q)]
-    if flt.family:
-        points = [p for p in points if p.family == flt.family][:limit]
-    return points
+        if flt.solver:
+            solver_ids = list(
+                conn.execute(select(Solver.id).where(Solver.name == flt.solver)).scalars()
+            )
+            ids = ids.where(FindDb.solver.in_(solver_ids or [-1]))
+        if flt.key or flt.family:
+            ids = ids.join(ConvConfig, ConvConfig.id == FindDb.config)
+        if flt.key:
+            ids = ids.where(ConvConfig.fdb_key.startswith(flt.key, autoescape=True))
+        if flt.family:
+            ids = ids.join(_W, _W.id == ConvConfig.weight_tensor).where(*_family_where(flt.family))
+        if flt.max_ms is not None:
+            ids = ids.where(FindDb.time_ms <= flt.max_ms)
+        page = ids.order_by(FindDb.config, FindDb.solver).limit(limit).subquery()
+        q = (
+            _point_query()
+            .where(FindDb.id.in_(select(page.c.id)))
+            .order_by(FindDb.config, FindDb.solver)
+        )
+        return [_point(r) for r in conn.execute(q)]
+
+
+_FAMILY = re.compile(r"^(fwd|bwd|wrw) (\d+)x(\d+)(?: g(\d+))?$")
+
+
+def parse_family(text: str) -> tuple[str, int, int, int]:
+    """``wrw 3x3 g32`` -> (direction, y, x, groups); the inverse of :func:`family_name`."""
+    m = _FAMILY.match(text.strip())
+    if not m:
+        raise TunaError(
+            f"family {text!r}: expected DIRECTION YxX [gGROUPS] with fwd, bwd or wrw, "
+            "e.g. 'fwd 3x3' or 'wrw 1x1 g32'"
+        )
+    direction = {v: k for k, v in _DIRECTIONS.items()}[m.group(1)]
+    return direction, int(m.group(2)), int(m.group(3)), int(m.group(4) or 1)
+
+
+def _family_where(text: str) -> list[Any]:
+    direction, y, x, groups = parse_family(text)
+    # 2D problems: Y, X are the weight's dim2, dim3; 3D ones: dim3, dim4.
+    two_d = and_(ConvConfig.spatial_dim == 2, _W.dim2 == y, _W.dim3 == x)
+    three_d = and_(ConvConfig.spatial_dim == 3, _W.dim3 == y, _W.dim4 == x)
+    return [ConvConfig.direction == direction, ConvConfig.group_count == groups,
+            or_(two_d, three_d)]  # fmt: skip
 
 
 def solvers_with_results(db: Database, session_id: int) -> list[str]:

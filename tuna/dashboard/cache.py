@@ -1,0 +1,94 @@
+"""Aggregates the dashboard shows, kept warm in memory so no page waits for a big count.
+
+Counting a session's jobs by state reads one index entry per job (``ix_job_claim``): on a
+session of 600,000 jobs that is a few hundred milliseconds of database time, more on a
+loaded server, and nothing short of a counter table kept by every transition (a hot row
+every claim would fight over) makes it cheaper. So a page takes the last count and, when
+it is older than its freshness limit, asks for a new one in the background
+(stale-while-revalidate); only the very first request for a value waits for it.
+
+The freshness limit follows the cost: ``max(min_age_s, cost_factor x the time the last
+count took)``. A small session is recounted every second (pages that refresh every few
+seconds see it move); a huge one at most once every ten times its count's cost, so a
+dashboard never spends more than a tenth of the database's time on counting it. One
+background thread does the recounts, one at a time.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Hashable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Entry:
+    value: Any
+    at: float
+    cost: float
+    refreshing: bool = False
+
+
+class WarmCache:
+    """Values by key, recomputed in the background once older than their freshness limit."""
+
+    def __init__(
+        self,
+        *,
+        min_age_s: float = 1.0,
+        cost_factor: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.min_age_s = min_age_s
+        self.cost_factor = cost_factor
+        self._clock = clock
+        self._entries: dict[Hashable, _Entry] = {}
+        self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dashboard-counts")
+
+    def max_age(self, key: Hashable) -> float:
+        entry = self._entries.get(key)
+        cost = entry.cost if entry else 0.0
+        return max(self.min_age_s, self.cost_factor * cost)
+
+    def get(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+        """The value for ``key``: computed now if never seen, else the last one (and a
+        background recompute if it is older than its limit)."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                stale = self._clock() - entry.at > self.max_age(key)
+                if stale and not entry.refreshing:
+                    entry.refreshing = True
+                    self._pool.submit(self._refresh, key, compute)
+                return entry.value
+        value, cost = self._compute(compute)
+        with self._lock:
+            self._entries[key] = _Entry(value, self._clock(), cost)
+        return value
+
+    def _compute(self, compute: Callable[[], Any]) -> tuple[Any, float]:
+        start = self._clock()
+        value = compute()
+        return value, self._clock() - start
+
+    def _refresh(self, key: Hashable, compute: Callable[[], Any]) -> None:
+        try:
+            value, cost = self._compute(compute)
+        except Exception:  # noqa: BLE001 - keep serving the last value; the next page retries
+            log.exception("dashboard: recounting %s failed", key)
+            with self._lock:
+                if key in self._entries:
+                    self._entries[key].refreshing = False
+            return
+        with self._lock:
+            self._entries[key] = _Entry(value, self._clock(), cost)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
