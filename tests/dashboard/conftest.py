@@ -13,7 +13,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -21,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.support.wait import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = ("chromium", "chromium-browser")
@@ -39,18 +40,16 @@ def _browser_required() -> bool:
 
 
 def wait_for(what: str, check: Callable[[], Any], timeout: float = 60.0, every: float = 0.1) -> Any:
-    """Poll ``check`` until it returns something truthy; fail loudly after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    last: Exception | None = None
-    while time.monotonic() < deadline:
+    """:func:`tests.support.wait.wait_until`, where an exception (a page mid-reload, an
+    element gone stale) counts as "not yet"."""
+
+    def guarded() -> Any:
         try:
-            value = check()
-            if value:
-                return value
-        except Exception as e:  # noqa: BLE001 - a page mid-reload raises; try again
-            last = e
-        time.sleep(every)
-    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what} (last error: {last!r})")
+            return check()
+        except Exception:  # noqa: BLE001
+            return None
+
+    return wait_until(guarded, what, timeout=timeout, interval=every)
 
 
 def free_port() -> int:

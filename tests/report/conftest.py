@@ -1,11 +1,16 @@
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterator
 
 import pytest
 
 from tests.report.seed import Seeded, seed, seeded_database
 from tuna.db import Database, open_database
+
+# matplotlib keeps its font cache in ~/.cache; the tests read nothing outside the repo.
+os.environ.setdefault("MPLCONFIGDIR", tempfile.mkdtemp(prefix="tuna-test-mpl-"))
 
 DIALECTS = ["sqlite", pytest.param("mysql", marks=pytest.mark.mysql)]
 
