@@ -45,9 +45,9 @@ def quickstart(workers: int | None, candidates: int) -> None:
     your data directory, created on first use — and the built-in CPU backend (cpuconv:
     convolution kernels in C, compiled with the system C compiler and timed here).
     Imports four resnet50 layers at batch 1, creates a session for this CPU, loads the
-    jobs, runs the compile and evaluate phases with local workers, and shows per layer
-    the fastest solver, its time, and its speed-up over the naive solver and over its
-    own untuned default parameters.
+    jobs, runs the compile phase with -w local workers and the evaluate phase with one
+    (a timing owns the whole machine), and shows per layer the fastest solver, its
+    time, and its speed-up over the naive solver and over its own untuned defaults.
 
     \b
     Example:
