@@ -2,10 +2,11 @@
 
 An audit hook (``sys.addaudithook``, event ``open``) sees every file this process opens.
 Outside the repo, only what a test legitimately touches passes: temporary directories
-(``tmp_path`` and the like), the Python installation and its packages, and the system's own
-directories (``/dev``, ``/proc``, ``/etc``, ...). Anything else, such as ``../shared/data``
-next to the checkout, is recorded against the running test, which then fails; one opened
-while collecting fails the run. Subprocesses are not audited; what they read comes from
+(``tmp_path`` and the like), the Python installation and its packages, the system's own
+directories (``/dev``, ``/proc``, ``/etc``, ...) and the user's cache directory (tools keep
+caches there that are not inputs: matplotlib's font list, the dashboard tests' browser).
+Anything else, such as ``../shared/data`` next to the checkout, is recorded against the
+running test, which then fails; one opened while collecting fails the run. Subprocesses are not audited; what they read comes from
 their command line, which the test chose.
 """
 
@@ -27,6 +28,7 @@ _SYSTEM = ("/dev", "/proc", "/sys", "/etc", "/usr", "/lib", "/lib64", "/run", "/
 def _allowed_roots() -> tuple[str, ...]:
     roots = {str(REPO), os.path.realpath(tempfile.gettempdir()), tempfile.gettempdir(), *_SYSTEM}
     roots |= {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    roots.add(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"))
     roots |= {os.path.realpath(r) for r in list(roots)}
     roots |= {p for p in sysconfig.get_paths().values() if p}
     roots |= set(site.getsitepackages()) | {site.getusersitepackages()}
