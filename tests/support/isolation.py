@@ -6,8 +6,8 @@ Outside the repo, only what a test legitimately touches passes: temporary direct
 directories (``/dev``, ``/proc``, ``/etc``, ...) and the user's cache directory (tools keep
 caches there that are not inputs: matplotlib's font list, the dashboard tests' browser).
 Anything else, such as ``../shared/data`` next to the checkout, is recorded against the
-running test, which then fails; one opened while collecting fails the run. Subprocesses are not audited; what they read comes from
-their command line, which the test chose.
+running test, which then fails; one opened while collecting fails the run. Subprocesses
+are not audited; what they read comes from their command line, which the test chose.
 """
 
 from __future__ import annotations
