@@ -47,7 +47,8 @@ def test_the_summary_counts_what_this_run_did(runner, tmp_path):
     assert go_fish(runner, "--session", "1", "--compile", "--local", "-w", "1").exit_code == 0
     r = go_fish(runner, "--session", "1", "--compile", "--local", "-w", "1")
     assert r.exit_code == 0, r.output
-    assert "0 job(s) left the phase" in r.output
+    assert "nothing to do: no job of this phase is ready or in flight" in r.output
+    assert "with 0 local worker(s); 0 job(s) left the phase" in r.output
     assert "  this run: nothing" in r.output.splitlines()
     assert "  session 1 now: compiled 9" in r.output.splitlines()
 

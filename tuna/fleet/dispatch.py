@@ -35,8 +35,10 @@ log = logging.getLogger(__name__)
 class Launcher(Protocol):
     """Where go_fish's workers run. The dispatcher calls, in this order:
 
-    ``start(event)`` once (``event`` reports what happens to machines and workers; raises
-    :class:`~tuna.errors.TunaError` if no worker could start); then, while the run lasts,
+    ``tidy(event)`` once, to deal with what runs killed outright left (True if it changed
+    anything); ``start(event)`` once unless the phase has nothing to do (``event`` reports
+    what happens to machines and workers; raises :class:`~tuna.errors.TunaError` if no
+    worker could start); then, while the run lasts,
     ``poll(replace=True)`` from a background thread every ``Pace.poll_every`` seconds, and
     ``alive()``, ``stuck()`` and ``tick()`` from the watching thread; at the end
     ``finish()`` exactly once, also after a failed start, an interrupt or an error (stop
@@ -45,6 +47,8 @@ class Launcher(Protocol):
     """
 
     description: str  # how the summary names the workers, e.g. "local worker(s)"
+
+    def tidy(self, event: Callable[[str], None]) -> bool: ...
 
     def start(self, event: Callable[[str], None]) -> int: ...
 
@@ -143,10 +147,13 @@ def dispatch(
         )
         return len(reaped)
 
+    def db_clock() -> dt.datetime:  # job timestamps are on the database's clock
+        with db.session() as s:
+            return s.execute(select(db_now())).scalar_one()
+
     start_counts = counts()
     start_remaining = remaining_jobs(start_counts, phase)
-    with db.session() as s:  # the database clock: job timestamps are on it
-        run_started = s.execute(select(db_now())).scalar_one()
+    run_started = db_clock()
     started = time.monotonic()
 
     def look() -> Progress:
@@ -178,31 +185,39 @@ def dispatch(
     with stop_signals(event) as stopping:
         polling = threading.Thread(target=poller, name="go_fish-poll", daemon=True)
         try:
-            launcher.start(event)
-            polling.start()
-            last_reap, drained_at = started, None
-            while True:
-                progress = look()
-                if on_progress:
-                    on_progress(progress)
-                now = time.monotonic()
-                if progress.remaining == 0:
-                    drained_at = drained_at or now
-                    poll_now.set()  # burst workers exit now: collect them without delay
-                    if progress.workers_alive == 0 or now - drained_at > pace.drain_grace:
+            if launcher.tidy(event):  # what killed runs left may have changed the queue
+                start_counts = counts()
+                start_remaining = remaining_jobs(start_counts, phase)
+                run_started = db_clock()
+                started = time.monotonic()
+            if start_remaining == 0:  # starting workers would only wait for them to exit
+                event("nothing to do: no job of this phase is ready or in flight")
+            else:
+                launcher.start(event)
+                polling.start()
+                last_reap, drained_at = started, None
+                while True:
+                    progress = look()
+                    if on_progress:
+                        on_progress(progress)
+                    now = time.monotonic()
+                    if progress.remaining == 0:
+                        drained_at = drained_at or now
+                        poll_now.set()  # burst workers exit now: collect them without delay
+                        if progress.workers_alive == 0 or now - drained_at > pace.drain_grace:
+                            break
+                    elif progress.workers_alive == 0:
+                        event("every worker has exited with work left")
                         break
-                elif progress.workers_alive == 0:
-                    event("every worker has exited with work left")
-                    break
-                elif why := launcher.stuck(now):
-                    event(why)
-                    break
-                if now - last_reap >= pace.reap_every:
-                    launcher.tick()
-                    if n := reap():
-                        event(f"{n} job(s) with expired leases back in the queue")
-                    last_reap = now
-                time.sleep(pace.interval)
+                    elif why := launcher.stuck(now):
+                        event(why)
+                        break
+                    if now - last_reap >= pace.reap_every:
+                        launcher.tick()
+                        if n := reap():
+                            event(f"{n} job(s) with expired leases back in the queue")
+                        last_reap = now
+                    time.sleep(pace.interval)
         except KeyboardInterrupt as e:
             interrupted = True
             why = f"{e.args[0]}: " if isinstance(e, Interrupted) and e.args else ""

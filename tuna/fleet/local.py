@@ -94,6 +94,9 @@ class LocalWorkers:
         self.logs: list[Path] = []
         self.scratch: Path | None = None
 
+    def tidy(self, event: Callable[[str], None]) -> bool:
+        return False  # a killed go_fish's local workers end by themselves (--burst)
+
     def start(self, event: Callable[[str], None]) -> int:
         phase = self.task.phase.value
         self.scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{self.session.id}-"))

@@ -142,6 +142,18 @@ class RemoteWorkers:
         self._event: Callable[[str], None] = lambda text: log.info("go_fish: %s", text)
         self._lock = threading.Lock()
         self._seen: set[int] = set()  # machines that answered since machine.last_seen was set
+        if self.task.phase.value == "eval":
+            wrong = [
+                m.label
+                for m in (h.machine for h in self.hosts)
+                if m.arch and m.arch != self.session.arch
+            ]
+            if wrong:
+                raise TunaError(
+                    f"session {self.session.id} targets {self.session.arch}, but "
+                    f"{', '.join(wrong)} is another arch; evaluate on matching machines "
+                    "(-a picks them)"
+                )
 
     def event(self, text: str) -> None:
         self._event(text)
@@ -211,7 +223,6 @@ class RemoteWorkers:
                 f"image {self.opt.image} is not there; load it with `docker save "
                 f"{self.opt.image} | ssh {m.hostname} docker load` (go_fish --status checks)",
             )
-        self._tidy(m)
         slots = self._plan(host)
         run_dir = shlex.quote(self._run_dir(m))
         dirs = " ".join(shlex.quote(f"{self._run_dir(m)}/{s.worker}") for s in slots)
@@ -225,16 +236,26 @@ class RemoteWorkers:
             self._start_slot(s)
         return len(slots)
 
-    def _tidy(self, m: MachineRow) -> None:
+    def _tidy(self, m: MachineRow) -> bool:
         """Stop, collect and remove what go_fish runs killed outright left on ``m``."""
         left = find_leftovers(self.conns, m, current_run=self.run_id)
         if left.empty:
-            return
+            return False
         clean_leftovers(self.conns, left, self.opt.log_dir, stop_timeout=self.opt.stop_timeout)
         self.event(
             f"{m.label}: removed what an earlier go_fish left ({left.describe()}); "
             f"its workers' logs are under {self.opt.log_dir}"
         )
+        return True
+
+    def tidy(self, event: Callable[[str], None]) -> bool:
+        """On every machine at once: what killed go_fish runs left (a machine that cannot
+        be reached now says so when its workers are started)."""
+        self._event = event
+        outcomes = fan_out(
+            [h.machine.host for h in self.hosts], lambda h: self._tidy(self._state(h).machine)
+        )
+        return any(o.value for o in outcomes)
 
     def _start_slot(self, slot: Slot) -> None:
         suffix = f"-r{slot.replacements}" if slot.replacements else ""
@@ -246,18 +267,6 @@ class RemoteWorkers:
 
     def start(self, event: Callable[[str], None]) -> int:
         self._event = event
-        if self.task.phase.value == "eval":
-            wrong = [
-                m.label
-                for m in (h.machine for h in self.hosts)
-                if m.arch and m.arch != self.session.arch
-            ]
-            if wrong:
-                raise TunaError(
-                    f"session {self.session.id} targets {self.session.arch}, but "
-                    f"{', '.join(wrong)} is another arch; evaluate on matching machines "
-                    "(-a picks them)"
-                )
         outcomes = fan_out(
             [h.machine.host for h in self.hosts],
             lambda host: self._start_host(self._state(host)),
