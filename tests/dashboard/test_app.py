@@ -217,3 +217,25 @@ def test_a_read_only_mysql_user_sees_everything_and_no_password(mysql_url, tmp_p
         with admin.begin() as conn:
             conn.exec_driver_sql(f"DROP USER '{user}'@'%%'")
         admin.dispose()
+
+
+def test_a_time_filter_reads_a_bounded_window_and_its_pages_still_find_every_row(site, monkeypatch):
+    from tuna.results import insight
+
+    _client, sd, ro, _sent = site
+    everything = insight.filter_results(ro, insight.ResultFilter(sd.tuned), limit=1000).points
+    cutoff = sorted(p.time_ms for p in everything)[len(everything) // 3]
+    wanted = [p.id for p in everything if p.time_ms <= cutoff]
+    monkeypatch.setattr(insight, "SCAN_WINDOW", 5)
+    got, after, pages = [], (0, 0), 0
+    while True:
+        page = insight.filter_results(
+            ro, insight.ResultFilter(sd.tuned, max_ms=cutoff), after=after, limit=3
+        )
+        got += [p.id for p in page.points]
+        pages += 1
+        assert len(page.points) <= 3 and pages < 100
+        if page.next_after is None:
+            break
+        after = page.next_after
+    assert got == wanted and pages > len(wanted) // 3

@@ -205,12 +205,13 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
         limit = params.integer(q, "limit", 100, lo=1, hi=1000)
         after = params.pair(q, "after")
         assert limit is not None
-        rows = insight.filter_results(db, flt, after=after, limit=limit)
+        found = insight.filter_results(db, flt, after=after, limit=limit)
+        rows = found.points
         return render(request, "results.html", f"Results of session {sid}", False,
                       session=summary, rows=rows, flt=flt, limit=limit,
                       solvers=insight.solvers_with_results(db, sid),
-                      next_after=f"{rows[-1].config}-{rows[-1].solver_id}" if len(rows) == limit
-                      else None)  # fmt: skip
+                      next_after=f"{found.next_after[0]}-{found.next_after[1]}"
+                      if found.next_after else None)  # fmt: skip
 
     def healthz(_request: Request) -> Response:
         return PlainTextResponse("ok\n")

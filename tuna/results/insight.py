@@ -157,49 +157,93 @@ class ResultFilter:
     max_ms: float | None = None
 
 
+@dataclass(frozen=True)
+class ResultPage:
+    """A page of find rows and where the next one starts (None: this was the last)."""
+
+    points: list[FindPoint]
+    next_after: tuple[int, int] | None
+
+
+SCAN_WINDOW = 5000
+"""Find rows a page with a time or family filter reads at most (then it may come back short)."""
+
+
 def filter_results(
     db: Database, flt: ResultFilter, *, after: tuple[int, int] = (0, 0), limit: int = 100
-) -> list[FindPoint]:
+) -> ResultPage:
     """One page of a session's find rows matching ``flt``, by (config, solver id), after
     the (config, solver id) ``after`` (keyset paging).
 
-    The page's ids are chosen first, in a subquery that reads the unique index (session,
-    config, solver) from ``after`` on and stops at ``limit`` matches: without a time or
-    family filter it reads that index only (a solver filter is turned into solver ids
-    first). MariaDB would otherwise read the session's part of the index from its start
-    (it prefers a ``ref`` on the session to the range) or, joined to the tiny tensor table,
-    sort the whole session. Then the page's rows are read by id. A key prefix starts from
-    ``conv_config``'s key index instead. A family (``fwd 3x3``) is matched on the config's
-    direction, groups and weight shape.
+    The page's ids are chosen first, reading the unique index (session, config, solver)
+    from ``after`` on; then its rows are read by id. MariaDB would otherwise start from the
+    tiny tensor table and sort the whole session, or read the session's part of the index
+    from its start (it prefers a ``ref`` on the session to the range whenever the query
+    needs a column the index lacks). So a solver filter becomes solver ids (in the index),
+    and a time or family filter (columns outside it) is applied to a window of at most
+    :data:`SCAN_WINDOW` index entries: such a page may come back short, and its next page
+    starts after the window. A key prefix starts from ``conv_config``'s key index instead.
     """
     config, solver = after
-    ids = select(FindDb.id).where(
+    keyset = (
         FindDb.session == flt.session,
         # The first condition alone is a range of the index; the second trims its start.
         FindDb.config >= config,
         or_(FindDb.config > config, FindDb.solver > solver),
     )
+    order = (FindDb.config, FindDb.solver)
     with db.transaction() as conn:
+        solver_ids: list[int] | None = None
         if flt.solver:
             solver_ids = list(
                 conn.execute(select(Solver.id).where(Solver.name == flt.solver)).scalars()
-            )
-            ids = ids.where(FindDb.solver.in_(solver_ids or [-1]))
-        if flt.key or flt.family:
-            ids = ids.join(ConvConfig, ConvConfig.id == FindDb.config)
+            ) or [-1]
+        windowed = flt.max_ms is not None or bool(flt.family)
+        window_end: tuple[int, int] | None = None
         if flt.key:
-            ids = ids.where(ConvConfig.fdb_key.startswith(flt.key, autoescape=True))
-        if flt.family:
-            ids = ids.join(_W, _W.id == ConvConfig.weight_tensor).where(*_family_where(flt.family))
-        if flt.max_ms is not None:
-            ids = ids.where(FindDb.time_ms <= flt.max_ms)
-        page = ids.order_by(FindDb.config, FindDb.solver).limit(limit).subquery()
-        q = (
-            _point_query()
-            .where(FindDb.id.in_(select(page.c.id)))
-            .order_by(FindDb.config, FindDb.solver)
-        )
-        return [_point(r) for r in conn.execute(q)]
+            ids = (
+                select(FindDb.id)
+                .join(ConvConfig, ConvConfig.id == FindDb.config)
+                .where(*keyset, ConvConfig.fdb_key.startswith(flt.key, autoescape=True))
+            )
+        else:
+            ids = select(FindDb.id).where(*keyset)
+        if solver_ids is not None:
+            ids = ids.where(FindDb.solver.in_(solver_ids))
+        order_by: tuple[Any, ...] = order
+        window = None
+        if windowed:
+            window = (
+                ids.add_columns(FindDb.config, FindDb.solver)
+                .order_by(*order)
+                .limit(SCAN_WINDOW)
+                .subquery("scan_window")
+            )
+            ids = select(FindDb.id).join(window, window.c.id == FindDb.id)
+            order_by = (window.c.config, window.c.solver)
+            if flt.max_ms is not None:
+                ids = ids.where(FindDb.time_ms <= flt.max_ms)
+            if flt.family:
+                ids = (
+                    ids.join(ConvConfig, ConvConfig.id == FindDb.config)
+                    .join(_W, _W.id == ConvConfig.weight_tensor)
+                    .where(*_family_where(flt.family))
+                )
+        page = ids.order_by(*order_by).limit(limit).subquery()
+        q = _point_query().where(FindDb.id.in_(select(page.c.id))).order_by(*order)
+        points = [_point(r) for r in conn.execute(q)]
+        if len(points) == limit:
+            return ResultPage(points, (points[-1].config, points[-1].solver_id))
+        if window is not None:
+            (n,) = conn.execute(select(func.count()).select_from(window)).one()
+            if n == SCAN_WINDOW:
+                last = conn.execute(
+                    select(window.c.config, window.c.solver)
+                    .order_by(window.c.config.desc(), window.c.solver.desc())
+                    .limit(1)
+                ).one()
+                window_end = (int(last.config), int(last.solver))
+    return ResultPage(points, window_end)
 
 
 _FAMILY = re.compile(r"^(fwd|bwd|wrw) (\d+)x(\d+)(?: g(\d+))?$")
