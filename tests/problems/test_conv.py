@@ -70,7 +70,7 @@ BASES = [
     "conv -n 2 -c 4 -k 8 -H 9 -W 7 -y 3 -x 1 -p 1 -q 0 -F 1",
     "convfp16 -_ 3 -n 2 -c 4 -k 8 -! 5 -@ 3 -F 4 --in_layout NDHWC --fil_layout NDHWC",
     "conv -m trans -u 2 -v 3 -Y 1 -X 2 -g 2 -c 4 -k 6 -U fp8 -F 2",
-    "convint8 -_ 3 -m trans -# 2 -% 1 -F 1 --out_layout NDHWC",
+    "convint8 -_ 3 -m trans -# 2 -% 1 -F 1 --out_layout NDHWC -n 100",
 ]
 
 

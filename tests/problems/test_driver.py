@@ -71,7 +71,8 @@ def test_worked_example_fields() -> None:
 
 
 def test_2d_defaults() -> None:
-    problems = parse_driver_line("./bin/MIOpenDriver conv")
+    # -n 100 is the default: a line must give one shape flag (see test_cut_short_lines)
+    problems = parse_driver_line("./bin/MIOpenDriver conv -n 100")
     assert [p.direction for p in problems] == ["F", "B", "W"]
     p = problems[0]
     assert (p.batchsize, p.in_channels, p.out_channels) == (100, 3, 32)
@@ -87,7 +88,7 @@ def test_2d_defaults() -> None:
 
 
 def test_3d_defaults_and_flags() -> None:
-    p = one("MIOpenDriver conv -_ 3 -F 4")
+    p = one("MIOpenDriver conv -_ 3 -n 100 -F 4")
     assert (p.spatial_dim, p.in_size, p.fil_size, p.pad, p.stride, p.dilation) == (
         3,
         (32, 32, 32),
@@ -222,25 +223,25 @@ def test_pad_mode_same_output_size_follows_the_pads() -> None:
 
 
 def test_pad_mode_valid_and_default() -> None:
-    assert one("conv -p 3 -q 2 -z valid -F 1").pad == (0, 0)
-    assert one("conv -p 3 -q 2 -z default -F 1").pad == (3, 2)
-    assert one("conv -p 3 -q 2 -m trans -z valid -F 1").pad == (3, 2)  # trans: ignored
-    assert one("conv -p 3 -q 2 -m trans -z same -F 1").pad == (3, 2)
+    assert one("conv -p 3 -q 2 -z valid -F 1 -n 100").pad == (0, 0)
+    assert one("conv -p 3 -q 2 -z default -F 1 -n 100").pad == (3, 2)
+    assert one("conv -p 3 -q 2 -m trans -z valid -F 1 -n 100").pad == (3, 2)  # trans: ignored
+    assert one("conv -p 3 -q 2 -m trans -z same -F 1 -n 100").pad == (3, 2)
 
 
 def test_layouts() -> None:
-    p = one("conv --in_layout nhwc --fil_layout Nhwc --out_layout NHWC -F 1")
+    p = one("conv --in_layout nhwc --fil_layout Nhwc --out_layout NHWC -F 1 -n 100")
     assert p.layouts == ("NHWC", "NHWC", "NHWC")
-    assert one("conv -I NHWC -f NCHW -O CHWN -F 1").layouts == ("NHWC", "NCHW", "CHWN")
-    assert one("conv -_ 3 -I NDHWC -F 1").layouts == ("NDHWC", "NCDHW", "NCDHW")
+    assert one("conv -I NHWC -f NCHW -O CHWN -F 1 -n 100").layouts == ("NHWC", "NCHW", "CHWN")
+    assert one("conv -_ 3 -I NDHWC -F 1 -n 100").layouts == ("NDHWC", "NCDHW", "NCDHW")
 
 
 def test_cast_types_and_trans() -> None:
-    p = one("conv --in_cast_type fp8 -R bf8 -T -1 -F 1")
+    p = one("conv --in_cast_type fp8 -R bf8 -T -1 -F 1 -n 100")
     assert p.casts == ("FP8", "BF8", None)
     t = one("conv -m trans -H 7 -W 7 -y 3 -x 3 -u 2 -v 2 -p 1 -q 1 -Y 1 -X 0 -F 1")
     assert (t.mode, t.trans_output_pad, t.out_size) == ("trans", (1, 0), (14, 13))
-    assert one("conv -Y 1 -X 1 -F 1").trans_output_pad == (0, 0)  # mode conv ignores them
+    assert one("conv -Y 1 -X 1 -F 1 -n 100").trans_output_pad == (0, 0)  # mode conv ignores them
 
 
 def test_ignored_flags_and_tensor_vect() -> None:
@@ -308,8 +309,8 @@ def test_errors_name_the_flag_and_value(line: str, message: str, flag: str) -> N
         ("./bin/MIOpenDriver convfp8 -n 2", "use conv with --in_cast_type fp8"),
         ("conv -n 0", "impossible convolution: batchsize 0 is not positive"),
         ("conv -H -3", "impossible convolution: in_size (-3, 32) has a value below 1"),
-        ("conv -u 0", "impossible convolution: stride (0, 1) has a value below 1"),
-        ("conv -p -1", "impossible convolution: pad (-1, 0) is negative"),
+        ("conv -u 0 -n 100", "impossible convolution: stride (0, 1) has a value below 1"),
+        ("conv -p -1 -n 100", "impossible convolution: pad (-1, 0) is negative"),
     ],
 )
 def test_line_errors(line: str, message: str) -> None:
@@ -522,3 +523,65 @@ def test_parse_flags_and_flag_tables() -> None:
         FlagTable(specs).read(["--batchsize=3"])
     with pytest.raises(DriverLineError, match="unexpected argument '3'"):
         FlagTable(specs).read(["3", "-n"])
+
+
+# --- lines users feed that are not whole (issue #12) ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        # cut from a real list: the "conv" of "-m conv" is a flag's value, not the operation
+        (
+            " 64 -c 64 -H 56 -W 56 -k 64 -y 1 -x 1 -p 0 -q 0 -u 1 -v 1 -l 1 -j 1 -m conv -g 1 "
+            "-F 4 -t 1",
+            "no MIOpenDriver command in line",
+        ),
+        ("./bin/MIOpenDriver conv", "gives no shape flag"),
+        ("./bin/MIOpenDriver convfp16 -F 1 -t 1 -m conv", "gives no shape flag"),
+    ],
+)
+def test_cut_short_lines_are_bad_lines(line: str, message: str) -> None:
+    with pytest.raises(DriverLineError, match=message):
+        parse_driver_line(line)
+
+
+def test_a_trailing_run_flag_without_a_value_is_dropped_with_a_warning() -> None:
+    # from MITuna's own all.txt: "-t" (time the run) at the end, with no value
+    line = "./bin/MIOpenDriver conv -n 128 -c 64 -H 56 -W 56 -k 64 -y 1 -x 1 -F 1 -t"
+    warnings: list[str] = []
+    (p,) = parse_driver_line(line, warnings)
+    assert p == one(line.removesuffix(" -t"))
+    assert warnings == [
+        "flag -t (--time) at the end of the line has no value; it says how to run the driver, "
+        "not what the problem is, so it was ignored"
+    ]
+    with pytest.raises(DriverLineError, match=r"flag -k \(--out_channels\) has no value"):
+        parse_driver_line("conv -n 128 -c 64 -H 56 -W 56 -F 1 -k")
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        ("-n 2147483648", "flag -n (--batchsize): '2147483648' is above 2147483647"),
+        ("-H 99999999999999999999", "flag -H (--in_h): '99999999999999999999' is above"),
+        ("-c " + "7" * 5000, "flag -c (--in_channels): '777777777777...(5000 characters)'"),
+        ("-p -2147483649", "flag -p (--pad_h): '-2147483649' is below -2147483648"),
+        ("--out_channels 4294967296", "flag -k (--out_channels): '4294967296' is above"),
+    ],
+)
+def test_values_outside_a_c_int_name_the_flag_and_the_bound(flags: str, message: str) -> None:
+    with pytest.raises(DriverLineError) as e:
+        parse_driver_line(f"conv -n 2 -c 4 -H 8 -W 8 -k 4 {flags} -F 1")
+    assert message in str(e.value)
+    assert "the bound of the C int MIOpenDriver reads it into" in str(e.value)
+
+
+def test_values_up_to_int_max_parse() -> None:
+    (p,) = parse_driver_line("conv -n 2147483647 -c 1 -H 1 -W 1 -k 1 -y 1 -x 1 -F 1")
+    assert p.batchsize == 2**31 - 1
+
+
+def test_a_transposed_problem_whose_y_leaves_a_c_int_is_refused() -> None:
+    with pytest.raises(DriverLineError, match="y's dims .* above 2147483647"):
+        parse_driver_line("conv -m trans -n 1 -c 1 -k 1 -H 65536 -W 1 -u 65536 -v 1 -F 1")

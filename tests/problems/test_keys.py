@@ -9,6 +9,7 @@ import pytest
 from tuna.errors import DbKeyError
 from tuna.problems import (
     ConvProblem,
+    InvalidProblemError,
     find_db_key,
     is_legacy_find_entry,
     legacy_find_entry_as_v2,
@@ -19,6 +20,7 @@ from tuna.problems import (
     parse_text_db_line,
     perf_db_columns,
     perf_db_key,
+    to_driver_line,
 )
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -368,3 +370,71 @@ def test_every_shipped_record_parses() -> None:
                 if legacy == {True}:
                     solver, v2 = legacy_find_entry_as_v2(entry_id, values)
                     assert v2.endswith("," + entry_id)
+
+
+# --- the keys MIOpen ships that are not of the plain forms (issue #12) ---------------------------
+
+SAME_PADDING = "128-10-10-3x3-256-5-5-100-0x0-2x2-1x1-0-NCHW-BF16-F"  # gfx1030_36, line 301
+
+
+def test_same_padding_keys_are_problems_and_stay_exact() -> None:
+    p = parse_find_db_key(SAME_PADDING)
+    assert (p.pad_mode, p.in_size, p.pad, p.stride, p.out_size) == (
+        "same", (10, 10), (0, 0), (2, 2), (5, 5),
+    )  # fmt: skip
+    assert find_db_key(p) == SAME_PADDING
+    with pytest.raises(InvalidProblemError, match="cannot be written on a MIOpenDriver line"):
+        to_driver_line(p)
+    # a key whose y follows from neither formula is still refused
+    with pytest.raises(DbKeyError, match="y dims 6x6 do not follow"):
+        parse_find_db_key(SAME_PADDING.replace("-5-5-", "-6-6-"))
+
+
+def test_every_key_of_the_other_samples_parses_but_the_malformed_legacy_ones() -> None:
+    counts = {}
+    for name in ("gfx90878.HIP.fdb.sample.txt", "gfx1030_36.HIP.fdb.sample.txt",
+                 "gfx906_60.OpenCL.fdb.sample.txt"):  # fmt: skip
+        bad = []
+        for key in fdb_keys(DATA / "miopen" / name):
+            try:
+                assert find_db_key(parse_find_db_key(key)) == key
+            except DbKeyError as e:
+                bad.append(str(e))
+        counts[name] = len(bad)
+        # the only keys to refuse: 2D pads with 3D filters, in the OpenCL file
+        assert all("(pads) '0x0' is not 3 values" in b for b in bad), bad
+    assert counts == {
+        "gfx90878.HIP.fdb.sample.txt": 0,
+        "gfx1030_36.HIP.fdb.sample.txt": 0,
+        "gfx906_60.OpenCL.fdb.sample.txt": 3,
+    }
+
+
+def test_int8_keys_have_no_driver_line_but_are_problems() -> None:
+    p = parse_find_db_key("1024-14-14-1x1-2048-7-7-1-0x0-2x2-1x1-0-NCHW-INT8-F")
+    assert p.types == ("INT8", "INT8", "INT8")
+    with pytest.raises(InvalidProblemError, match="no MIOpenDriver base arg"):
+        to_driver_line(p)
+
+
+@pytest.mark.parametrize(
+    ("key", "message"),
+    [
+        ("3-224-224-7x7-64-112-112-2147483648-3x3-2x2-1x1-0-NCHW-FP32-F",
+         "field 8 (batch size) '2147483648' is not canonical integers of at most 2147483647"),
+        ("3-224-224-7x7-64-112-112-" + "9" * 5000 + "-3x3-2x2-1x1-0-NCHW-FP32-F",
+         "field 8 (batch size) '999999999999...(5000 characters)'"),
+        ("3-224-224-7x7-64-112-112-128-3x3-2x2-1x1-0-NCHW-FP32-F_g4294967296",
+         "group count '4294967296' is above 2147483647"),
+    ],
+)  # fmt: skip
+def test_key_values_outside_a_c_int_are_refused(key: str, message: str) -> None:
+    with pytest.raises(DbKeyError) as e:
+        parse_find_db_key(key)
+    assert message in str(e.value)
+
+
+def test_perf_key_values_outside_a_c_int_are_refused() -> None:
+    key = "2x3x224x224x1x7x7x1x64x2147483648x3x3x0x2x2x0x1x1x0x0x1xNCHWxFP32xF"
+    with pytest.raises(DbKeyError, match="'2147483648' is not a canonical integer of at most"):
+        parse_perf_db_key(key)

@@ -45,8 +45,13 @@ COMMAND_TYPES: dict[str, tuple[str, str, str]] = {
 
 Direction = Literal["F", "B", "W"]
 Mode = Literal["conv", "trans"]
+PadMode = Literal["default", "same"]
 DIRECTIONS: dict[str, Direction] = {"F": "F", "B": "B", "W": "W"}
 MODES: dict[str, Mode] = {"conv": "conv", "trans": "trans"}
+PAD_MODES: dict[str, PadMode] = {"default": "default", "same": "same"}
+
+#: MIOpenDriver reads every value into a C ``int``; so does MIOpen's problem description.
+INT_MAX = 2**31 - 1
 
 _SPATIAL_FILLS: tuple[tuple[str, int | None], ...] = (
     ("in_size", None),
@@ -57,6 +62,7 @@ _SPATIAL_FILLS: tuple[tuple[str, int | None], ...] = (
     ("trans_output_pad", 0),
 )
 _INT_TYPE = {int}
+_SMALL = 2**14  # spatial values up to this give y dims that fit a C int, even in mode trans
 _CASTS: tuple[str | None, ...] = (None, *DATA_TYPES)
 
 
@@ -75,6 +81,12 @@ def conv_out_size(size: int, fil: int, pad: int, stride: int, dil: int) -> int:
     return max(1, (size + 2 * pad - (1 + dil * (fil - 1))) // stride + 1)
 
 
+def same_out_size(size: int, stride: int) -> int:
+    """One spatial dim of y for MIOpen's ``miopenPaddingSame`` (``src/convolution.cpp``):
+    ``ceil(in / stride)``, whatever the filter."""
+    return -(-size // stride)
+
+
 def trans_out_size(size: int, fil: int, pad: int, stride: int, dil: int, out_pad: int) -> int:
     """One spatial dim of y for mode trans (``src/convolution.cpp``)."""
     return max(1, stride * (size - 1) + 1 + dil * (fil - 1) - 2 * pad + out_pad)
@@ -87,6 +99,11 @@ class ConvProblem:
     Spatial tuples are (H, W) in 2D and (D, H, W) in 3D. Left empty, ``pad`` and
     ``trans_output_pad`` become zeros, ``stride`` and ``dilation`` ones, and an empty layout the
     default for the spatial dimension.
+
+    ``pad_mode`` ``"same"`` is a problem as MIOpen's API describes it with
+    ``miopenPaddingSame`` (y is ``ceil(x / stride)``; MIOpen writes such keys with pads 0).
+    MIOpenDriver resolves ``-z same`` into explicit pads instead, so such a problem has no
+    driver line; it comes from a db key.
 
     >>> p = ConvProblem(spatial_dim=2, batchsize=128, in_channels=3, out_channels=64,
     ...                 in_size=(224, 224), fil_size=(7, 7), pad=(3, 3), stride=(2, 2))
@@ -106,6 +123,7 @@ class ConvProblem:
     trans_output_pad: tuple[int, ...] = ()
     group_count: int = 1
     mode: Mode = "conv"
+    pad_mode: PadMode = "default"
     direction: Direction = "F"
     in_layout: str = ""
     fil_layout: str = ""
@@ -178,6 +196,9 @@ class ConvProblem:
             and min(pad + opad + (bias,)) >= 0
             and not (c % g or k % g)
             and (self.mode == "trans" or (self.mode == "conv" and not any(opad)))
+            and self.pad_mode == "default"
+            and max((*in_size, *fil, *stride, *dil, *pad, *opad)) <= _SMALL
+            and max(n, c, k, g, bias) <= INT_MAX
             and self.direction in DIRECTIONS
             and self.in_layout in layouts
             and self.fil_layout in layouts
@@ -215,6 +236,18 @@ class ConvProblem:
             return f"mode {self.mode!r} is not 'conv' or 'trans'"
         if self.mode == "conv" and any(self.trans_output_pad):
             return f"trans_output_pad {self.trans_output_pad} is set but mode is 'conv'"
+        if self.pad_mode not in PAD_MODES:
+            return f"pad_mode {self.pad_mode!r} is not 'default' or 'same'"
+        if self.pad_mode == "same" and self.mode != "conv":
+            return "pad_mode 'same' is for mode 'conv' only"
+        for name in ("in_size", "fil_size", "pad", "stride", "dilation", "trans_output_pad"):
+            if max(getattr(self, name)) > INT_MAX:
+                return f"{name} {getattr(self, name)} has a value above {INT_MAX} (a C int)"
+        for name in ("batchsize", "in_channels", "out_channels", "group_count", "bias"):
+            if getattr(self, name) > INT_MAX:
+                return f"{name} {getattr(self, name)} is above {INT_MAX} (a C int)"
+        if max(self.out_size) > INT_MAX:
+            return f"y's dims {self.out_size} have a value above {INT_MAX} (a C int)"
         if self.direction not in DIRECTIONS:
             return f"direction {self.direction!r} is not F, B or W"
         allowed = LAYOUTS_3D if dims == 3 else LAYOUTS_2D
@@ -239,6 +272,8 @@ class ConvProblem:
     @property
     def out_size(self) -> tuple[int, ...]:
         """The spatial dims of y (§1.2 formulas; ``max(1, ...)`` as MIOpen does)."""
+        if self.pad_mode == "same":
+            return tuple(map(same_out_size, self.in_size, self.stride))
         sizes = (self.in_size, self.fil_size, self.pad, self.stride, self.dilation)
         if self.mode == "trans":
             return tuple(map(trans_out_size, *sizes, self.trans_output_pad))

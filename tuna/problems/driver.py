@@ -23,6 +23,7 @@ from operator import itemgetter
 from tuna.errors import DriverLineError
 from tuna.problems.conv import (
     COMMAND_TYPES,
+    INT_MAX,
     LAYOUTS_2D,
     LAYOUTS_3D,
     MODES,
@@ -44,6 +45,20 @@ _OTHER_BASE_ARG = re.compile(
     r"|cat|sum|argmax)(fp16|bfp16|fp64|int8)?"
 )
 _INTEGER = re.compile(r"[+-]?[0-9]+")
+_INT_DIGITS = len(str(INT_MAX))
+#: Flags that say how to run the driver, not what the problem is: one written last with no
+#: value (``... -F 1 -t`` in MITuna's own lists) is dropped with a warning.
+RUN_FLAGS = frozenset(
+    (
+        "iter", "verify", "verification_cache", "time", "wall", "search", "printconv",
+        "dump_output", "in_data", "weights", "bias", "dout_data", "solution", "gpualloc",
+        "in_bias",
+    )
+)  # fmt: skip
+#: Flags that describe a problem's shape: a conv line needs at least one.
+SHAPE_FLAGS = frozenset(
+    ["batchsize", "in_channels", "in_d", "in_h", "in_w", "out_channels", "fil_d", "fil_h", "fil_w"]
+)
 # int() of the decimals that fill driver lines: a lookup takes a fifth of the time of checking
 # a value and converting it, and there are a dozen per line
 _DECIMALS = {str(i): i for i in range(4096)}
@@ -68,12 +83,19 @@ class FlagValues:
     """The flags found on one line, by long name, with typed accessors that raise
     ``DriverLineError`` naming the flag and the value."""
 
-    __slots__ = ("raw", "_tokens", "_table")
+    __slots__ = ("raw", "_tokens", "_table", "warnings")
 
-    def __init__(self, raw: dict[str, str], tokens: Sequence[str], table: FlagTable) -> None:
+    def __init__(
+        self,
+        raw: dict[str, str],
+        tokens: Sequence[str],
+        table: FlagTable,
+        warnings: list[str] | None = None,
+    ) -> None:
         self.raw = raw  # long name -> value (uppercased where the flag says so)
         self._tokens = tokens  # as read, to name the flag as written in an error
         self._table = table
+        self.warnings = warnings or []
 
     def error(self, name: str, what: str) -> DriverLineError:
         value = self.raw[name]
@@ -91,8 +113,21 @@ class FlagValues:
         if raw is None:
             return default
         if (raw.isdigit() and raw.isascii()) or _INTEGER.fullmatch(raw):  # isdigit: fast, no sign
+            digits = raw.lstrip("+-").lstrip("0")
+            if len(digits) > _INT_DIGITS or int(digits or "0") > INT_MAX + raw.startswith("-"):
+                low = "below" if raw.startswith("-") else "above"
+                bound = -INT_MAX - 1 if raw.startswith("-") else INT_MAX
+                shown = raw if len(raw) <= 24 else f"{raw[:12]}...({len(raw)} characters)"
+                raise DriverLineError(
+                    f"flag {self._table.by_long[name].label}: {shown!r} is {low} {bound}, "
+                    "the bound of the C int MIOpenDriver reads it into",
+                    flag=self._written(name),
+                )
             return int(raw)
         raise self.error(name, "is not an integer")
+
+    def _written(self, name: str) -> str:
+        return next(t for t in reversed(self._tokens[::2]) if self._table.tokens[t][0] == name)
 
     def integers(self, defaults: Mapping[str, int]) -> Mapping[str, int]:
         """Each flag of ``defaults`` as ``integer`` gives it, by long name.
@@ -107,9 +142,11 @@ class FlagValues:
             text = raw[name]
             value = _DECIMALS.get(text)
             if value is None:
-                if not (text.isdigit() and text.isascii()):
+                if not (text.isdigit() and text.isascii()) or len(text) > _INT_DIGITS:
                     return _IntegersOnLookup(self, defaults)
                 value = int(text)
+                if value > INT_MAX:
+                    return _IntegersOnLookup(self, defaults)
             values[name] = value
         return values
 
@@ -171,6 +208,7 @@ class FlagTable:
 
     def _read_each(self, tokens: Sequence[str]) -> FlagValues:
         raw: dict[str, str] = {}
+        warnings: list[str] = []
         for i in range(0, len(tokens), 2):
             token = tokens[i]
             found = self.tokens.get(token)
@@ -178,9 +216,17 @@ class FlagTable:
                 raise self._unknown(token)
             long, upper = found
             if i + 1 == len(tokens):
-                raise DriverLineError(f"flag {self.by_long[long].label} has no value", flag=token)
+                label = self.by_long[long].label
+                if long in RUN_FLAGS:
+                    warnings.append(
+                        f"flag {label} at the end of the line has no value; it says how to "
+                        "run the driver, not what the problem is, so it was ignored"
+                    )
+                    tokens = tokens[:i]
+                    break
+                raise DriverLineError(f"flag {label} has no value", flag=token)
             raw[long] = tokens[i + 1].upper() if upper else tokens[i + 1]
-        return FlagValues(raw, tokens, self)
+        return FlagValues(raw, tokens, self, warnings)
 
     def _unknown(self, token: str) -> DriverLineError:
         if token.startswith("--") and "=" in token:
@@ -208,10 +254,15 @@ def split_command(line: str) -> tuple[str, list[str]]:
             if i + 1 == len(tokens):
                 raise DriverLineError(f"{token} has no base arg (conv, convfp16, bnorm, ...)")
             return tokens[i + 1], tokens[i + 2 :]
+    # Without the binary, a base arg after a flag is that flag's value (a truncated line's
+    # "-m conv"), not the operation.
     for i, token in enumerate(tokens):
-        if _is_known_base_arg(token):
+        if _is_known_base_arg(token) and (i == 0 or not tokens[i - 1].startswith("-")):
             return token, tokens[i + 1 :]
-    raise DriverLineError("no MIOpenDriver command in line (expected e.g. 'MIOpenDriver conv ...')")
+    raise DriverLineError(
+        "no MIOpenDriver command in line (expected e.g. 'MIOpenDriver conv ...' or "
+        "'conv -n ...'; is the line cut short?)"
+    )
 
 
 def _is_binary(token: str) -> bool:
@@ -347,8 +398,12 @@ _FORW: dict[int, tuple[Direction, ...]] = {
 }
 
 
-def parse_driver_line(line: str) -> list[ConvProblem]:
+def parse_driver_line(line: str, warnings: list[str] | None = None) -> list[ConvProblem]:
     """Parse a MIOpenDriver conv line into one ``ConvProblem`` per direction, in order F, B, W.
+
+    A line must give at least one shape flag (``-n``, ``-c``, ``-H``, ...): one of defaults
+    only is a cut-short line more often than a problem. What is dropped from a line that
+    still parses (a value-less run flag at its end) is said in ``warnings``, if given.
 
     >>> [p.direction for p in parse_driver_line("MIOpenDriver conv -n 8 -F 6")]
     ['B', 'W']
@@ -397,6 +452,13 @@ def parse_driver_line(line: str) -> list[ConvProblem]:
             f"does not divide in_channels {in_channels} and out_channels {out_channels}",
         )
     batchsize = ints["batchsize"]
+    if flags.raw.keys().isdisjoint(SHAPE_FLAGS):
+        raise DriverLineError(
+            f"{base} line gives no shape flag (-n, -c, -H, -W, -k, -y, -x, ...): MIOpenDriver "
+            "would run its defaults; is the line cut short?"
+        )
+    if warnings is not None:
+        warnings.extend(flags.warnings)
     x_type, w_type, y_type = COMMAND_TYPES[base]
     directions = _FORW[forw]
     try:
@@ -414,6 +476,7 @@ def parse_driver_line(line: str) -> list[ConvProblem]:
                 "trans_output_pad": opad if mode == "trans" else (0,) * dims,
                 "group_count": groups,
                 "mode": mode,
+                "pad_mode": "default",
                 "direction": directions[0],
                 "in_layout": layouts[0],
                 "fil_layout": layouts[1],
@@ -488,6 +551,11 @@ def to_driver_line(p: ConvProblem) -> str:
         )
     if p.bias:
         raise InvalidProblemError(f"bias {p.bias} cannot be written on a MIOpenDriver line")
+    if p.pad_mode != "default":
+        raise InvalidProblemError(
+            f"pad mode {p.pad_mode!r} (y = ceil(x / stride), as MIOpen's API describes it) "
+            "cannot be written on a MIOpenDriver line: the driver turns -z same into pads"
+        )
     three = p.spatial_dim == 3
     parts = [f"./bin/{_BINARY}", cmd, "-n", str(p.batchsize), "-c", str(p.in_channels)]
 

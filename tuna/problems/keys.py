@@ -26,6 +26,7 @@ the same bytes.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import NamedTuple
 
@@ -33,14 +34,16 @@ from tuna.errors import DbKeyError
 from tuna.problems.conv import (
     DATA_TYPES,
     DIRECTIONS,
+    INT_MAX,
     ConvProblem,
     Direction,
     InvalidProblemError,
     conv_out_size,
     default_layout,
+    same_out_size,
 )
 
-_INT = re.compile(r"0|[1-9][0-9]*")
+_INT = re.compile(r"0|[1-9][0-9]{0,9}")  # at most 10 digits: INT_MAX is checked after
 _DIR_SUFFIX = re.compile(
     r"(?P<dir>[FBW])(?:_g(?P<g>[1-9][0-9]*))?"
     r"(?:_ci(?P<ci>[A-Z0-9]+?))?(?:_cw(?P<cw>[A-Z0-9]+?))?(?:_co(?P<co>[A-Z0-9]+?))?"
@@ -105,8 +108,23 @@ def _view(p: ConvProblem) -> _KeyView:
                     p.stride, p.dilation, p.bias, key_dir, p.group_count)  # fmt: skip
 
 
+def _int_or_none(raw: str) -> int | None:
+    """A key's integer field, or None if it is not canonical or does not fit a C int."""
+    if not _INT.fullmatch(raw):
+        return None
+    value = int(raw)
+    return value if value <= INT_MAX else None
+
+
+def _shown(text: str) -> str:
+    return text if len(text) <= 24 else f"{text[:12]}...({len(text)} characters)"
+
+
 def _problem(v: _KeyView) -> ConvProblem:
-    """The mode-conv problem behind a key view; ``InvalidProblemError`` if there is none."""
+    """The mode-conv problem behind a key view; ``InvalidProblemError`` if there is none.
+
+    Out dims that the conv formula does not give but ``ceil(x / stride)`` does, with pads 0,
+    are MIOpen's "same" padding mode (``pad_mode="same"``)."""
     x, y = (v.key_out, v.key_in) if v.direction != "F" else (v.key_in, v.key_out)
     p = ConvProblem(
         spatial_dim=v.spatial_dim,
@@ -131,6 +149,9 @@ def _problem(v: _KeyView) -> ConvProblem:
         out_cast=y.cast,
         bias=v.bias,
     )
+    same = tuple(map(same_out_size, x.spatial, v.stride))
+    if p.out_size != y.spatial and not any(v.pad) and same == y.spatial:
+        return dataclasses.replace(p, pad_mode="same")
     if p.out_size != y.spatial:
         raise InvalidProblemError(
             f"y dims {_dims(y.spatial)} do not follow from x {_dims(x.spatial)}, "
@@ -237,9 +258,13 @@ def parse_find_db_key(key: str) -> ConvProblem:
         )
 
     def ints(i: int, name: str, raws: list[str]) -> tuple[int, ...]:
-        if not all(_INT.fullmatch(r) for r in raws):
-            raise fail(f"field {i + 1} ({name}) {'-'.join(raws)!r} is not canonical integers")
-        return tuple(int(r) for r in raws)
+        values = tuple(_int_or_none(r) for r in raws)
+        if None in values:
+            raise fail(
+                f"field {i + 1} ({name}) {_shown('-'.join(raws))!r} is not canonical integers "
+                f"of at most {INT_MAX} (MIOpen keeps each in a C int)"
+            )
+        return values  # type: ignore[return-value]
 
     def dhw(i: int, name: str) -> tuple[int, ...]:
         raws = f[i].split("x")
@@ -281,7 +306,9 @@ def parse_find_db_key(key: str) -> ConvProblem:
     key_in = _Side(in_c, in_sp, layouts[0], types[0], m["ci"])
     key_out = _Side(out_c, out_sp, layouts[2], types[2], m["co"])
     wei = (layouts[1], types[1], m["cw"])
-    groups = int(m["g"] or 1)
+    groups = _int_or_none(m["g"] or "1")
+    if groups is None:
+        raise fail(f"group count {_shown(m['g'])!r} is above {INT_MAX} (a C int)")
     view = _KeyView(dims, key_in, key_out, wei, fil, n, pad, stride, dil, bias,
                     DIRECTIONS[m["dir"]], groups)  # fmt: skip
     try:
@@ -351,9 +378,13 @@ def parse_perf_db_key(key: str) -> ConvProblem:
         raise fail(f"has {len(f)} x-separated fields; expected {len(_PERF_KEY_ORDER)}")
     col: dict[str, int] = {}
     for i, (name, raw) in enumerate(zip(_PERF_KEY_ORDER[:-3], f[:-3], strict=True)):
-        if not _INT.fullmatch(raw):
-            raise fail(f"field {i + 1} ({name}) {raw!r} is not a canonical integer")
-        col[name] = int(raw)
+        value = _int_or_none(raw)
+        if value is None:
+            raise fail(
+                f"field {i + 1} ({name}) {_shown(raw)!r} is not a canonical integer of at most "
+                f"{INT_MAX} (MIOpen keeps it in a C int)"
+            )
+        col[name] = value
     layout, type_field, direction = f[-3:]
     dims = col["spatial_dim"]
     if dims not in (2, 3):
