@@ -25,6 +25,7 @@ from tuna.catalog.parsing import (
     ConvEntry,
     Entry,
     LineParser,
+    check_tag,
     read_lines,
     without_cyclic_gc,
 )
@@ -35,7 +36,14 @@ from tuna.errors import DriverLineError, ImportRefusedError, TunaError
 
 log = logging.getLogger(__name__)
 
-__all__ = ["COMMANDS", "ImportReport", "Progress", "import_configs", "read_lines"]
+__all__ = [
+    "COMMANDS",
+    "ImportReport",
+    "Progress",
+    "import_configs",
+    "read_lines",
+    "store_entries",
+]
 
 CHUNK = 5000  # lines parsed between progress reports
 PROBE = 1000  # keys looked up before deciding whether to look up all of them
@@ -57,6 +65,7 @@ class ImportReport:
     skipped: dict[str, int] = field(default_factory=dict)  # other operations, by name
     bad: list[DriverLineError] = field(default_factory=list)
     entries: list[Entry] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # "line N: what was dropped from it"
 
 
 def import_configs(
@@ -80,6 +89,7 @@ def import_configs(
     """
     if tag_only and not tag:
         raise TunaError("-T/--tag_only needs a tag: pass -t TAG")
+    check_tag(tag)
     parser = LineParser(batches=batches, command=command)
     with without_cyclic_gc():
         parsed = 0
@@ -97,18 +107,12 @@ def import_configs(
             skipped=parser.skipped,
             bad=parser.bad,
             entries=entries,
+            warnings=parser.warnings,
         )
-        conv = [e for e in entries if isinstance(e, ConvEntry)]
-        bns = [e for e in entries if isinstance(e, BnEntry)]
         with db.session() as session:
-            for model, key_col, group, make_rows in (
-                (ConvConfig, ConvConfig.fdb_key, conv, _conv_rows),
-                (BnConfig, BnConfig.bn_key, bns, _bn_rows),
-            ):
-                present, new = _store(session, model, key_col, group, make_rows, tag_only, report)
-                if tag:
-                    tag_model = ConfigTag if model is ConvConfig else BnConfigTag
-                    report.tagged += _tag(session, tag_model, present, new, tag, recurrent)
+            store_entries(
+                session, entries, tag=tag, tag_only=tag_only, recurrent=recurrent, report=report
+            )
     log.info(
         "import %s: %d configs, %d inserted, %d present, %d tagged, %d bad",
         source,
@@ -119,6 +123,38 @@ def import_configs(
         len(report.bad),
     )
     return report
+
+
+def store_entries(
+    session: Session,
+    entries: Sequence[Entry],
+    *,
+    tag: str | None,
+    report: ImportReport,
+    tag_only: bool = False,
+    recurrent: bool = False,
+) -> dict[str, int]:
+    """Write parsed entries in the caller's transaction (tensors, configs, tags), in bulk.
+
+    Returns the config id of every conv entry, by find-db key. Counts go to ``report``.
+    """
+    check_tag(tag)
+    conv = [e for e in entries if isinstance(e, ConvEntry)]
+    bns = [e for e in entries if isinstance(e, BnEntry)]
+    conv_ids: dict[str, int] = {}
+    for model, key_col, group, make_rows in (
+        (ConvConfig, ConvConfig.fdb_key, conv, _conv_rows),
+        (BnConfig, BnConfig.bn_key, bns, _bn_rows),
+    ):
+        present, new = _store(session, model, key_col, group, make_rows, tag_only, report)
+        if model is ConvConfig:
+            conv_ids = {**present, **new}
+        if tag:
+            tag_model = ConfigTag if model is ConvConfig else BnConfigTag
+            report.tagged += _tag(
+                session, tag_model, list(present.values()), list(new.values()), tag, recurrent
+            )
+    return conv_ids
 
 
 def _existing(session: Session, key_col: Any, keys: Sequence[str]) -> dict[str, int]:
@@ -140,10 +176,10 @@ def _store(
     make_rows: Callable[[Session, list[Any]], list[dict[str, Any]]],
     tag_only: bool,
     report: ImportReport,
-) -> tuple[list[int], list[int]]:
-    """Insert the entries not yet present; returns (ids already present, ids inserted)."""
+) -> tuple[dict[str, int], dict[str, int]]:
+    """Insert the entries not yet present; returns (ids already present, ids inserted), by key."""
     if not entries:
-        return [], []
+        return {}, {}
     keys = [e.key for e in entries]
     # A probe of the first keys decides whether the whole pre-check is worth its round
     # trips: when none of them is present (a new file), every row is simply inserted and
@@ -155,7 +191,7 @@ def _store(
     if tag_only:
         report.already_present += len(present)
         report.not_in_catalogue += len(missing)
-        return list(present.values()), []
+        return present, {}
     new: dict[str, int] = {}
     if missing:
         # New rows are found again by id range rather than by sending every key back.
@@ -173,7 +209,7 @@ def _store(
             present.update(_existing(session, key_col, [k for k in wanted if k not in new]))
     report.already_present += len(present)
     report.inserted += len(new)
-    return list(present.values()), list(new.values())
+    return present, new
 
 
 def _tensor_ids(session: Session, keys: set[records.TensorKey]) -> dict[records.TensorKey, int]:

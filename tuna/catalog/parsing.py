@@ -15,19 +15,41 @@ from dataclasses import dataclass
 
 from tuna.errors import DriverLineError, TunaError
 from tuna.problems.bnorm import BnProblem, bnorm_key, parse_bnorm_line
-from tuna.problems.conv import ConvProblem
+from tuna.problems.conv import ConvProblem, InvalidProblemError
 from tuna.problems.driver import line_kind, parse_driver_line, to_driver_line
 from tuna.problems.keys import find_db_key
 
 COMMANDS = ("conv", "convfp16", "convbfp16", "convint8")
+KEY_MAX = 255
+"""The longest key the catalogue stores (``conv_config.fdb_key``, ``bn_config.bn_key``)."""
+TAG_MAX = 128
+"""The longest tag (``config_tag.tag``)."""
 
 
 @dataclass(frozen=True)
 class ConvEntry:
+    """A conv problem for the catalogue; ``driver`` is None when no MIOpenDriver line gives it
+    (a db key's INT8 types or "same" padding)."""
+
     key: str
     problem: ConvProblem
-    driver: str
+    driver: str | None
     line_no: int
+
+
+def key_entry(problem: ConvProblem, line_no: int = 0) -> ConvEntry:
+    """The entry of a problem read from a db key: its driver line where it has one."""
+    try:
+        driver: str | None = to_driver_line(problem)
+    except InvalidProblemError:
+        driver = None
+    return ConvEntry(find_db_key(problem), problem, driver, line_no)
+
+
+def check_tag(tag: str | None) -> None:
+    """``TunaError`` for a tag the catalogue cannot store."""
+    if tag is not None and not 0 < len(tag) <= TAG_MAX:
+        raise TunaError(f"-t/--tag: a tag has 1 to {TAG_MAX} characters, not {len(tag)}")
 
 
 @dataclass(frozen=True)
@@ -58,10 +80,13 @@ def parse_line(
     command: str | None = None,
     line_no: int = 0,
     kind: str | None = None,
+    warnings: list[str] | None = None,
 ) -> list[Entry]:
     """The catalogue entries one conv or batch-norm driver line describes (after overrides).
 
-    ``kind`` is the line's :func:`line_kind` when the caller knows it already.
+    ``kind`` is the line's :func:`line_kind` when the caller knows it already; what the
+    parser dropped from the line is said in ``warnings``, if given. ``DriverLineError`` for
+    a key longer than the catalogue stores.
     """
     if (kind or line_kind(line)) == "bnorm":
         bn = parse_bnorm_line(line)
@@ -70,7 +95,7 @@ def parse_line(
             BnEntry(bnorm_key(p), p, line if p == bn else p.to_driver_line(), line_no) for p in bns
         ]
     entries: list[Entry] = []
-    for parsed in parse_driver_line(line):
+    for parsed in parse_driver_line(line, warnings):
         variants = [parsed]
         if command:
             variants = [p.with_command(command) for p in variants]
@@ -78,7 +103,13 @@ def parse_line(
             variants = [p.with_batchsize(n) for p in variants for n in batches]
         for p in variants:
             driver = line if p == parsed else to_driver_line(p)
-            entries.append(ConvEntry(find_db_key(p), p, driver, line_no))
+            key = find_db_key(p)
+            if len(key) > KEY_MAX:
+                raise DriverLineError(
+                    f"its find-db key has {len(key)} characters; the catalogue stores keys of "
+                    f"up to {KEY_MAX}"
+                )
+            entries.append(ConvEntry(key, p, driver, line_no))
     return entries
 
 
@@ -110,6 +141,7 @@ class LineParser:
         self.entries: dict[str, Entry] = {}
         self.bad: list[DriverLineError] = []
         self.skipped: dict[str, int] = {}
+        self.warnings: list[str] = []  # "line N: what was dropped from it"
 
     def feed(self, lines: Iterable[tuple[int, str]]) -> list[Entry]:
         """Parse more lines; returns the entries whose keys were not seen before."""
@@ -121,9 +153,17 @@ class LineParser:
                     if kind not in ("conv", "bnorm"):
                         self.skipped[kind] = self.skipped.get(kind, 0) + 1
                         continue
+                    said: list[str] = []
                     found = parse_line(
-                        line, batches=self.batches, command=self.command, line_no=no, kind=kind
+                        line,
+                        batches=self.batches,
+                        command=self.command,
+                        line_no=no,
+                        kind=kind,
+                        warnings=said,
                     )
+                    if said:
+                        self.warnings += [f"line {no}: {w}" for w in said]
                 except DriverLineError as e:
                     self.bad.append(e.at_line(no, line))
                     continue

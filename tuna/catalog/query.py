@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import select
 
-from tuna.catalog.parsing import BnEntry, ConvEntry, parse_line
+from tuna.catalog.parsing import BnEntry, ConvEntry, key_entry, parse_line
 from tuna.db import Database
 from tuna.db.models import (
     BnConfig,
@@ -24,7 +24,7 @@ from tuna.db.models import (
     Solver,
 )
 from tuna.errors import DbKeyError, DriverLineError, TunaError
-from tuna.problems.driver import line_kind, to_driver_line
+from tuna.problems.driver import line_kind
 from tuna.problems.keys import (
     find_db_key,
     parse_find_db_key,
@@ -69,7 +69,7 @@ class ConfigReport:
     kind: str  # "conv" or "bnorm"
     key: str
     perf_key: str | None
-    driver: str
+    driver: str | None  # None: no MIOpenDriver line gives the problem (a db key's only)
     config_id: int | None = None
     tags: list[str] = field(default_factory=list)
     jobs: list[JobRow] = field(default_factory=list)
@@ -91,7 +91,7 @@ def _key_entry(text: str, line_no: int) -> ConvEntry:
         except DbKeyError as e:
             errors.append(str(e))
             continue
-        return ConvEntry(find_db_key(problem), problem, to_driver_line(problem), line_no)
+        return key_entry(problem, line_no)
     raise DriverLineError(
         f"{key!r} is neither a MIOpenDriver line nor a find-db or perf-db key ({errors[0]})"
     )
@@ -147,7 +147,7 @@ def query_configs(db: Database, items: Sequence[tuple[int, str]]) -> list[Config
             cfg = session.scalars(select(ConvConfig).where(ConvConfig.fdb_key == e.key)).first()
             if cfg is not None:
                 report.config_id = cfg.id
-                report.driver = cfg.driver
+                report.driver = cfg.driver or None
                 report.tags = list(
                     session.scalars(
                         select(ConfigTag.tag)

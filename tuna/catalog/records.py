@@ -42,7 +42,7 @@ def _dhw(values: tuple[int, ...], default: int) -> tuple[int, int, int]:
     return default, values[0], values[1]
 
 
-def conv_config_values(p: ConvProblem, fdb_key: str, driver: str) -> dict[str, Any]:
+def conv_config_values(p: ConvProblem, fdb_key: str, driver: str | None) -> dict[str, Any]:
     """The conv_config columns of ``p``, less the two tensor ids."""
     pad_d, pad_h, pad_w = _dhw(p.pad, 0)
     st_d, st_h, st_w = _dhw(p.stride, 1)
@@ -53,6 +53,7 @@ def conv_config_values(p: ConvProblem, fdb_key: str, driver: str) -> dict[str, A
         "spatial_dim": p.spatial_dim,
         "direction": p.direction,
         "mode": p.mode,
+        "pad_mode": p.pad_mode,
         "group_count": p.group_count,
         "pad_d": pad_d,
         "pad_h": pad_h,
@@ -72,7 +73,7 @@ def conv_config_values(p: ConvProblem, fdb_key: str, driver: str) -> dict[str, A
         "in_cast": p.in_cast,
         "wei_cast": p.wei_cast,
         "out_cast": p.out_cast,
-        "driver": driver,
+        "driver": driver or "",  # empty: no MIOpenDriver line gives the problem
     }
 
 
@@ -116,6 +117,7 @@ def conv_problem(cfg: ConvConfig, x: Tensor, w: Tensor) -> ConvProblem:
         ),
         group_count=cfg.group_count,
         mode=cfg.mode,  # type: ignore[arg-type]
+        pad_mode=cfg.pad_mode,  # type: ignore[arg-type]
         direction=cfg.direction,  # type: ignore[arg-type]
         in_layout=x.layout,
         fil_layout=w.layout,

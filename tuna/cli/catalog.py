@@ -68,6 +68,8 @@ def print_import_report(report: ImportReport, source: str, tag: str | None, wher
         )
     for e in report.bad:
         err_console.print(f"skipped {e}", markup=False, soft_wrap=True)
+    for w in report.warnings:
+        err_console.print(f"Warning: {source}: {w}", markup=False, soft_wrap=True)
 
 
 @click.command("import_configs", cls=TunaCommand)
@@ -184,7 +186,8 @@ def print_query(reports: list[ConfigReport]) -> None:
     for r in reports:
         if r.perf_key:
             console.print(f"#{r.line_no} perf-db key {r.perf_key}", soft_wrap=True, markup=False)
-        console.print(f"#{r.line_no} driver {r.driver}", soft_wrap=True, markup=False)
+        driver = r.driver or "(none: no MIOpenDriver line gives this problem; it is a db key's)"
+        console.print(f"#{r.line_no} driver {driver}", soft_wrap=True, markup=False)
         if r.jobs:
             jobs = Table(title=f"#{r.line_no} jobs", title_justify="left")
             for col in ("job", "session", "solver", "step", "state", "attempt", "result"):
