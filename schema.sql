@@ -428,3 +428,13 @@ CREATE INDEX ix_job_session_eval_end ON job (session, eval_end);
 
 UPDATE alembic_version SET version_num='0005' WHERE alembic_version.version_num = '0004';
 
+-- Running upgrade 0005 -> 0006
+
+ALTER TABLE solver MODIFY name VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL;
+
+ALTER TABLE conv_config ADD COLUMN pad_mode VARCHAR(8) NOT NULL DEFAULT 'default';
+
+ALTER TABLE session ADD COLUMN runtime VARCHAR(16);
+
+UPDATE alembic_version SET version_num='0006' WHERE alembic_version.version_num = '0005';
+

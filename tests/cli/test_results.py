@@ -71,17 +71,25 @@ def test_export_db_writes_the_file_and_says_where(runner, seeded, tmp_path):
 def test_export_db_needs_one_kind_and_refuses_bad_rows(runner, tmp_path):
     f = tmp_path / "bad.HIP.fdb.txt"
     f.write_text(f"{K3}=NoopGemm1x1:-1,0,gemm\n")
-    runner.invoke(main, ["import_db", str(f), "--arch", "gfx90a", "--num-cu", "104",
-                         "--backend", "noop"])  # fmt: skip
+    new_session = ["--arch", "gfx90a", "--num-cu", "104", "--backend", "noop"]
+    result = runner.invoke(main, ["import_db", str(f), *new_session])
+    assert result.exit_code == 1
+    assert result.output.splitlines()[:2] == [
+        "Error: 1 bad record(s); nothing was imported:",
+        f"  {f}:1: find-db entry NoopGemm1x1:-1,0,gemm: time -1 is negative",
+    ]
+    f.write_text(f"{K3}=NoopGemm1x1:1,0,gemm\n")  # a time, but a solver that does not apply
+    result = runner.invoke(main, ["import_db", str(f), *new_session])
+    assert result.exit_code == 0, result.output
+    assert "created session 1" in result.output  # the refused import left no session
     result = runner.invoke(main, ["export_db", "--session", "1", "-f", "-p"])
     assert result.exit_code == 1
     assert "give exactly one of -f/--find_db, -p/--perf_db, -k/--kern_db" in result.output
     result = runner.invoke(main, ["export_db", "--session", "1", "-f", "-o", str(tmp_path / "o")])
     assert result.exit_code == 1
     assert result.output.splitlines() == [
-        "Error: find db of session 1: 2 row(s) failed the export checks; nothing was written:",
+        "Error: find db of session 1: 1 row(s) failed the export checks; nothing was written:",
         f"  {K3} NoopGemm1x1: not applicable for backend 'noop': filter is not 1x1",
-        f"  {K3} NoopGemm1x1: time -1.0 ms is not a time",
         "Re-tune or drop the rows above (or export from another session or golden version).",
     ]
     assert not (tmp_path / "o").exists()

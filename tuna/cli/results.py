@@ -17,6 +17,7 @@ from tuna.results.importdb import (
     DbFileRefusedError,
     ImportDbReport,
     import_db_files,
+    import_db_new_session,
     read_db_file,
 )
 from tuna.results.merge import MergeReport, merge_db
@@ -57,6 +58,13 @@ def print_export(report: ExportReport) -> None:
 @click.option("--config_tag", "--config-tag", "config_tag", help="Only configs with this tag.")
 @click.option("--filename", help="Base name of the files (default: <arch><CUs>, e.g. gfx90a68).")
 @click.option(
+    "-c",
+    "--opencl",
+    is_flag=True,
+    help="Name the find db for MIOpen's OpenCL backend (.OpenCL.fdb.txt); an OpenCL "
+    "session (imported from .OpenCL. files) gets that name without it.",
+)
+@click.option(
     "-o",
     "--out-dir",
     "--out_dir",
@@ -77,6 +85,7 @@ def export_db_cmd(
     kern_db: bool,
     config_tag: str | None,
     filename: str | None,
+    opencl: bool,
     out_dir: Path,
 ) -> None:
     """Write a session's or golden version's results as MIOpen db files.
@@ -92,6 +101,7 @@ def export_db_cmd(
     \b
     Examples:
       export_db --session 3 --find_db
+      export_db --session 4 --find_db --opencl     # gfx906_60.OpenCL.fdb.txt
       export_db --session 3 --perf_db -o release/
       export_db --golden_v 2 -a gfx90a -n 104 --kern_db --config_tag resnet50
     """
@@ -112,6 +122,7 @@ def export_db_cmd(
         config_tag=config_tag,
         filename=filename,
         out_dir=out_dir,
+        opencl=opencl,
     )
     db = database()
     try:
@@ -183,15 +194,16 @@ def import_db_cmd(
     Reads text find dbs (*.fdb.txt, *.ufdb.txt; v2.0 and legacy v1.0 entries), text
     perf dbs (*.db.txt, *.udb.txt with x keys, *.pdb.txt with dash keys) and sqlite
     perf dbs (*.db, *.udb). Keys enter the catalogue as configs (deduplicated); rows
-    replace the session's rows for the same (config, solver). Solver names the
-    session's backend does not know are added as its solvers with valid=0, with a
-    warning (there is no miopen backend yet; its rows cannot be exported until then).
-    A file with a bad record imports nothing unless --skip-bad.
+    replace the session's rows for the same (config, solver). Solver names Tuna's
+    catalogue lacks are recorded as solvers of the session's library build (backend
+    miopen; another backend gets them with valid=0 and a warning). A file with a bad
+    record imports nothing unless --skip-bad, and a failed import changes nothing.
+    A *.OpenCL.fdb.txt file makes the session an OpenCL one (its export is named so).
 
     \b
     Examples:
       import_db gfx90a68.HIP.fdb.txt gfx90a68.db --arch gfx90a --num-cu 104 \\
-          --backend noop --library-version 3.3.0 -l "MIOpen 3.3.0 shipped dbs"
+          --backend miopen --library-version 3.3.0 -l "MIOpen 3.3.0 shipped dbs"
       import_db usr_gfx90a68.HIP.ufdb.txt --session 3 -t user
     """
     creating = any(v is not None for v in (arch, num_cu, backend))
@@ -203,6 +215,10 @@ def import_db_cmd(
     bad = [b for f in parsed for b in f.bad]
     if bad and not skip_bad:
         raise DbFileRefusedError(bad)
+
+    def waiting(message: str) -> None:
+        err_console.print(f"import_db: {message}", markup=False, soft_wrap=True)
+
     db = database()
     try:
         if session_id is None:
@@ -216,9 +232,19 @@ def import_db_cmd(
                 library_commit=library_commit,
                 label=label or f"import_db {' '.join(p.name for p in files)}"[:128],
             )
-            session_id = create_session(db, spec).id
-            console.print(f"created session {session_id}", markup=False)
-        report = import_db_files(db, session_id, parsed, tag=tag, skip_bad=skip_bad)
+            report = import_db_new_session(
+                db,
+                lambda: create_session(db, spec).id,
+                parsed,
+                tag=tag,
+                skip_bad=skip_bad,
+                waiting=waiting,
+            )
+            console.print(f"created session {report.session}", markup=False)
+        else:
+            report = import_db_files(
+                db, session_id, parsed, tag=tag, skip_bad=skip_bad, waiting=waiting
+            )
     finally:
         db.dispose()
     print_import(report)

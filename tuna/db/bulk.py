@@ -80,6 +80,43 @@ def insert_missing(
             progress(stage, done, len(rows))
 
 
+def upsert(
+    session: Session, model: type[Base], rows: Sequence[dict[str, Any]], keys: Sequence[str]
+) -> None:
+    """Insert ``rows`` or overwrite the rows with the same ``keys`` (a unique key's columns).
+
+    ``INSERT ... ON DUPLICATE KEY UPDATE c = VALUES(c)`` rendered as in
+    :func:`insert_missing` on MySQL; ``INSERT ... ON CONFLICT DO UPDATE`` with
+    ``executemany`` on SQLite. The rows must all have the same keys.
+    """
+    if not rows:
+        return
+    table = cast(Table, model.__table__)
+    columns = list(rows[0])
+    updated = [c for c in columns if c not in keys]
+    conn = session.connection()
+    if conn.dialect.name == "sqlite":
+        lite = sqlite.insert(table)
+        stmt = lite.on_conflict_do_update(
+            index_elements=list(keys), set_={c: lite.excluded[c] for c in updated}
+        )
+        for part in chunks(rows, BATCH):
+            conn.execute(stmt, list(part))
+        return
+    dbapi: Any = conn.connection.dbapi_connection
+    escape = _string_escaper(dbapi)
+    head = f"INSERT INTO {_quote(table.name)} ({', '.join(_quote(c) for c in columns)}) VALUES "
+    tail = " ON DUPLICATE KEY UPDATE " + ", ".join(
+        f"{_quote(c)} = VALUES({_quote(c)})" for c in updated
+    )
+    with dbapi.cursor() as cursor:
+        for part in chunks(rows, BATCH):
+            values = ",".join(
+                "(" + ",".join([_literal(row[c], escape) for c in columns]) + ")" for row in part
+            )
+            cursor.execute(head + values + tail)
+
+
 def _string_escaper(dbapi: Any) -> Callable[[str], str]:
     """PyMySQL's escaping for the connection's current sql_mode (as its own ``escape`` does)."""
     if dbapi.server_status & SERVER_STATUS.SERVER_STATUS_NO_BACKSLASH_ESCAPES:

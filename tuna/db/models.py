@@ -52,6 +52,11 @@ Blob = LargeBinary().with_variant(mysql.LONGBLOB(), "mysql", "mariadb")
 KeyString = String(255).with_variant(
     mysql.VARCHAR(255, charset="ascii", collation="ascii_bin"), "mysql", "mariadb"
 )
+# Names compared exactly (solver names): a binary collation on MySQL, where the table's
+# utf8mb4_unicode_ci would make "ConvAsm1x1U" and "convasm1x1u" one name. SQLite compares bytes.
+NameString = String(128).with_variant(
+    mysql.VARCHAR(128, charset="utf8mb4", collation="utf8mb4_bin"), "mysql", "mariadb"
+)
 # Long free text (driver lines, reasons): TEXT holds 64 KiB, enough and indexable by prefix.
 LongText = Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
 
@@ -101,6 +106,7 @@ class TuningSession(Base):
     docker_digest: Mapped[str | None] = mapped_column(String(128))
     label: Mapped[str | None] = mapped_column(String(128))
     ticket: Mapped[str | None] = mapped_column(String(64))
+    runtime: Mapped[str | None] = mapped_column(String(16))  # HIP (None) or OpenCL
     environment: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     fingerprint: Mapped[str] = mapped_column(String(64), index=True)
     created: Mapped[dt.datetime] = mapped_column(DateTime, server_default=text("CURRENT_TIMESTAMP"))
@@ -150,7 +156,9 @@ class ConvConfig(Base):
     """One convolution problem in one direction, unique by its MIOpen find-db key.
 
     x is ``input_tensor`` ([N, C, (D,) H, W]), w is ``weight_tensor`` ([K, C/G, ...]);
-    the output's layout and type are kept here. ``driver`` is the line it was imported from.
+    the output's layout and type are kept here. ``driver`` is the line it was imported from,
+    or one that gives its problem; empty for a problem only a db key describes (INT8 types
+    that no base arg gives, "same" padding).
     """
 
     __tablename__ = "conv_config"
@@ -160,6 +168,7 @@ class ConvConfig(Base):
     spatial_dim: Mapped[int] = mapped_column(SmallInteger)
     direction: Mapped[str] = mapped_column(String(1))
     mode: Mapped[str] = mapped_column(String(8), default="conv", server_default="conv")
+    pad_mode: Mapped[str] = mapped_column(String(8), default="default", server_default="default")
     group_count: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     pad_d: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     pad_h: Mapped[int] = mapped_column(Integer)
@@ -239,7 +248,7 @@ class Solver(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     backend: Mapped[str] = mapped_column(String(32))
-    name: Mapped[str] = mapped_column(String(128))
+    name: Mapped[str] = mapped_column(NameString)
     tunable: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0")
     numeric_id: Mapped[int | None] = mapped_column(Integer)
     algorithm: Mapped[str | None] = mapped_column(String(64))

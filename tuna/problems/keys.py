@@ -27,6 +27,7 @@ the same bytes.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
 from typing import NamedTuple
 
@@ -126,28 +127,34 @@ def _problem(v: _KeyView) -> ConvProblem:
     Out dims that the conv formula does not give but ``ceil(x / stride)`` does, with pads 0,
     are MIOpen's "same" padding mode (``pad_mode="same"``)."""
     x, y = (v.key_out, v.key_in) if v.direction != "F" else (v.key_in, v.key_out)
-    p = ConvProblem(
-        spatial_dim=v.spatial_dim,
-        batchsize=v.n,
-        in_channels=x.channels,
-        out_channels=y.channels,
-        in_size=x.spatial,
-        fil_size=v.fil,
-        pad=v.pad,
-        stride=v.stride,
-        dilation=v.dil,
-        group_count=v.groups,
-        direction=v.direction,
-        in_layout=x.layout,
-        fil_layout=v.wei[0],
-        out_layout=y.layout,
-        in_type=x.type,
-        wei_type=v.wei[1],
-        out_type=y.type,
-        in_cast=x.cast,
-        wei_cast=v.wei[2],
-        out_cast=y.cast,
-        bias=v.bias,
+    # every field given, so a valid problem takes the constructor's fast path
+    p = ConvProblem._from_fields(
+        {
+            "spatial_dim": v.spatial_dim,
+            "batchsize": v.n,
+            "in_channels": x.channels,
+            "out_channels": y.channels,
+            "in_size": x.spatial,
+            "fil_size": v.fil,
+            "pad": v.pad,
+            "stride": v.stride,
+            "dilation": v.dil,
+            "trans_output_pad": (0,) * v.spatial_dim,
+            "group_count": v.groups,
+            "mode": "conv",
+            "pad_mode": "default",
+            "direction": v.direction,
+            "in_layout": x.layout,
+            "fil_layout": v.wei[0],
+            "out_layout": y.layout,
+            "in_type": x.type,
+            "wei_type": v.wei[1],
+            "out_type": y.type,
+            "in_cast": x.cast,
+            "wei_cast": v.wei[2],
+            "out_cast": y.cast,
+            "bias": v.bias,
+        }
     )
     same = tuple(map(same_out_size, x.spatial, v.stride))
     if p.out_size != y.spatial and not any(v.pad) and same == y.spatial:
@@ -258,6 +265,10 @@ def parse_find_db_key(key: str) -> ConvProblem:
         )
 
     def ints(i: int, name: str, raws: list[str]) -> tuple[int, ...]:
+        if all(
+            r.isdigit() and r.isascii() and len(r) < 10 and (r[0] != "0" or r == "0") for r in raws
+        ):
+            return tuple(map(int, raws))  # the usual field: plain, below INT_MAX
         values = tuple(_int_or_none(r) for r in raws)
         if None in values:
             raise fail(
@@ -420,6 +431,41 @@ def parse_perf_db_key(key: str) -> ConvProblem:
     if again != key:
         raise fail(f"is not in MIOpen's canonical form (it would be written {again!r})")
     return p
+
+
+PERF_KEY_CHOICES = 64
+"""The most problems :func:`perf_db_key_problems` lists for one key; past it, only the first."""
+
+
+def perf_db_key_problems(key: str) -> list[ConvProblem]:
+    """Every mode-conv problem whose perf-db key is ``key``, the one of
+    :func:`parse_perf_db_key` first, then by x dims.
+
+    For B and W the key holds y but not x: with a stride above 1, several x give the same y
+    (``stride`` values per dim). Where more than ``PERF_KEY_CHOICES`` would, only the first
+    is listed.
+    """
+    first = parse_perf_db_key(key)
+    if first.direction == "F" or max(first.stride) == 1:
+        return [first]
+    y = first.out_size
+    per_dim = [
+        [x for x in range(x0, x0 + s) if conv_out_size(x, f, p, s, d) == out]
+        for x0, f, p, s, d, out in zip(
+            first.in_size, first.fil_size, first.pad, first.stride, first.dilation, y,
+            strict=True,
+        )
+    ]  # fmt: skip
+    count = 1
+    for xs in per_dim:
+        count *= len(xs)
+    if count > PERF_KEY_CHOICES:
+        return [first]
+    found = [first]
+    for sizes in itertools.product(*per_dim):
+        if sizes != first.in_size and max(sizes) <= INT_MAX:
+            found.append(dataclasses.replace(first, in_size=tuple(sizes)))
+    return found
 
 
 def _smallest_x(y: int, fil: int, pad: int, stride: int, dil: int) -> int:

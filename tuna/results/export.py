@@ -3,8 +3,10 @@
 Every row is checked first (:mod:`tuna.results.validate`); one failing row refuses the
 whole export and no file is written. Then:
 
-* ``find``: ``<base>.HIP.fdb.txt``, one line per key, keys sorted; per key the 4 fastest
-  solvers, fastest first, equal times ordered by solver name;
+* ``find``: ``<base>.HIP.fdb.txt`` (``.OpenCL.`` for a session of MIOpen's OpenCL runtime),
+  one line per key, keys sorted; per key the 4 fastest solvers, fastest first, equal times
+  ordered as MIOpen orders them: by the solver's numeric id (then by name, for a solver
+  whose id Tuna does not know);
 * ``perf``: ``<base>.db`` (sqlite, MIOpen's ``config`` + ``perf_db``) and ``<base>.db.txt``
   (x-joined keys, sorted), one entry per (perf-db key, solver);
 * ``kern``: ``<base>.kdb``, the kernels of each key's fastest solver: all the kernels of the
@@ -116,6 +118,7 @@ class ExportSpec:
     config_tag: str | None = None
     filename: str | None = None
     out_dir: Path = Path(".")
+    opencl: bool = False  # name the find db .OpenCL. whatever the session's runtime says
 
 
 @dataclass
@@ -143,7 +146,9 @@ def export_db(db: Database, spec: ExportSpec) -> ExportReport:
     with db.session() as s:
         source = resolve_source(s, spec.session, spec.golden_v, spec.arch, spec.num_cu)
         basename = spec.filename or db_basename(source.arch, source.num_cu)
-        names = export_file_names(basename, spec.kind, gpu=is_gpu_arch(source.arch))
+        names = export_file_names(
+            basename, spec.kind, gpu=is_gpu_arch(source.arch), runtime=_runtime(source, spec)
+        )
         paths = [spec.out_dir / n for n in names]
         backends = {sid: row.backend for sid, row in source.sessions.items()}
         checks = RowChecks(backends, library_solvers(s, set(backends.values())))
@@ -188,6 +193,14 @@ def export_db(db: Database, spec: ExportSpec) -> ExportReport:
     )
 
 
+def _runtime(source: Source, spec: ExportSpec) -> str:
+    """``OpenCL`` when asked, or when every session of the source is an OpenCL one."""
+    if spec.opencl:
+        return "OpenCL"
+    runtimes = {row.runtime or "HIP" for row in source.sessions.values()}
+    return "OpenCL" if runtimes == {"OpenCL"} else "HIP"
+
+
 def _none_found(source: Source, what: str, tag: str | None) -> NotFoundError:
     tagged = f" for configs tagged {tag!r}" if tag else ""
     return NotFoundError(f"nothing to export: {source.label} has no {what}{tagged}")
@@ -219,6 +232,7 @@ def _checked_find(
     n_configs = s.scalar(select(func.count()).select_from(config_ids.distinct().subquery())) or 0
     real = config_problems(s, trans_config_ids(s, config_ids))
     names = dict(s.execute(select(Solver.id, Solver.name)).all())
+    order = solver_order(s)
     sessions = {sid: row.backend for sid, row in source.sessions.items()}
     lines: list[tuple[str, str]] = []
     winners: dict[int, _Winner] = {}
@@ -229,15 +243,18 @@ def _checked_find(
         checks.fail(key, "-", f"cannot read a find row: {row!r}")
 
     with KeyChecks(checks, sessions, parallel=n_configs >= PARALLEL_MIN_CONFIGS) as keys:
-        for config, key, found in find_groups(s, source, tag, links, unreadable):
-            good: list[tuple[float, str, int, str, Any, Any]] = []
+        for config, key, found in find_groups(s, source, tag, True, unreadable):
+            good: list[tuple[float, int, str, int, str, Any, Any]] = []
             known: list[tuple[int, str]] = []
             for session, solver_id, time_ms, workspace, algorithm, job, kernel in found:
                 solver = names[solver_id]
+                imported = job is None and checks.library_said(session)
                 if checks.find_values(key, session, solver, time_ms, workspace, algorithm):
-                    good.append((time_ms, solver, workspace, algorithm, job, kernel))
-                    known.append((session, solver))
-                elif checks.known(session, solver):
+                    good.append((time_ms, order[solver_id], solver, workspace, algorithm, job,
+                                 kernel))  # fmt: skip
+                    if not imported:
+                        known.append((session, solver))
+                elif checks.known(session, solver) and not imported:
                     known.append((session, solver))
             items.append((key, real.get(config), known))
             if len(items) >= _KEY_CHUNK:
@@ -248,10 +265,10 @@ def _checked_find(
             good.sort(key=itemgetter(0, 1))
             top = good[:FIND_ENTRIES_PER_KEY]
             entries += len(top)
-            text = ";".join(f"{sv}:{t:g},{ws},{alg}" for t, sv, ws, alg, _j, _k in top)
+            text = ";".join(f"{sv}:{t:g},{ws},{alg}" for t, _o, sv, ws, alg, _j, _k in top)
             lines.append((key, f"{key}={text}"))
             if links:
-                winners[config] = _Winner(key, top[0][1], top[0][4], top[0][5])
+                winners[config] = _Winner(key, top[0][2], top[0][5], top[0][6])
         keys.submit(items)
         keys.finish()
     return lines, winners, entries
@@ -438,6 +455,14 @@ def _job_kernels(
             users.setdefault(kernel, by_job[job])
             found.add(job)
     return found
+
+
+def solver_order(s: Session) -> dict[int, int]:
+    """Solver id -> its rank among equal times, as MIOpen orders them: by the library's
+    numeric solver id, then (no numeric id known) by name."""
+    rows = s.execute(select(Solver.id, Solver.numeric_id, Solver.name)).all()
+    ranked = sorted(rows, key=lambda r: (r[1] is None, r[1] or 0, r[2]))
+    return {r[0]: rank for rank, r in enumerate(ranked)}
 
 
 def library_solvers(s: Session, backends: set[str]) -> dict[str, frozenset[str]]:

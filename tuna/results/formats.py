@@ -72,17 +72,24 @@ def db_basename(arch: str, num_cu: int) -> str:
 
 
 FileKind = Literal["find", "perf", "kern"]
+RUNTIMES = ("HIP", "OpenCL")
+"""MIOpen's GPU backends, as its find db names carry them."""
 
 
-def export_file_names(basename: str, kind: FileKind, *, gpu: bool) -> list[str]:
+def export_file_names(
+    basename: str, kind: FileKind, *, gpu: bool, runtime: str = "HIP"
+) -> list[str]:
     """The file names an export of ``kind`` writes (§4.1, §3.2, §5).
 
-    find: ``<base>.HIP.fdb.txt`` (``<base>.fdb.txt`` for a non-GPU arch: the ``HIP`` field
-    names MIOpen's GPU runtime); perf: the sqlite ``<base>.db`` and the text ``<base>.db.txt``;
-    kern: ``<base>.kdb``.
+    find: ``<base>.<runtime>.fdb.txt``, ``runtime`` being MIOpen's backend, ``HIP`` or
+    ``OpenCL`` (``<base>.fdb.txt`` for a non-GPU arch: the field names MIOpen's GPU
+    runtime); perf: the sqlite ``<base>.db`` and the text ``<base>.db.txt``; kern:
+    ``<base>.kdb``.
     """
+    if runtime not in RUNTIMES:
+        raise TunaError(f"runtime {runtime!r} is not one of {', '.join(RUNTIMES)}")
     if kind == "find":
-        return [f"{basename}.HIP.fdb.txt" if gpu else f"{basename}.fdb.txt"]
+        return [f"{basename}.{runtime}.fdb.txt" if gpu else f"{basename}.fdb.txt"]
     if kind == "perf":
         return [f"{basename}.db", f"{basename}.db.txt"]
     return [f"{basename}.kdb"]
@@ -198,8 +205,9 @@ def parse_find_entry(entry_id: str, values: str) -> FindEntry:
         raise DbKeyError(f"{where}: time {parts[0]!r} is not a number") from None
     if not math.isfinite(time_ms):
         raise DbKeyError(f"{where}: time {parts[0]!r} is not a finite number")
-    if not re.fullmatch(r"-?[0-9]+", parts[1]):
-        raise DbKeyError(f"{where}: workspace {parts[1]!r} is not an integer")
+    if not re.fullmatch(r"-?[0-9]{1,20}", parts[1]):
+        ws = parts[1] if len(parts[1]) <= 24 else f"{parts[1][:12]}...({len(parts[1])} characters)"
+        raise DbKeyError(f"{where}: workspace {ws!r} is not an integer of at most 20 digits")
     if not parts[2]:
         raise DbKeyError(f"{where}: no algorithm")
     return FindEntry(solver, time_ms, int(parts[1]), parts[2])

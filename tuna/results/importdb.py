@@ -1,80 +1,110 @@
 """import_db: MIOpen's perf and find db files as a session's rows, e.g. to seed a baseline.
 
 Reads text find dbs (v2.0 and legacy v1.0 entries), text perf dbs (x keys and legacy dash
-keys) and sqlite perf dbs (``config`` + ``perf_db``). Every file is read and every key
-parsed before anything is written; a bad record refuses the import and is listed, unless
-the caller skips bad records.
+keys) and sqlite perf dbs (``config`` + ``perf_db``). Every file is read and every record
+checked before anything is written; a bad record refuses the import and is listed, unless
+the caller skips bad records. A record is bad when its key does not parse (MIOpen's
+malformed legacy keys: 2D pads with 3D filters), a value does not fit a C int as MIOpen
+keeps it, or a key, name or value does not fit its column (the same bound on every
+database, so SQLite and MySQL refuse the same records).
 
-* Keys become catalogue configs through ``import_configs`` (deduplicated by find-db key),
-  with the MIOpenDriver line of their problem as the config's line.
-* Solver names the session's backend does not know (MIOpen's, when importing into a
-  session of another backend: there is no ``miopen`` backend yet) get solver rows of that
-  backend marked ``valid = 0`` and a warning. An export of such a session refuses those
-  rows (their solver is unknown to the backend) until it has a backend that knows them.
+* Each key becomes a catalogue config from the key alone (deduplicated by find-db key),
+  with the MIOpenDriver line of its problem where one exists: INT8 keys and MIOpen's
+  "same"-padding keys have none, and their configs have no line.
+* A perf-db x key holds y but not x for backward directions, so with a stride above 1
+  several configs share it: the one already in the catalogue is taken (with a warning
+  naming the others when several are), else the smallest x.
+* Solver names are recorded as solvers of the session's backend. For a backend whose
+  solver table is its library's word (MIOpen's: ``LibraryQueries``), names the backend's
+  own catalogue lacks are real solvers of that library build and are recorded valid, so
+  the session exports; for another backend they get ``valid = 0`` and a warning.
 * Rows are upserted: a file's row replaces the session's row for the same (config,
   solver), and with several files the later file wins. Imported rows link no job.
-* A perf-db x key holds y but not x for backward directions, so for B and W with a stride
-  above 1 the smallest x that gives y is imported (``parse_perf_db_key``).
+* Everything is written in one transaction: a refused or failed import changes nothing.
+  On MySQL, imports take turns on the named lock ``tuna.import_db`` (two at once would
+  wait on each other's new catalogue rows until one timed out); the second says what it
+  waits for.
+* A find db named ``*.OpenCL.*`` is MIOpen's OpenCL backend's: the session's ``runtime``
+  becomes ``OpenCL`` (an export then writes ``.OpenCL.fdb.txt``); files of both runtimes,
+  or OpenCL files into a HIP session that has rows, are refused.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.dialects import mysql, sqlite
+from sqlalchemy import delete, func, select, text, update
 from sqlalchemy.orm import Session
 
-from tuna.backends import get_backend
-from tuna.catalog.importer import import_configs
+from tuna.backends import LibraryQueries, get_backend
+from tuna.catalog.importer import ImportReport, store_entries
+from tuna.catalog.parsing import KEY_MAX, ConvEntry, check_tag, key_entry, without_cyclic_gc
 from tuna.db import Database
-from tuna.db.bulk import chunks, insert_missing
-from tuna.db.models import ConvConfig, FindDb, PerfDb, Solver
-from tuna.errors import TunaError
+from tuna.db.bulk import chunks, insert_missing, upsert
+from tuna.db.models import ConvConfig, FindDb, PerfDb, Solver, TuningSession
+from tuna.errors import DbKeyError, TunaError
 from tuna.problems.conv import ConvProblem
-from tuna.problems.driver import to_driver_line
-from tuna.problems.keys import find_db_key, parse_find_db_key, parse_perf_db_key
-from tuna.results.dbfiles import (
-    file_format,
-    read_perf_sqlite,
+from tuna.problems.keys import (
+    find_db_key,
+    parse_find_db_key,
+    parse_text_db_line,
+    perf_db_key_problems,
 )
+from tuna.results.dbfiles import file_format, read_perf_sqlite
 from tuna.results.formats import (
     DbFileError,
     FileFormat,
     FindEntry,
     db_basename,
+    parse_find_entry,
     perf_key_of_columns,
-    read_find_db,
-    read_perf_db_text,
 )
 from tuna.sessions import session_row
 
 log = logging.getLogger(__name__)
 
 _SHOWN = 200
-_ROWS_PER_STATEMENT = 500
+LOCK_NAME = "tuna.import_db"
+LOCK_WAIT_S = 3600
+
+# Column bounds, the same on every database (checked here, so SQLite refuses what MySQL would).
+NAME_MAX = 128  # solver.name
+ALGORITHM_MAX = 64  # find_db.algorithm, solver.algorithm
+PARAMS_MAX = 65_535  # perf_db.params: TEXT on MySQL, bytes
+WORKSPACE_MAX = 2**63 - 1  # find_db.workspace: BIGINT
+_NAME = re.compile(r"[!-~]+")  # printable ASCII, no white space
+
+Waiting = Callable[[str], None]
+"""Called with a sentence when an import has to wait for another one."""
 
 
 @dataclass
 class DbFile:
-    """A db file, read and parsed: rows by find-db key, and the records that were bad."""
+    """A db file, read and checked: rows by key, the problems of the keys, the bad records."""
 
     path: Path
     format: FileFormat
     records: int = 0
-    find: dict[str, list[FindEntry]] = field(default_factory=dict)
-    perf: dict[str, dict[str, str]] = field(default_factory=dict)  # key -> solver -> params
-    drivers: dict[str, str] = field(default_factory=dict)  # key -> MIOpenDriver line
+    find: dict[str, list[FindEntry]] = field(default_factory=dict)  # find-db key -> entries
+    perf: dict[str, dict[str, str]] = field(default_factory=dict)  # source key -> solver -> params
+    problems: dict[str, ConvProblem] = field(default_factory=dict)  # find-db key -> problem
+    perf_problems: dict[str, list[ConvProblem]] = field(default_factory=dict)  # source key ->
     bad: list[str] = field(default_factory=list)
 
     @property
     def entries(self) -> int:
         return sum(len(e) for e in self.find.values()) + sum(len(e) for e in self.perf.values())
+
+    @property
+    def runtime(self) -> str | None:
+        """``OpenCL`` or ``HIP`` when the file's name says so (``gfx906_60.OpenCL.fdb.txt``)."""
+        fields = self.path.name.split(".")[1:]
+        return next((f for f in fields if f in ("HIP", "OpenCL")), None)
 
 
 class DbFileRefusedError(DbFileError):
@@ -95,76 +125,130 @@ def read_db_file(path: Path) -> DbFile:
 
     Bad records are listed in ``bad`` in file order, each as ``path:line: reason``.
     """
-    out = _read(path)
-    at = re.compile(re.escape(f"{path}:") + r"(?:row )?([0-9]+)")
-
-    def position(bad: str) -> int:
-        m = at.match(bad)
-        return int(m.group(1)) if m else 0
-
-    out.bad.sort(key=position)
-    return out
-
-
-def _read(path: Path) -> DbFile:
     if not path.is_file():
         raise DbFileError(f"{path}: no such file")
     fmt = file_format(path)
     out = DbFile(path, fmt)
     if fmt == "kern-sqlite":
         raise DbFileError(f"{path}: a kernel db; import_db reads find and perf dbs")
-    if fmt == "perf-sqlite":
-        _read_perf_sqlite(out)
-        return out
-    with path.open(encoding="ascii", errors="replace") as f:
-        if fmt == "find-text":
-            records, bad = read_find_db(f)
-            out.records = len(records) + len(bad)
-            out.bad += [f"{path}:{b.line_no}: {b.reason}" for b in bad]
-            for r in records:
-                if _key(out, r.key, parse_find_db_key, r.line_no):
-                    out.find[r.key] = list(r.entries)
+    with without_cyclic_gc():
+        if fmt == "perf-sqlite":
+            _read_perf_sqlite(out)
         else:
-            perf, bad = read_perf_db_text(f)
-            out.records = len(perf) + len(bad)
-            out.bad += [f"{path}:{b.line_no}: {b.reason}" for b in bad]
-            for p in perf:
-                key = _perf_key(out, p.key, p.line_no)
-                if key is not None:
-                    out.perf.setdefault(key, {}).update(dict(p.entries))
+            with path.open(encoding="ascii", errors="replace") as f:
+                _read_text(out, f, find=fmt == "find-text")
     return out
 
 
-def _read_perf_sqlite(out: DbFile) -> None:
-    config_keys: dict[str, str | None] = {}
-    for n, (columns, solver, params) in enumerate(read_perf_sqlite(out.path), start=1):
-        xkey = perf_key_of_columns(columns)
-        if xkey not in config_keys:
-            config_keys[xkey] = _perf_key(out, xkey, n, row=True)
-        key = config_keys[xkey]
-        if key is not None:
-            out.perf.setdefault(key, {})[solver] = params
-    out.records = len(config_keys)
+def _read_text(out: DbFile, lines: Any, *, find: bool) -> None:
+    keys: dict[str, str | None] = {}  # key as written -> its find-db key, None when bad
+    for no, line in enumerate(lines, start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        out.records += 1
+        place = f"{out.path}:{no}"
+        try:
+            key, raw = parse_text_db_line(line)
+            if find:
+                entries = _find_entries(raw)
+            else:
+                entries_p = [(_name(sv), _params(sv, params)) for sv, params in raw]
+        except DbKeyError as e:
+            out.bad.append(f"{place}: {e}")
+            continue
+        fdb_key = keys[key] if key in keys else _parse_key(out, key, place, perf=not find)
+        keys[key] = fdb_key
+        if fdb_key is None:
+            continue
+        if find:
+            out.find[fdb_key] = entries
+        else:
+            out.perf.setdefault(fdb_key, {}).update(entries_p)
 
 
-def _key(out: DbFile, key: str, parse: Any, where: int, *, row: bool = False) -> str | None:
-    """Parse ``key`` and record the find-db key's driver line; None (recorded bad) if it fails."""
-    place = f"{out.path}:{'row ' if row else ''}{where}"
+def _find_entries(raw: list[tuple[str, str]]) -> list[FindEntry]:
+    found: dict[str, FindEntry] = {}
+    for entry_id, values in raw:
+        e = parse_find_entry(entry_id, values)
+        _name(e.solver)
+        if not (e.time_ms >= 0):
+            raise DbKeyError(f"find-db entry {entry_id}:{values}: time {e.time_ms:g} is negative")
+        if not 0 <= e.workspace <= WORKSPACE_MAX:
+            raise DbKeyError(
+                f"find-db entry {entry_id}:{values}: workspace {e.workspace} is outside 0 to "
+                f"{WORKSPACE_MAX} (the largest workspace Tuna stores)"
+            )
+        if len(e.algorithm) > ALGORITHM_MAX:
+            raise DbKeyError(
+                f"find-db entry of {e.solver}: algorithm has {len(e.algorithm)} characters; "
+                f"Tuna stores up to {ALGORITHM_MAX}"
+            )
+        if e.solver in found:  # a v1.0 solver best for two algorithms: keep the faster
+            e = min(found[e.solver], e, key=lambda x: x.time_ms)
+        found[e.solver] = e
+    return list(found.values())
+
+
+def _name(solver: str) -> str:
+    if len(solver) > NAME_MAX:
+        raise DbKeyError(
+            f"solver name {solver[:24]!r}... has {len(solver)} characters; Tuna stores names "
+            f"of up to {NAME_MAX}"
+        )
+    if not _NAME.fullmatch(solver) or "," in solver:
+        raise DbKeyError(
+            f"solver name {solver!r} holds white space, a comma or a character outside "
+            "printable ASCII (MIOpen's names never do)"
+        )
+    return solver
+
+
+def _params(solver: str, params: str) -> str:
+    if len(params.encode()) > PARAMS_MAX:
+        raise DbKeyError(
+            f"perf-db entry of {solver}: params have {len(params.encode())} bytes; Tuna stores "
+            f"up to {PARAMS_MAX}"
+        )
+    return params
+
+
+def _parse_key(out: DbFile, key: str, place: str, *, perf: bool) -> str | None:
+    """The find-db key of ``key`` (a dash key, or for a perf db an x key), with its problem
+    (or, for an x key, the problems that share it) recorded; None, recorded bad, if it fails."""
     try:
-        problem: ConvProblem = parse(key)
-        fdb_key = find_db_key(problem)
-        driver = to_driver_line(problem)
+        if len(key) > KEY_MAX:
+            raise DbKeyError(
+                f"key {key[:40]!r}... has {len(key)} characters; Tuna stores keys of up to "
+                f"{KEY_MAX}"
+            )
+        if perf and "-" not in key:
+            problems = perf_db_key_problems(key)
+            out.perf_problems[key] = problems
+            return key  # resolved against the catalogue at import
+        problem = parse_find_db_key(key)
     except TunaError as e:
         out.bad.append(f"{place}: {e}")
         return None
-    out.drivers[fdb_key] = driver
+    fdb_key = find_db_key(problem)
+    out.problems[fdb_key] = problem
     return fdb_key
 
 
-def _perf_key(out: DbFile, key: str, where: int, *, row: bool = False) -> str | None:
-    """The find-db key of a perf-db key (x-joined, or the legacy dash key)."""
-    parse = parse_find_db_key if "-" in key else parse_perf_db_key
-    return _key(out, key, parse, where, row=row)
+def _read_perf_sqlite(out: DbFile) -> None:
+    keys: dict[str, str | None] = {}
+    for n, (columns, solver, params) in enumerate(read_perf_sqlite(out.path), start=1):
+        place = f"{out.path}:row {n}"
+        xkey = perf_key_of_columns(columns)
+        if xkey not in keys:
+            keys[xkey] = _parse_key(out, xkey, place, perf=True)
+        key = keys[xkey]
+        if key is None:
+            continue
+        try:
+            out.perf.setdefault(key, {})[_name(str(solver))] = _params(solver, str(params))
+        except DbKeyError as e:
+            out.bad.append(f"{place}: {e}")
+    out.records = len(keys)
 
 
 @dataclass
@@ -178,6 +262,7 @@ class ImportDbReport:
     new_solvers: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    runtime: str | None = None
 
 
 def import_db_files(
@@ -187,97 +272,232 @@ def import_db_files(
     *,
     tag: str | None = None,
     skip_bad: bool = False,
+    waiting: Waiting | None = None,
+    lock_wait_s: float = LOCK_WAIT_S,
 ) -> ImportDbReport:
     """Import parsed db files into session ``session_id`` (see the module's docstring)."""
     bad = [b for f in files for b in f.bad]
     if bad and not skip_bad:
         raise DbFileRefusedError(bad)
-    with db.session() as s:
-        sess = session_row(s, session_id)
-        backend_name, basename = sess.backend, db_basename(sess.arch, sess.num_cu)
-    known = {x.name: x for x in get_backend(backend_name).solvers()}
+    check_tag(tag)
+    runtimes = {f.runtime for f in files if f.runtime is not None}
+    if len(runtimes) > 1:
+        raise TunaError(
+            "the files are of both MIOpen runtimes (HIP and OpenCL); import each into its "
+            "own session"
+        )
     report = ImportDbReport(session_id, list(files), skipped=bad)
+    runtime = runtimes.pop() if runtimes else None
+    with (
+        _import_lock(db, waiting, lock_wait_s),
+        db.session(immediate=True) as s,
+        without_cyclic_gc(),
+    ):
+        _import(s, report, files, tag, runtime)
+    for w in report.warnings:  # the report carries them to the caller, who shows them
+        log.info("import_db session %d: %s", session_id, w)
+    log.info(
+        "import_db session %d: %d configs (%d new), %d find rows, %d perf rows",
+        session_id, report.configs, report.configs_inserted, report.find_rows, report.perf_rows,
+    )  # fmt: skip
+    return report
+
+
+def import_db_new_session(
+    db: Database, create: Callable[[], int], files: Sequence[DbFile], **kwargs: Any
+) -> ImportDbReport:
+    """Create a session with ``create`` (returns its id), then import into it; when the
+    import fails, the session is deleted again (it holds nothing yet), so a refused import
+    leaves nothing behind."""
+    bad = [b for f in files for b in f.bad]
+    if bad and not kwargs.get("skip_bad"):
+        raise DbFileRefusedError(bad)
+    session_id = create()
+    try:
+        return import_db_files(db, session_id, files, **kwargs)
+    except BaseException:
+        _delete_empty_session(db, session_id)
+        raise
+
+
+def _delete_empty_session(db: Database, session_id: int) -> None:
+    with db.session() as s:
+        if s.scalar(select(func.count()).where(FindDb.session == session_id)) == 0:
+            s.execute(delete(TuningSession).where(TuningSession.id == session_id))
+
+
+class _import_lock:  # noqa: N801 - a context manager used like a function
+    """MySQL's named lock ``tuna.import_db``, held on a connection of its own; nothing on
+    SQLite, whose write lock (an immediate transaction) serialises imports already."""
+
+    def __init__(self, db: Database, waiting: Waiting | None, wait_s: float) -> None:
+        self.db, self.waiting, self.wait_s = db, waiting, wait_s
+        self.conn: Any = None
+
+    def __enter__(self) -> None:
+        if self.db.is_sqlite:
+            return
+        self.conn = self.db.engine.connect()
+        got = self.conn.scalar(text("SELECT GET_LOCK(:n, 0)"), {"n": LOCK_NAME})
+        if got == 1:
+            return
+        holder = self.conn.scalar(text("SELECT IS_USED_LOCK(:n)"), {"n": LOCK_NAME})
+        message = (
+            f"waiting for another import_db to finish (it holds the lock {LOCK_NAME!r}, "
+            f"MySQL connection {holder}); nothing is written until it has"
+        )
+        log.info("import_db: %s", message)
+        if self.waiting is not None:
+            self.waiting(message)
+        got = self.conn.scalar(
+            text("SELECT GET_LOCK(:n, :t)"), {"n": LOCK_NAME, "t": int(self.wait_s)}
+        )
+        if got != 1:
+            self.conn.close()
+            raise TunaError(
+                f"gave up after {self.wait_s:g} s waiting for another import_db (MySQL "
+                f"connection {holder}, lock {LOCK_NAME!r}); nothing was imported. Run it "
+                "again when that one has finished."
+            )
+
+    def __exit__(self, *_exc: object) -> None:
+        if self.conn is not None:
+            try:
+                self.conn.execute(text("SELECT RELEASE_LOCK(:n)"), {"n": LOCK_NAME})
+            finally:
+                self.conn.close()
+
+
+def _import(
+    s: Session,
+    report: ImportDbReport,
+    files: Sequence[DbFile],
+    tag: str | None,
+    runtime: str | None,
+) -> None:
+    session_id = report.session
+    sess = session_row(s, session_id)
+    backend_name, basename = sess.backend, db_basename(sess.arch, sess.num_cu)
+    report.runtime = _runtime(s, sess, runtime)
+    backend = get_backend(backend_name)
+    known = {x.name: x for x in backend.solvers()}
+    library = isinstance(backend, LibraryQueries)
     for f in files:
         target = f.path.name.split(".", 1)[0]
         if "gfx" in target and basename not in target:
             report.warnings.append(
                 f"{f.path.name} looks like a db of {target}; session {session_id} is {basename}"
             )
+    problems: dict[str, ConvProblem] = {}
+    for f in files:
+        problems.update(f.problems)
+    perf_keys = _resolve_perf_keys(s, files, problems, report)
     find: dict[tuple[str, str], FindEntry] = {}
     perf: dict[tuple[str, str], str] = {}
-    drivers: dict[str, str] = {}
     for f in files:
-        drivers.update(f.drivers)
         for key, entries in f.find.items():
             for e in entries:
                 find[(key, e.solver)] = e
         for key, by_solver in f.perf.items():
+            fdb_key = perf_keys.get(key, key)
             for solver, params in by_solver.items():
-                perf[(key, solver)] = params
+                perf[(fdb_key, solver)] = params
     algorithms = {solver: e.algorithm for (_k, solver), e in find.items()}
     names = sorted({sv for _k, sv in find} | {sv for _k, sv in perf})
     report.new_solvers = [n for n in names if n not in known]
-    if report.new_solvers:
+    if report.new_solvers and library:
+        report.warnings.append(
+            f"{len(report.new_solvers)} solver(s) of the files are not in Tuna's catalogue of "
+            f"backend {backend_name!r}; recorded as solvers of its library build: "
+            f"{', '.join(report.new_solvers)}"
+        )
+    elif report.new_solvers:
         report.warnings.append(
             f"{len(report.new_solvers)} solver(s) unknown to backend {backend_name!r} were "
             f"added as its solvers with valid=0 (an export of the session refuses their rows): "
             f"{', '.join(report.new_solvers)}"
         )
-    for w in report.warnings:  # the report carries them to the caller, who shows them
-        log.info("import_db session %d: %s", session_id, w)
-    if not drivers:
-        return report
-    lines = list(enumerate(drivers.values(), start=1))
-    configs = import_configs(db, lines, tag=tag, source="import_db")
-    report.configs, report.configs_inserted = configs.configs, configs.inserted
-    with db.session() as s:
-        config_ids = _config_ids(s, sorted({k for k, _ in find} | {k for k, _ in perf}))
-        solver_ids = _solver_ids(s, backend_name, known, report.new_solvers, algorithms)
-        find_rows = [
-            {
-                "session": session_id,
-                "config": config_ids[key],
-                "solver": solver_ids[solver],
-                "time_ms": e.time_ms,
-                "workspace": e.workspace,
-                "algorithm": e.algorithm,
-                "params": None,
-                "job": None,
-                "kernel": None,
-            }
-            for (key, solver), e in sorted(find.items())
-        ]
-        perf_rows = [
-            {
-                "session": session_id,
-                "config": config_ids[key],
-                "solver": solver_ids[solver],
-                "params": params,
-                "job": None,
-                "kernel": None,
-            }
-            for (key, solver), params in sorted(perf.items())
-        ]
-        _upsert(s, FindDb, find_rows)
-        _upsert(s, PerfDb, perf_rows)
+    if not problems:
+        return
+    keys = sorted(problems)
+    catalogue = ImportReport(lines=len(keys))
+    config_ids = store_entries(s, [key_entry(problems[k]) for k in keys], tag=tag, report=catalogue)
+    report.configs = len(keys)
+    report.configs_inserted = catalogue.inserted
+    solver_ids = _solver_ids(s, backend_name, known, report.new_solvers, algorithms, library)
+    find_rows = [
+        {
+            "session": session_id,
+            "config": config_ids[key],
+            "solver": solver_ids[solver],
+            "time_ms": e.time_ms,
+            "workspace": e.workspace,
+            "algorithm": e.algorithm,
+            "params": None,
+            "job": None,
+            "kernel": None,
+        }
+        for (key, solver), e in sorted(find.items())
+    ]
+    upsert(s, FindDb, find_rows, ("session", "config", "solver"))
+    perf_rows = [
+        {
+            "session": session_id,
+            "config": config_ids[key],
+            "solver": solver_ids[solver],
+            "params": params,
+            "job": None,
+            "kernel": None,
+        }
+        for (key, solver), params in sorted(perf.items())
+    ]
+    upsert(s, PerfDb, perf_rows, ("session", "config", "solver"))
     report.find_rows, report.perf_rows = len(find_rows), len(perf_rows)
-    log.info(
-        "import_db session %d: %d configs (%d new), %d find rows, %d perf rows",
-        session_id,
-        report.configs,
-        report.configs_inserted,
-        report.find_rows,
-        report.perf_rows,
+
+
+def _runtime(s: Session, sess: TuningSession, runtime: str | None) -> str | None:
+    """The session's runtime after this import: what the files say, if the session agrees."""
+    current = sess.runtime or "HIP"
+    if runtime is None or runtime == current:
+        return sess.runtime
+    if sess.runtime is None and runtime == "OpenCL":
+        has_rows = s.scalar(select(func.count()).where(FindDb.session == sess.id))
+        if not has_rows:
+            s.execute(
+                update(TuningSession).where(TuningSession.id == sess.id).values(runtime=runtime)
+            )
+            return runtime
+    raise TunaError(
+        f"session {sess.id} holds MIOpen {current} results; the files are {runtime} find dbs. "
+        f"Import them into a session of their own (import_db --arch ... creates one)"
     )
-    return report
 
 
-def _config_ids(s: Session, keys: list[str]) -> dict[str, int]:
-    found: dict[str, int] = {}
-    for part in chunks(keys, 1000):
-        q = select(ConvConfig.fdb_key, ConvConfig.id).where(ConvConfig.fdb_key.in_(part))
-        found.update({k: i for k, i in s.execute(q)})
-    return found
+def _resolve_perf_keys(
+    s: Session, files: Sequence[DbFile], problems: dict[str, ConvProblem], report: ImportDbReport
+) -> dict[str, str]:
+    """The find-db key each perf-db x key of the files goes to (adding its problem to
+    ``problems``): the catalogue's config where one shares the key, else the first."""
+    choices: dict[str, list[ConvProblem]] = {}
+    for f in files:
+        choices.update(f.perf_problems)
+    candidates = sorted({find_db_key(p) for ps in choices.values() if len(ps) > 1 for p in ps})
+    present: set[str] = set()
+    for part in chunks(candidates, 1000):
+        present.update(s.scalars(select(ConvConfig.fdb_key).where(ConvConfig.fdb_key.in_(part))))
+    resolved: dict[str, str] = {}
+    for xkey, found in choices.items():
+        keys = [find_db_key(p) for p in found]
+        matching = [k for k in keys if k in present]
+        pick = matching[0] if matching else keys[0]
+        if len(matching) > 1:
+            report.warnings.append(
+                f"perf-db key {xkey} could be {len(matching)} configs of the catalogue "
+                f"({', '.join(matching)}); imported to {pick}"
+            )
+        resolved[xkey] = pick
+        problems[pick] = found[keys.index(pick)]
+    return resolved
 
 
 def _solver_ids(
@@ -286,6 +506,7 @@ def _solver_ids(
     known: dict[str, Any],
     new: list[str],
     algorithms: dict[str, str],
+    library: bool,
 ) -> dict[str, int]:
     rows = [
         {
@@ -305,30 +526,27 @@ def _solver_ids(
             "tunable": False,
             "numeric_id": None,
             "algorithm": algorithms.get(name),
-            "valid": False,
+            "valid": library,
         }
         for name in new
     ]
     insert_missing(s, Solver, rows)
+    if library and new:  # recorded before as not valid (an older import): the library's now
+        s.execute(
+            update(Solver)
+            .where(Solver.backend == backend, Solver.name.in_(new), Solver.valid.is_(False))
+            .values(valid=True)
+        )
     q = select(Solver.name, Solver.id).where(Solver.backend == backend)
     return dict(s.execute(q).all())
 
 
-def _upsert(s: Session, model: Any, rows: list[dict[str, Any]]) -> None:
-    """Insert ``rows`` or overwrite the rows with the same (session, config, solver)."""
-    if not rows:
-        return
-    keys = ("session", "config", "solver")
-    columns = [c for c in rows[0] if c not in keys]
-    conn = s.connection()
-    for part in chunks(rows, _ROWS_PER_STATEMENT):
-        if conn.dialect.name == "sqlite":
-            lite = sqlite.insert(model).values(list(part))
-            conn.execute(
-                lite.on_conflict_do_update(
-                    index_elements=list(keys), set_={c: lite.excluded[c] for c in columns}
-                )
-            )
-        else:
-            ins = mysql.insert(model).values(list(part))
-            conn.execute(ins.on_duplicate_key_update({c: ins.inserted[c] for c in columns}))
+__all__ = [
+    "ConvEntry",
+    "DbFile",
+    "DbFileRefusedError",
+    "ImportDbReport",
+    "import_db_files",
+    "import_db_new_session",
+    "read_db_file",
+]

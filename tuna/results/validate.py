@@ -73,6 +73,7 @@ class _BackendView:
     name: str
     solvers: frozenset[str]
     reported_only: frozenset[str]  # the library build's solvers the backend itself does not know
+    library: bool  # the backend's solver table is its library's word (LibraryQueries)
 
 
 class RowChecks:
@@ -100,7 +101,7 @@ class RowChecks:
                 # Only a library-queried backend's solver table is the library's word.
                 library = isinstance(backend, LibraryQueries)
                 reported = self.library_solvers.get(name, frozenset()) if library else frozenset()
-                views[name] = _BackendView(backend, name, own | reported, reported - own)
+                views[name] = _BackendView(backend, name, own | reported, reported - own, library)
             self._by_session[session] = views[name]
         self.failures: list[Failure] = []
         self.rows = 0
@@ -147,6 +148,12 @@ class RowChecks:
             self.fail(key, solver, f"solver unknown to backend {view.name!r} (session {session})")
             return False
         return True
+
+    def library_said(self, session: int) -> bool:
+        """Whether the session's backend is its library's word: a row it holds that no job
+        produced came from the library's own db files (import_db), where the library itself
+        found the solver applicable, so its applicability is not asked again."""
+        return self._by_session[session].library
 
     def known(self, session: int, solver: str) -> bool:
         """Whether ``solver`` passed :meth:`solver` for ``session`` (in :meth:`find_values`)."""

@@ -1,0 +1,285 @@
+"""import_db on every real MIOpen file the repo carries, and on what users feed it that is not
+whole (issue #12): ``tuna/results/importdb.py`` and its round trip through ``export_db``."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select, text
+
+from tuna.backends.miopen.solvers import BY_NAME
+from tuna.db import Database
+from tuna.db.models import ConfigTag, ConvConfig, FindDb, PerfDb, Solver, Tensor, TuningSession
+from tuna.errors import TunaError
+from tuna.results import importdb
+from tuna.results.export import FIND_ENTRIES_PER_KEY, ExportSpec, export_db
+from tuna.results.formats import FindEntry, read_find_db
+from tuna.results.importdb import (
+    LOCK_NAME,
+    DbFileRefusedError,
+    import_db_files,
+    import_db_new_session,
+    read_db_file,
+)
+
+from .seed import MIOPEN_DATA, add_configs, find_rows, make_session, perf_rows
+
+# file -> (arch, CUs, runtime, keys MIOpen wrote malformed)
+SAMPLES = {
+    "gfx90a68.HIP.fdb.sample.txt": ("gfx90a", 104, "HIP", 0),
+    "gfx90878.HIP.fdb.sample.txt": ("gfx908", 120, "HIP", 0),
+    "gfx1030_36.HIP.fdb.sample.txt": ("gfx1030", 36, "HIP", 0),
+    "gfx906_60.OpenCL.fdb.sample.txt": ("gfx906", 60, "OpenCL", 3),
+    "old_gfx90a68.HIP.fdb.txt": ("gfx90a", 104, "HIP", 0),
+    "usr_gfx90a68.HIP.fdb.txt": ("gfx90a", 104, "HIP", 0),
+}
+
+
+def counts(db: Database) -> dict[str, int]:
+    """Rows per table that an import writes: what a refused import must leave as it was."""
+    with db.session() as s:
+        return {
+            m.__tablename__: s.scalar(select(func.count()).select_from(m)) or 0
+            for m in (TuningSession, ConvConfig, Tensor, ConfigTag, Solver, FindDb, PerfDb)
+        }
+
+
+def miopen_order(entries: list[FindEntry]) -> list[FindEntry]:
+    """Fastest first, equal times by MIOpen's solver id (a solver Tuna has no id for: by name,
+    after those it has)."""
+
+    def rank(e: FindEntry) -> tuple[float, bool, int, str]:
+        known = BY_NAME.get(e.solver)
+        sid = known.numeric_id if known is not None and known.numeric_id is not None else 0
+        return (e.time_ms, known is None, sid, e.solver)
+
+    return sorted(entries, key=rank)
+
+
+@pytest.mark.parametrize("name", SAMPLES, ids=str)
+def test_every_sample_round_trips_through_import_and_export(
+    db: Database, tmp_path: Path, name: str
+) -> None:
+    arch, cus, runtime, malformed = SAMPLES[name]
+    path = MIOPEN_DATA / name
+    parsed = read_db_file(path)
+    assert len(parsed.bad) == malformed
+    assert all("(pads) '0x0' is not 3 values joined by 'x'" in b for b in parsed.bad)
+    sid = make_session(db, arch=arch, num_cu=cus, backend="miopen")
+    report = import_db_files(db, sid, [parsed], tag="shipped", skip_bad=bool(malformed))
+    assert report.runtime == (runtime if runtime == "OpenCL" else None)
+    out = export_db(db, ExportSpec(kind="find", session=sid, out_dir=tmp_path))
+    assert out.files[0].path.name == f"{out.basename}.{runtime}.fdb.txt"
+
+    records, _ = read_find_db(path.read_text().splitlines())
+    bad_lines = {int(b.split(":")[1]) for b in parsed.bad}
+    want = {r.key: r.entries for r in records if r.line_no not in bad_lines}
+    got = {r.key: r.entries for r in read_find_db(out.files[0].path.read_text().splitlines())[0]}
+    assert got.keys() == want.keys()
+    for key, entries in want.items():
+        assert list(got[key]) == miopen_order(list(entries))[:FIND_ENTRIES_PER_KEY], key
+
+
+def test_int8_and_same_padding_keys_become_configs_without_a_driver_line(db: Database) -> None:
+    sid = make_session(db, arch="gfx1030", num_cu=36, backend="miopen")
+    files = [read_db_file(MIOPEN_DATA / n) for n in (
+        "gfx90878.HIP.fdb.sample.txt", "gfx1030_36.HIP.fdb.sample.txt")]  # fmt: skip
+    import_db_files(db, sid, files)
+    with db.session() as s:
+        rows = dict(s.execute(select(ConvConfig.fdb_key, ConvConfig.driver)).all())
+        same = set(s.scalars(select(ConvConfig.fdb_key).where(ConvConfig.pad_mode == "same")))
+    int8 = {k for k in rows if "-INT8-" in k}
+    assert len(int8) == 5 and all(rows[k] == "" for k in int8)
+    assert "128-10-10-3x3-256-5-5-100-0x0-2x2-1x1-0-NCHW-BF16-F" in same
+    assert same and all(rows[k] == "" for k in same)
+    assert all(rows[k].startswith("./bin/MIOpenDriver ") for k in rows.keys() - int8 - same)
+
+
+def test_solvers_miopen_ships_that_tunas_catalogue_lacks_are_recorded_and_export(
+    db: Database, tmp_path: Path
+) -> None:
+    sid = make_session(db, arch="gfx1030", num_cu=36, backend="miopen")
+    report = import_db_files(db, sid, [read_db_file(MIOPEN_DATA / "gfx1030_36.HIP.fdb.sample.txt")])
+    assert report.new_solvers == ["ConvOclDirectFwdFused"]
+    with db.session() as s:
+        valid = dict(s.execute(select(Solver.name, Solver.valid).where(
+            Solver.backend == "miopen", Solver.name.in_(report.new_solvers))).all())  # fmt: skip
+    assert set(valid.values()) == {True}
+    out = export_db(db, ExportSpec(kind="find", session=sid, out_dir=tmp_path))
+    assert "ConvOclDirectFwdFused:" in out.files[0].path.read_text()
+    # an OpenCL find db makes an OpenCL session
+    ocl = make_session(db, arch="gfx906", num_cu=60, backend="miopen")
+    f = read_db_file(MIOPEN_DATA / "gfx906_60.OpenCL.fdb.sample.txt")
+    import_db_files(db, ocl, [f], skip_bad=True)
+    out = export_db(db, ExportSpec(kind="find", session=ocl, out_dir=tmp_path))
+    assert out.files[0].path.name == "gfx906_60.OpenCL.fdb.txt"
+    # asked for by name, as MITuna's export_db -c did, from a HIP session too
+    other = make_session(db, arch="gfx90a", num_cu=104, backend="miopen")
+    import_db_files(db, other, [read_db_file(MIOPEN_DATA / "old_gfx90a68.HIP.fdb.txt")])
+    out = export_db(db, ExportSpec(kind="find", session=other, out_dir=tmp_path, opencl=True))
+    assert out.files[0].path.name == "gfx90a68.OpenCL.fdb.txt"
+    with pytest.raises(TunaError, match="holds MIOpen HIP results; the files are OpenCL"):
+        import_db_files(db, other, [f], skip_bad=True)
+
+
+def test_a_failed_import_changes_nothing(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    sid = make_session(db, backend="miopen")
+    before = counts(db)
+    real = importdb.upsert
+
+    def fail_on_perf(s, model, rows, keys):  # type: ignore[no-untyped-def]
+        real(s, model, rows, keys)
+        raise RuntimeError("injected: the server went away after the find rows")
+
+    monkeypatch.setattr(importdb, "upsert", fail_on_perf)
+    with pytest.raises(RuntimeError, match="injected"):
+        import_db_files(db, sid, [read_db_file(MIOPEN_DATA / "gfx90a68.HIP.fdb.sample.txt")])
+    assert counts(db) == before
+    # a new session made for a failed import goes again
+    with pytest.raises(RuntimeError, match="injected"):
+        import_db_new_session(
+            db, lambda: make_session(db, backend="miopen"),
+            [read_db_file(MIOPEN_DATA / "old_gfx90a68.HIP.fdb.txt")],
+        )  # fmt: skip
+    assert counts(db) == before
+
+
+KEY = "64-56-56-1x1-64-56-56-16-0x0-1x1-1x1-0-NCHW-FP32-F"
+
+
+@pytest.mark.parametrize(
+    ("record", "message"),
+    [
+        (KEY.replace("-16-", "-2147483648-") + "=ConvAsm1x1U:1,0,miopenConvolutionFwdAlgoDirect",
+         "field 8 (batch size) '2147483648' is not canonical integers of at most 2147483647"),
+        (KEY.replace("-16-", "-" + "9" * 5000 + "-") + "=ConvAsm1x1U:1,0,a",
+         "... has 5048 characters; Tuna stores keys of up to 255"),
+        (KEY + "=ConvAsm1x1U:1,18446744073709551616,miopenConvolutionFwdAlgoDirect",
+         "workspace 18446744073709551616 is outside 0 to 9223372036854775807"),
+        (KEY + "=ConvAsm1x1U:1," + "9" * 5000 + ",a",
+         "workspace '999999999999...(5000 characters)' is not an integer of at most 20 digits"),
+        (KEY + "=" + "S" * 300 + ":1,0,miopenConvolutionFwdAlgoDirect",
+         "has 300 characters; Tuna stores names of up to 128"),
+        (KEY + "=ConvAsm1x1U:1,0," + "a" * 65, "algorithm has 65 characters; Tuna stores up to 64"),
+        (KEY + "=ConvAsm1x1U :1,0,miopenConvolutionFwdAlgoDirect",
+         "solver name 'ConvAsm1x1U ' holds white space"),
+        (KEY + "=ConvAsm1x1U:-0.5,0,miopenConvolutionFwdAlgoDirect", "time -0.5 is negative"),
+        (KEY + "=ConvAsm1x1U:1e999,0,miopenConvolutionFwdAlgoDirect", "is not a finite number"),
+    ],
+)  # fmt: skip
+def test_values_that_do_not_fit_are_bad_records_and_change_nothing(
+    db: Database, tmp_path: Path, record: str, message: str
+) -> None:
+    sid = make_session(db, backend="miopen")
+    f = tmp_path / "gfx90a68.HIP.fdb.txt"
+    f.write_text(record + "\n")
+    before = counts(db)
+    parsed = read_db_file(f)
+    with pytest.raises(DbFileRefusedError) as e:
+        import_db_files(db, sid, [parsed])
+    assert message in str(e.value)
+    assert counts(db) == before
+    assert import_db_files(db, sid, [parsed], skip_bad=True).find_rows == 0
+    assert counts(db)["find_db"] == 0
+
+
+def test_solver_names_compare_exactly(db: Database, tmp_path: Path) -> None:
+    sid = make_session(db, backend="miopen")
+    f = tmp_path / "gfx90a68.HIP.fdb.txt"
+    f.write_text(
+        f"{KEY}=ConvAsm1x1U:1,0,miopenConvolutionFwdAlgoDirect;"
+        "convasm1x1u:2,0,miopenConvolutionFwdAlgoDirect\n"
+    )
+    import_db_files(db, sid, [read_db_file(f)])
+    assert [(sv, t) for _k, sv, t, _w, _a in find_rows(db, sid)] == [
+        ("ConvAsm1x1U", "1"),
+        ("convasm1x1u", "2"),
+    ]
+
+
+def test_an_ambiguous_perf_key_goes_to_the_catalogues_config(db: Database, tmp_path: Path) -> None:
+    # a tuned stride-2 backward-weights problem: its perf-db key holds y (28), not x (56)
+    tuned = "conv -n 16 -c 128 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 -u 2 -v 2 -F 4"
+    add_configs(db, [tuned])
+    xkey = "2x64x28x28x1x3x3x1x128x16x1x1x0x2x2x0x1x1x0x0x1xNCHWxFP32xW"
+    f = tmp_path / "gfx90a68.db.txt"
+    f.write_text(f"{xkey}=ConvAsmBwdWrW3x3:1,2,3\n")
+    sid = make_session(db, backend="miopen")
+    report = import_db_files(db, sid, [read_db_file(f)])
+    h56 = "64-28-28-3x3-128-56-56-16-1x1-2x2-1x1-0-NCHW-FP32-W"
+    assert perf_rows(db, sid) == [(h56, "ConvAsmBwdWrW3x3", "1,2,3")]
+    assert report.configs_inserted == 0 and not report.warnings
+    # with two of the configs that share the key in the catalogue: the first, and say so
+    add_configs(db, [tuned.replace("-H 56", "-H 55")])
+    report = import_db_files(db, make_session(db, backend="miopen"), [read_db_file(f)])
+    h55_56 = "64-28-28-3x3-128-55-56-16-1x1-2x2-1x1-0-NCHW-FP32-W"
+    assert report.warnings == [
+        f"perf-db key {xkey} could be 2 configs of the catalogue ({h55_56}, {h56}); "
+        f"imported to {h55_56}"
+    ]
+
+
+@pytest.mark.mysql
+def test_a_second_import_says_what_it_waits_for_and_then_succeeds(mysql_url: str) -> None:
+    from tuna.db import migrate, open_database
+    from tuna.db.engine import make_engine
+
+    engine = make_engine(mysql_url)
+    with engine.begin() as conn:
+        migrate.upgrade(conn)
+    db = open_database(mysql_url)
+    try:
+        sid = make_session(db, backend="miopen")
+        files = [read_db_file(MIOPEN_DATA / "gfx90a68.HIP.fdb.sample.txt")]
+        said: list[str] = []
+        result: list[object] = []
+        with engine.connect() as first:  # stands for an import that holds the lock
+            assert first.scalar(text("SELECT GET_LOCK(:n, 0)"), {"n": LOCK_NAME}) == 1
+            holder = first.scalar(text("SELECT CONNECTION_ID()"))
+
+            def second() -> None:
+                try:
+                    result.append(import_db_files(db, sid, files, waiting=said.append))
+                except Exception as e:  # noqa: BLE001 - reported below
+                    result.append(e)
+
+            t = threading.Thread(target=second)
+            t.start()
+            deadline = time.monotonic() + 30
+            while not said:
+                assert time.monotonic() < deadline, "the second import never said it waits"
+                assert t.is_alive(), result
+                time.sleep(0.05)
+            assert said == [
+                f"waiting for another import_db to finish (it holds the lock '{LOCK_NAME}', "
+                f"MySQL connection {holder}); nothing is written until it has"
+            ]
+            assert counts(db)["find_db"] == 0
+            first.execute(text("SELECT RELEASE_LOCK(:n)"), {"n": LOCK_NAME})
+        t.join(60)
+        assert not t.is_alive()
+        assert not isinstance(result[0], Exception), result
+        assert counts(db)["find_db"] > 0
+        # two real imports at once: both go through
+        sids = [make_session(db, backend="miopen") for _ in range(2)]
+        errors: list[Exception] = []
+
+        def run(s: int) -> None:
+            try:
+                import_db_files(db, s, files)
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=run, args=(s,)) for s in sids]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(120)
+        assert not errors
+        assert len(find_rows(db, sids[0])) == len(find_rows(db, sids[1])) > 0
+    finally:
+        db.dispose()
+        engine.dispose()
