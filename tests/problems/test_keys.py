@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
 
+import tuna.problems.keys as keys_module
 from tuna.errors import DbKeyError
 from tuna.problems import (
     ConvProblem,
@@ -22,6 +24,8 @@ from tuna.problems import (
     perf_db_key,
     to_driver_line,
 )
+
+from .test_properties import conv_problems
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 FDB_FILES = [  # the samples of keys in the plain forms; the others have their own tests
@@ -438,3 +442,29 @@ def test_perf_key_values_outside_a_c_int_are_refused() -> None:
     key = "2x3x224x224x1x7x7x1x64x2147483648x3x3x0x2x2x0x1x1x0x0x1xNCHWxFP32xF"
     with pytest.raises(DbKeyError, match="'2147483648' is not a canonical integer of at most"):
         parse_perf_db_key(key)
+
+
+@given(conv_problems(modes=("conv",)))
+@settings(max_examples=300, deadline=None)
+def test_the_fast_path_gives_what_the_full_parser_gives(p: ConvProblem) -> None:
+    """``_plain`` (the common key forms, fast) agrees with the full parser, or stands aside."""
+    key = find_db_key(p)
+    fast = keys_module._plain(key)
+    full = _full_parse(key)
+    assert fast is None or fast == full
+
+
+def test_the_fast_path_takes_most_shipped_keys() -> None:
+    keys = [k for path in FDB_FILES for k in fdb_keys(path)]
+    fast = [keys_module._plain(k) for k in keys]
+    assert sum(f is not None for f in fast) > 0.9 * len(keys)
+    assert all(f is None or f == _full_parse(k) for f, k in zip(fast, keys, strict=True))
+
+
+def _full_parse(key: str) -> ConvProblem:
+    plain = keys_module._plain
+    keys_module._plain = lambda _key: None  # type: ignore[assignment]
+    try:
+        return parse_find_db_key(key)
+    finally:
+        keys_module._plain = plain

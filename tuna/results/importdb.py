@@ -225,13 +225,12 @@ def _parse_key(out: DbFile, key: str, place: str, *, perf: bool) -> str | None:
             problems = perf_db_key_problems(key)
             out.perf_problems[key] = problems
             return key  # resolved against the catalogue at import
-        problem = parse_find_db_key(key)
+        problem = parse_find_db_key(key)  # which refuses a key it would not write back as is
     except TunaError as e:
         out.bad.append(f"{place}: {e}")
         return None
-    fdb_key = find_db_key(problem)
-    out.problems[fdb_key] = problem
-    return fdb_key
+    out.problems[key] = problem
+    return key
 
 
 def _read_perf_sqlite(out: DbFile) -> None:
