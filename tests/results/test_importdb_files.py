@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select, text
 
+from tests.support.data import MIOPEN_DATA
 from tuna.backends.miopen.solvers import BY_NAME
 from tuna.db import Database
 from tuna.db.models import ConfigTag, ConvConfig, FindDb, PerfDb, Solver, Tensor, TuningSession
@@ -25,7 +26,7 @@ from tuna.results.importdb import (
     read_db_file,
 )
 
-from .seed import MIOPEN_DATA, add_configs, find_rows, make_session, perf_rows
+from .seed import add_configs, find_rows, make_session, perf_rows
 
 # file -> (arch, CUs, runtime, keys MIOpen wrote malformed)
 SAMPLES = {
