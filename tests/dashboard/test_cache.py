@@ -1,0 +1,60 @@
+"""The dashboard's warm counts: stale-while-revalidate, freshness following the cost."""
+
+from __future__ import annotations
+
+import threading
+
+from tests.support.clock import FakeClock
+from tests.support.wait import wait_until
+from tuna.dashboard.cache import WarmCache
+
+
+class Counter:
+    """A compute function that takes ``cost`` fake seconds and counts its calls."""
+
+    def __init__(self, clock: FakeClock, cost: float) -> None:
+        self.clock, self.cost, self.calls = clock, cost, 0
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def __call__(self) -> int:
+        self.gate.wait(10)
+        self.calls += 1
+        self.clock.advance(self.cost)
+        return self.calls
+
+
+def test_first_get_computes_then_a_stale_value_is_served_while_a_new_one_is_counted():
+    clock = FakeClock()
+    cache = WarmCache(min_age_s=1.0, cost_factor=10.0, clock=clock)
+    count = Counter(clock, cost=0.5)  # a count that takes 0.5 s is fresh for 5 s
+    assert cache.get("s1", count) == 1 and count.calls == 1
+    assert cache.max_age("s1") == 5.0
+    clock.advance(4.0)
+    assert cache.get("s1", count) == 1 and count.calls == 1  # fresh: no recount
+    clock.advance(2.0)
+    count.gate.clear()
+    assert cache.get("s1", count) == 1  # stale: the old value now, a recount behind it
+    assert cache.get("s1", count) == 1  # one recount at a time
+    count.gate.set()
+    wait_until(lambda: cache.get("s1", count) == 2, "the background recount")
+    assert count.calls == 2
+    cache.close()
+
+
+def test_cheap_values_are_recounted_every_min_age_and_a_failed_recount_keeps_the_last():
+    clock = FakeClock()
+    cache = WarmCache(min_age_s=1.0, cost_factor=10.0, clock=clock)
+    count = Counter(clock, cost=0.0)
+    cache.get("s2", count)
+    assert cache.max_age("s2") == 1.0
+    clock.advance(1.5)
+
+    def broken() -> int:
+        raise RuntimeError("server gone")
+
+    assert cache.get("s2", broken) == 1
+    wait_until(lambda: not cache._entries["s2"].refreshing, "the failed recount to finish")
+    assert cache.get("s2", count) == 1  # still the last good value, and a new recount starts
+    wait_until(lambda: cache.get("s2", count) == 2, "the next recount")
+    cache.close()
