@@ -183,10 +183,19 @@ def test_a_port_in_use_is_a_clear_error(db, monkeypatch):
         taken.close()
 
 
-def test_missing_dependencies_name_the_extra(monkeypatch):
+def test_missing_dependencies_name_the_extra(monkeypatch, sqlite_url):
     monkeypatch.setitem(sys.modules, "starlette", None)
     with pytest.raises(MissingExtraError, match=r"pip install 'tuna\[dashboard\]'"):
         require_extra()
+    for name in [m for m in sys.modules if m.startswith("tuna.dashboard.")]:
+        monkeypatch.delitem(sys.modules, name)  # as if never imported: Starlette is missing
+    monkeypatch.setenv("TUNA_DB_URL", sqlite_url)
+    monkeypatch.setenv("COLUMNS", "200")
+    r = CliRunner().invoke(main, ["dashboard"])
+    assert (
+        r.exit_code == 1
+        and "install the dashboard extra: pip install 'tuna[dashboard]'" in r.output
+    )
 
 
 def test_a_read_only_mysql_user_sees_everything_and_no_password(mysql_url, tmp_path):

@@ -8,7 +8,15 @@ import click
 
 from tuna.cli.base import TunaCommand, console, err_console
 from tuna.config import load_settings
-from tuna.dashboard import DEFAULT_HOST, DEFAULT_PORT, bind, create_app, is_loopback, serve
+from tuna.dashboard import (
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    bind,
+    create_app,
+    is_loopback,
+    require_extra,
+    serve,
+)
 
 
 @click.command("dashboard", cls=TunaCommand)
@@ -51,6 +59,7 @@ def dashboard_cmd(host: str, port: int, refresh: int, reports: Path | None) -> N
       tuna dashboard --port 9000 --reports ./reports
       TUNA_DB_URL=mysql+pymysql://tuna_ro:***@head/tuna tuna dashboard
     """  # fmt: skip
+    require_extra()  # before anything imports Starlette
     from tuna.dashboard.app import DashboardSettings
     from tuna.dashboard.readonly import open_readonly
 

@@ -92,4 +92,12 @@ def serve(app: Starlette, sock: socket.socket) -> None:
     uvicorn.Server(config).run(sockets=[sock])
 
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "bind", "create_app", "is_loopback", "serve"]
+__all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "bind",
+    "create_app",
+    "is_loopback",
+    "require_extra",
+    "serve",
+]
