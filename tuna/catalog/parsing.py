@@ -37,13 +37,14 @@ class ConvEntry:
     line_no: int
 
 
-def key_entry(problem: ConvProblem, line_no: int = 0) -> ConvEntry:
-    """The entry of a problem read from a db key: its driver line where it has one."""
+def key_entry(problem: ConvProblem, line_no: int = 0, *, key: str | None = None) -> ConvEntry:
+    """The entry of a problem read from a db key (``key``, its find-db key, when the caller
+    has it already): its driver line where it has one."""
     try:
         driver: str | None = to_driver_line(problem)
     except InvalidProblemError:
         driver = None
-    return ConvEntry(find_db_key(problem), problem, driver, line_no)
+    return ConvEntry(key or find_db_key(problem), problem, driver, line_no)
 
 
 def check_tag(tag: str | None) -> None:

@@ -544,7 +544,7 @@ def to_driver_line(p: ConvProblem) -> str:
     gives, or a bias).
     """
     cmd = p.cmd
-    if p.with_command(cmd).types != p.types:
+    if COMMAND_TYPES[cmd] != p.types:  # what p.with_command(cmd).types is, without a copy
         raise InvalidProblemError(
             f"types {'/'.join(p.types)} have no MIOpenDriver base arg "
             f"(conv, convfp16, convbfp16 or convint8 give {'/'.join(COMMAND_TYPES[cmd])})"

@@ -420,7 +420,9 @@ def _import(
         return
     keys = sorted(problems)
     catalogue = ImportReport(lines=len(keys))
-    config_ids = store_entries(s, [key_entry(problems[k]) for k in keys], tag=tag, report=catalogue)
+    config_ids = store_entries(
+        s, [key_entry(problems[k], key=k) for k in keys], tag=tag, report=catalogue
+    )
     report.configs = len(keys)
     report.configs_inserted = catalogue.inserted
     solver_ids = _solver_ids(s, backend_name, known, report.new_solvers, algorithms, library)
