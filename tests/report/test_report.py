@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import csv
+import html
 import json
 import re
 import sys
@@ -41,6 +42,13 @@ def test_report_of_a_tuned_session_draws_every_section_from_its_data(seeded, tmp
     assert sum(n.startswith("pareto-") for n in names) == 3
     for f in rep.files:
         assert (tmp_path / f).stat().st_size > 0
+    # Every figure: a title, axis labels with units, a legend (text stays text in the SVG).
+    for fig in (fig for sec in rep.sections for fig in sec.figures):
+        svg = (tmp_path / fig.files["svg"]).read_text()
+        for label in (fig.title, fig.xlabel, fig.ylabel):
+            assert label and html.escape(label, quote=False) in svg, (fig.name, label)
+        assert "(" in fig.xlabel + fig.ylabel, fig.name  # a unit: (ms), (count), (x ...)
+        assert 'id="legend_1"' in svg, fig.name
     with db.session() as s:
         problems = s.execute(
             select(func.count(func.distinct(FindDb.config))).where(FindDb.session == sd.tuned)

@@ -30,7 +30,10 @@ def pyplot() -> Any:
             "`tuna report` draws with matplotlib, which is not installed; "
             "install the report extra: pip install 'tuna[report]'"
         ) from e
-    plt.rcParams.update({"svg.hashsalt": "tuna", "figure.dpi": 100, "font.size": 9})
+    # Text stays text in the SVGs (searchable, selectable, smaller than glyph paths).
+    plt.rcParams.update(
+        {"svg.hashsalt": "tuna", "svg.fonttype": "none", "figure.dpi": 100, "font.size": 9}
+    )
     return plt
 
 
@@ -41,6 +44,8 @@ class Figure:
     name: str
     title: str
     files: dict[str, str]
+    xlabel: str = ""
+    ylabel: str = ""
 
 
 def write_csv(path: Path, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
@@ -70,10 +75,12 @@ def save(
         metadata = {"Date": None} if fmt == "svg" else {"Software": None}
         fig.savefig(path, format=fmt, bbox_inches="tight", metadata=metadata)
         files[fmt] = f"figures/{path.name}"
+    (ax,) = fig.axes
+    xlabel, ylabel = ax.get_xlabel(), ax.get_ylabel()
     plt.close(fig)
     write_csv(folder / f"{name}.csv", header, rows)
     files["csv"] = f"figures/{name}.csv"
-    return Figure(name, title, files)
+    return Figure(name, title, files, xlabel, ylabel)
 
 
 def bar_chart(
