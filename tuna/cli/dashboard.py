@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import click
@@ -73,6 +74,7 @@ def dashboard_cmd(host: str, port: int, refresh: int, reports: Path | None) -> N
         if not is_loopback(host):
             err_console.print(f"note: listening on {host}: anyone who can reach this port can "
                               "read the database's sessions and results", markup=False)  # fmt: skip
+        threading.Thread(target=app.state.warm, name="dashboard-warm", daemon=True).start()
         serve(app, sock)
     finally:
         db.dispose()

@@ -243,6 +243,15 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
         exception_handlers={HTTPException: not_found, 500: server_error},
     )
     app.add_middleware(ServerTiming)
+
+    def warm() -> None:
+        """Count the newest sessions' jobs before anyone asks (the first page is then fast)."""
+        try:
+            activity.progress(db, activity.list_sessions(db, limit=20), counts=counts)
+        except TunaError as e:
+            log.warning("dashboard: warming the counts failed: %s", e)
+
+    app.state.warm = warm
     return app
 
 
