@@ -82,9 +82,9 @@ def test_export_db_needs_one_kind_and_refuses_bad_rows(runner, tmp_path):
     result = runner.invoke(main, ["import_db", str(f), *new_session])
     assert result.exit_code == 0, result.output
     assert "created session 1" in result.output  # the refused import left no session
-    result = runner.invoke(main, ["export_db", "--session", "1", "-f", "-p"])
+    result = runner.invoke(main, ["export_db", "--session", "1"])
     assert result.exit_code == 1
-    assert "give exactly one of -f/--find_db, -p/--perf_db, -k/--kern_db" in result.output
+    assert "give one or more of -f/--find_db, -p/--perf_db, -k/--kern_db" in result.output
     result = runner.invoke(main, ["export_db", "--session", "1", "-f", "-o", str(tmp_path / "o")])
     assert result.exit_code == 1
     assert result.output.splitlines() == [
@@ -142,3 +142,44 @@ def test_merge_db_layers_a_user_db(runner, tmp_path):
         f"{out}: 5 records, 16 entries (find-text)",
         "base 4 records, top 4: 3 in both, 1 added",
     ]
+
+
+def test_export_db_writes_several_kinds_in_one_call(runner, seeded, tmp_path):
+    perf = tmp_path / "seed.pdb.txt"
+    perf.write_text(f"{K1}=NoopTunable:4,4\n")
+    assert runner.invoke(main, ["import_db", str(perf), "-s", "1"]).exit_code == 0
+    out = tmp_path / "out"
+    result = runner.invoke(main, ["export_db", "-s", "1", "-f", "-p", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in out.iterdir()) == [
+        "gfx90a68.HIP.fdb.txt",
+        "gfx90a68.HIP.fdb.txt.manifest.json",
+        "gfx90a68.db",
+        "gfx90a68.db.manifest.json",
+        "gfx90a68.db.txt",
+    ]
+    assert (out / "gfx90a68.HIP.fdb.txt").read_text() == FIND
+    assert (out / "gfx90a68.db.txt").read_text().endswith("=NoopTunable:4,4\n")
+    lines = lines_of(result.output)
+    assert lines[0] == "find db of session 1 (gfx90a, 104 CUs): 5 rows checked, 2 keys"
+    assert f"manifest {out}/gfx90a68.db.manifest.json" in lines
+
+
+def test_export_db_of_several_kinds_writes_nothing_when_one_is_refused(runner, seeded, tmp_path):
+    out = tmp_path / "out"
+    result = runner.invoke(main, ["export_db", "-s", "1", "-f", "-p", "-o", str(out)])
+    assert result.exit_code == 1
+    assert result.output == "Error: nothing to export: session 1 has no perf results\n"
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".export_db")] == []
+
+
+def test_export_db_of_a_golden_version_needs_no_arch(runner, seeded, tmp_path):
+    assert runner.invoke(main, ["update_golden", "--golden_v", "1", "-s", "1"]).exit_code == 0
+    out = tmp_path / "g"
+    result = runner.invoke(main, ["export_db", "--golden_v", "1", "-f", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert (out / "gfx90a68.HIP.fdb.txt").read_text() == FIND
+    wrong = runner.invoke(main, ["export_db", "--golden_v", "1", "-f", "-a", "gfx906"])
+    assert wrong.exit_code == 1
+    assert wrong.output == "Error: golden version 1 holds gfx90a 104 CUs, not gfx906\n"

@@ -22,6 +22,7 @@ COMMANDS = {
     "solvers": "tuna.cli.solvers:solvers_group",
     "applicability": "tuna.cli.solvers:applicability_group",
     "load_jobs": "tuna.cli.load:load_jobs_cmd",
+    "load_job": "tuna.cli.load:load_job_cmd",  # MITuna's name, hidden from the list
     "machine": "tuna.cli.machine:machine_group",
     "go_fish": "tuna.cli.go_fish:go_fish_cmd",
     "worker": "tuna.cli.worker:worker_cmd",

@@ -6,10 +6,16 @@ The CLI is the only layer that prints or exits. A :class:`TunaError` becomes
 
 from __future__ import annotations
 
+import csv
+import datetime as dt
+import enum
 import functools
+import io
+import json
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -75,8 +81,18 @@ console = TunaConsole(highlight=False, soft_wrap=False)
 err_console = TunaConsole(stderr=True, highlight=False)
 
 
+HELP_OPTION_NAMES = ["-h", "--help"]
+"""``-h`` works on every command, also when one is run under its own name (``load_jobs -h``)."""
+
+
 class _TunaErrors:
-    """Mixin: turn a TunaError raised by a command into click's ``Error: ...`` exit 1."""
+    """Mixin: turn a TunaError raised by a command into click's ``Error: ...`` exit 1;
+    ``-h`` is ``--help`` (MITuna's commands took both)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        settings = dict(kwargs.pop("context_settings", None) or {})
+        settings.setdefault("help_option_names", HELP_OPTION_NAMES)
+        super().__init__(*args, context_settings=settings, **kwargs)  # type: ignore[call-arg]
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -85,12 +101,13 @@ class _TunaErrors:
             raise click.ClickException(str(e)) from e
 
 
-class TunaGroup(_TunaErrors, click.Group):
-    pass
-
-
 class TunaCommand(_TunaErrors, click.Command):
     pass
+
+
+class TunaGroup(_TunaErrors, click.Group):
+    command_class = TunaCommand
+    group_class = type
 
 
 def setup_logging(verbose: int) -> None:
@@ -205,3 +222,113 @@ def worker_settings_options(fn: F) -> F:
     for option in reversed(options):
         wrapper = option(wrapper)
     return wrapper  # type: ignore[return-value]
+
+
+# --- options shared by every command (one definition; go_fish and worker use them too) ---------
+
+
+class SessionId(click.ParamType):
+    """A session id; a value that is not one says what MITuna meant by the flag (``hint``)."""
+
+    name = "integer"
+
+    def __init__(self, hint: str | None = None) -> None:
+        self.hint = hint
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        try:
+            return int(value)
+        except ValueError:
+            hint = f"; {self.hint}" if self.hint else ""
+            self.fail(f"{value!r} is not a session id (a number){hint}", param, ctx)
+
+
+def session_option(
+    help: str = "Session to work on.",  # noqa: A002 (click's name)
+    *,
+    required: bool = True,
+    hint: str | None = None,
+) -> Callable[[F], F]:
+    """``-s/--session/--session_id N``: how every command takes a session.
+
+    ``-s`` is the session everywhere in Tuna (MITuna's ``load_job -s`` was ``--solvers``,
+    which keeps its long name); ``--session_id`` is MITuna's spelling.
+    """
+    return click.option(
+        "-s",
+        "--session",
+        "--session_id",
+        "session_id",
+        type=SessionId(hint),
+        required=required,
+        help=help,
+    )
+
+
+def output_options(*, csv_too: bool = True) -> Callable[[F], F]:
+    """``--json`` (and ``--csv``) for a listing: machine-readable output on stdout."""
+
+    def decorate(f: F) -> F:
+        if csv_too:
+            f = click.option(
+                "--csv",
+                "output",
+                flag_value="csv",
+                help="Print CSV (a header row, then one row per line) instead of a table.",
+            )(f)
+        f = click.option(
+            "--json",
+            "output",
+            flag_value="json",
+            help="Print JSON instead of a table.",
+        )(f)
+        return f
+
+    return decorate
+
+
+def emit(rows: list[dict[str, Any]], output: str | None, document: Any = None) -> bool:
+    """Print ``rows`` as JSON (``document`` instead, when given) or CSV; False for a table.
+
+    Values are printed as they are: numbers stay numbers, None is JSON null / an empty CSV
+    field, dates are ISO 8601.
+    """
+    if output == "json":
+        click.echo(json.dumps(rows if document is None else document, indent=2, default=_jsonable))
+        return True
+    if output == "csv":
+        out = io.StringIO()
+        fields = list(rows[0]) if rows else []
+        writer = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
+        writer.writeheader()
+        for r in rows:
+            writer.writerow({k: _csv_value(v) for k, v in r.items()})
+        click.echo(out.getvalue(), nl=False)
+        return True
+    return False
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, Iterable) and not isinstance(value, str | bytes):
+        return list(value)
+    raise TypeError(f"cannot print {type(value).__name__} as JSON")
+
+
+def _csv_value(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, Mapping | list | tuple):
+        return json.dumps(value, default=_jsonable)
+    if isinstance(value, bool):
+        return int(value)
+    return _jsonable(value) if isinstance(value, dt.date | enum.Enum | Path) else value

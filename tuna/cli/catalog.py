@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import click
 from rich.markup import escape
 from rich.table import Table
@@ -12,7 +14,9 @@ from tuna.cli.base import (
     TunaCommand,
     console,
     database,
+    emit,
     err_console,
+    output_options,
     progress_bar,
     verbose_option,
 )
@@ -232,8 +236,9 @@ def print_query(reports: list[ConfigReport]) -> None:
     metavar="FILE",
     help="File of driver lines or db keys, one per line.",
 )
+@output_options(csv_too=False)
 @verbose_option
-def query_db_cmd(queries: tuple[str, ...], file: str | None) -> None:
+def query_db_cmd(queries: tuple[str, ...], file: str | None, output: str | None) -> None:
     """Show what the catalogue holds for driver lines or MIOpen db keys.
 
     For each problem: whether its config exists, its tags, its jobs and results, and its
@@ -245,6 +250,7 @@ def query_db_cmd(queries: tuple[str, ...], file: str | None) -> None:
       query_db './bin/MIOpenDriver conv -n 128 -c 1024 -H 14 -W 14 -k 256 -y 1 -x 1 -F 1'
       query_db 1024-14-14-1x1-256-14-14-128-0x0-1x1-1x1-0-NCHW-FP32-F
       query_db -f resnet50.txt
+      query_db -f resnet50.txt --json | jq '.[] | select(.config_id == null) | .driver'
     """
     items = [(i, q) for i, q in enumerate(queries, start=1)]
     skipped: dict[str, int] = {}
@@ -262,6 +268,10 @@ def query_db_cmd(queries: tuple[str, ...], file: str | None) -> None:
         reports = query_configs(db, items)
     finally:
         db.dispose()
+    if emit([dataclasses.asdict(r) for r in reports], output):
+        for kind, n in sorted(skipped.items()):
+            err_console.print(f"{kind} lines skipped: {n}", markup=False)
+        return
     print_query(reports)
     for kind, n in sorted(skipped.items()):
         console.print(

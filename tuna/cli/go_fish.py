@@ -16,6 +16,7 @@ from tuna.cli.base import (
     console,
     database,
     err_console,
+    session_option,
     verbose_option,
     worker_settings_options,
     workers_option,
@@ -281,9 +282,7 @@ class IdList(click.ParamType):
 
 @click.command("go_fish", cls=TunaCommand)
 @click.argument("library", required=False, metavar="[LIBRARY]")
-@click.option(
-    "--session", "--session_id", "session_id", type=int, help="Session whose jobs to work."
-)
+@session_option("Session whose jobs to work.", required=False)
 @click.option(
     "--compile", "compile_", is_flag=True, help="Compile phase: build every candidate (no device)."
 )

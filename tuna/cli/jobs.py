@@ -9,7 +9,15 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from tuna.cli.base import TunaGroup, console, database, verbose_option
+from tuna.cli.base import (
+    TunaGroup,
+    console,
+    database,
+    emit,
+    output_options,
+    session_option,
+    verbose_option,
+)
 from tuna.db.enums import JobState
 from tuna.jobs import JobCounts, JobFilter, job_counts, requeue_jobs, reset_jobs
 from tuna.sessions import get_session
@@ -53,33 +61,41 @@ def print_counts(c: JobCounts) -> None:
 
 
 @jobs_group.command("status")
-@click.option("-s", "--session", "session_id", type=int, required=True, help="Session to show.")
+@session_option("Session to show.")
+@output_options()
 @verbose_option
-def status(session_id: int) -> None:
+def status(session_id: int, output: str | None) -> None:
     """Count a session's jobs by state and group the failures by reason.
 
+    --csv prints the counts by state; --json prints everything.
+
     \b
-    Example:
+    Examples:
       tuna jobs status --session 3
+      tuna jobs status --session 3 --json | jq .by_state.errored
     """
     db = database()
     try:
         counts = job_counts(db, session_id)
     finally:
         db.dispose()
-    print_counts(counts)
+    rows = [{"state": s.value, "jobs": n} for s, n in counts.by_state.items()]
+    document = {
+        "session": counts.session,
+        "total": counts.total,
+        "by_state": {s.value: n for s, n in counts.by_state.items()},
+        "expired_leases": counts.expired,
+        "failures": [
+            {"state": s.value, "reason": reason, "jobs": n} for s, reason, n in counts.reasons
+        ],
+    }
+    if not emit(rows, output, document):
+        print_counts(counts)
 
 
 def _filter_options(default_states: str) -> Callable[[F], F]:
     def decorate(f: F) -> F:
-        f = click.option(
-            "-s",
-            "--session",
-            "session_id",
-            type=int,
-            required=True,
-            help="Session whose jobs to move.",
-        )(f)
+        f = session_option("Session whose jobs to move.")(f)
         f = click.option(
             "--state",
             "states",

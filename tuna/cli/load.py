@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import copy
+
 import click
 from rich.markup import escape
 from rich.table import Table
 
-from tuna.cli.base import TunaCommand, console, database, verbose_option
+from tuna.cli.base import TunaCommand, console, database, session_option, verbose_option
+from tuna.errors import TunaError
 from tuna.jobs.load import load_jobs
 
 
@@ -19,24 +22,29 @@ from tuna.jobs.load import load_jobs
     is_flag=True,
     help="Load every config in the catalogue.",
 )
-@click.option(
-    "--session",
-    "--session_id",
-    "session_id",
-    type=int,
-    required=True,
-    help="Session the jobs belong to.",
+@session_option(
+    "Session the jobs belong to.", hint="MITuna's load_job -s (solvers) is --solvers in Tuna"
 )
 @click.option(
     "--step",
     type=click.Choice(["perf", "find", "kernel"]),
-    default="perf",
-    show_default=True,
-    help="What the jobs produce.",
+    default=None,
+    help="What the jobs produce (default perf).",
 )
-@click.option("-s", "--solvers", help="Comma-separated solver names (default: all).")
 @click.option(
-    "--only_tunable", "--only-tunable", "only_tunable", is_flag=True, help="Only tunable solvers."
+    "--fin_steps",
+    metavar="STEPS",
+    help="MITuna's spelling of --step: miopen_perf_compile,miopen_perf_eval is perf, "
+    "miopen_find_compile,miopen_find_eval is find.",
+)
+@click.option("--solvers", help="Comma-separated solver names (default: all).")
+@click.option(
+    "--only_tunable",
+    "--only-tunable",
+    "--tunable",
+    "only_tunable",
+    is_flag=True,
+    help="Only tunable solvers.",
 )
 @click.option("-l", "--label", help="Label the jobs (e.g. a ticket or a reason).")
 @click.option("--priority", type=int, default=0, show_default=True, help="Lower runs first.")
@@ -50,7 +58,8 @@ def load_jobs_cmd(
     tag: str | None,
     all_configs: bool,
     session_id: int,
-    step: str,
+    step: str | None,
+    fin_steps: str | None,
     solvers: str | None,
     only_tunable: bool,
     label: str | None,
@@ -62,8 +71,10 @@ def load_jobs_cmd(
     \b
     Examples:
       load_jobs -t resnet50 --session 3 --step perf
-      load_jobs --all_configs --session 3 --step find -s ConvDirectNaive,ConvGemm -l retune
+      load_jobs --all_configs -s 3 --step find --solvers ConvDirectNaive,ConvGemm -l retune
+      load_job -t resnet50 --session_id 3 --fin_steps miopen_perf_compile,miopen_perf_eval
     """
+    step = _step(step, fin_steps)
     names = [s.strip() for s in solvers.split(",") if s.strip()] if solvers else None
     db = database()
     try:
@@ -104,5 +115,37 @@ def load_jobs_cmd(
         console.print("(pass --force to queue work already done with the same fingerprint)")
 
 
+_FIN_STEPS = {
+    "perf": {"miopen_perf_compile", "miopen_perf_eval"},
+    "find": {"miopen_find_compile", "miopen_find_eval"},
+}
+
+
+def _step(step: str | None, fin_steps: str | None) -> str:
+    """``--step``, or the step MITuna's ``--fin_steps`` names (both halves are one Tuna job)."""
+    if fin_steps is None:
+        return step or "perf"
+    wanted = {s.strip() for s in fin_steps.split(",") if s.strip()}
+    found = [name for name, steps in _FIN_STEPS.items() if wanted and wanted <= steps]
+    if not found:
+        raise TunaError(
+            f"--fin_steps {fin_steps}: give miopen_perf_compile,miopen_perf_eval (--step perf) "
+            "or miopen_find_compile,miopen_find_eval (--step find); a Tuna job is compiled "
+            "and evaluated, go_fish picks the phase"
+        )
+    if step is not None and step != found[0]:
+        raise TunaError(f"--step {step} and --fin_steps {fin_steps} disagree; give one of them")
+    return found[0]
+
+
+load_job_cmd = copy.copy(load_jobs_cmd)
+load_job_cmd.name = "load_job"
+load_job_cmd.hidden = True
+
+
 def load_jobs_main() -> None:
     load_jobs_cmd(prog_name="load_jobs")
+
+
+def load_job_main() -> None:
+    load_jobs_cmd(prog_name="load_job")

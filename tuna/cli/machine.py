@@ -10,7 +10,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from tuna.cli.base import TunaGroup, console, database
+from tuna.cli.base import TunaGroup, console, database, emit, output_options
 from tuna.errors import TunaError
 from tuna.fleet.machines import (
     DOCKER_SETTINGS,
@@ -161,36 +161,24 @@ def add(
 @machine_group.command("list")
 @click.option("-a", "--arch", help="Only machines of this arch.")
 @click.option("-n", "--num-cu", "--num_cu", "num_cu", type=int, help="Only this CU count.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def list_cmd(arch: str | None, num_cu: int | None, as_json: bool) -> None:
+@output_options()
+def list_cmd(arch: str | None, num_cu: int | None, output: str | None) -> None:
     """List registered machines.
 
     \b
     Examples:
       tuna machine list
       tuna machine list -a gfx90a --json
+      tuna machine list --csv
     """
     db = database()
     try:
         rows = list_machines(db, arch=arch, num_cu=num_cu)
     finally:
         db.dispose()
-    if as_json:
-        click.echo(
-            json.dumps(
-                [
-                    {
-                        **m.__dict__,
-                        "gpus": list(m.gpus),
-                        "docker_settings": dict(m.docker_settings),
-                        "last_seen": m.last_seen.isoformat() if m.last_seen else None,
-                    }
-                    for m in rows
-                ],
-                indent=2,
-            )
-        )
-    elif rows:
+    if emit([dict(m.__dict__) for m in rows], output):
+        return
+    if rows:
         console.print(machine_table(rows))
     else:
         console.print("no machines registered; add one with `tuna machine add HOSTNAME`")

@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
 from rich.markup import escape
 from rich.table import Table
 
-from tuna.cli.base import TunaCommand, console, database, err_console, verbose_option
+from tuna.cli.base import (
+    TunaCommand,
+    console,
+    database,
+    err_console,
+    session_option,
+    verbose_option,
+)
 from tuna.cli.files import check_db_file
 from tuna.errors import TunaError
 from tuna.results.export import ExportReport, ExportSpec, Kind, export_db
@@ -46,12 +59,12 @@ def print_export(report: ExportReport) -> None:
 
 
 @click.command("export_db", cls=TunaCommand)
-@click.option("--session", "--session_id", "session_id", type=int, help="Export this session.")
+@session_option("Export this session.", required=False)
+@click.option("--golden_v", "--golden-v", "golden_v", type=int, help="Export this golden version.")
+@click.option("-a", "--arch", help="Check that the session or golden version tuned this arch.")
 @click.option(
-    "--golden_v", "--golden-v", "golden_v", type=int, help="Export this golden version (-a)."
+    "-n", "--num_cu", "--num-cu", "num_cu", type=int, help="Check that it tuned this many CUs."
 )
-@click.option("-a", "--arch", help="Arch of the golden version, e.g. gfx90a.")
-@click.option("-n", "--num_cu", "--num-cu", "num_cu", type=int, help="CUs of the golden version.")
 @click.option("-f", "--find_db", "find_db", is_flag=True, help="Write the find db (.HIP.fdb.txt).")
 @click.option("-p", "--perf_db", "perf_db", is_flag=True, help="Write the perf db (.db, .db.txt).")
 @click.option("-k", "--kern_db", "kern_db", is_flag=True, help="Write the kernel db (.kdb).")
@@ -90,6 +103,9 @@ def export_db_cmd(
 ) -> None:
     """Write a session's or golden version's results as MIOpen db files.
 
+    Give one or more of -f, -p, -k: the kinds are written in that order, each checked
+    before it is written.
+
     Every row is checked first (key parses back, solver known and still applicable,
     no negative time or workspace, kernel md5); one failing row refuses the export,
     lists every failure and writes nothing. A manifest (sessions, library build,
@@ -103,7 +119,8 @@ def export_db_cmd(
       export_db --session 3 --find_db
       export_db --session 4 --find_db --opencl     # gfx906_60.OpenCL.fdb.txt
       export_db --session 3 --perf_db -o release/
-      export_db --golden_v 2 -a gfx90a -n 104 --kern_db --config_tag resnet50
+      export_db --session 3 -f -p -k -o release/
+      export_db --golden_v 2 --kern_db --config_tag resnet50
     """
     chosen: tuple[tuple[Kind, bool], ...] = (
         ("find", find_db),
@@ -111,25 +128,57 @@ def export_db_cmd(
         ("kern", kern_db),
     )
     kinds = [k for k, on in chosen if on]
-    if len(kinds) != 1:
-        raise TunaError("give exactly one of -f/--find_db, -p/--perf_db, -k/--kern_db")
-    spec = ExportSpec(
-        kind=kinds[0],
-        session=session_id,
-        golden_v=golden_v,
-        arch=arch,
-        num_cu=num_cu,
-        config_tag=config_tag,
-        filename=filename,
-        out_dir=out_dir,
-        opencl=opencl,
-    )
+    if not kinds:
+        raise TunaError("give one or more of -f/--find_db, -p/--perf_db, -k/--kern_db")
     db = database()
     try:
-        report = export_db(db, spec)
+        # Several kinds are written into a staging directory first and moved into place only
+        # when every kind passed its checks: a refused kind leaves nothing behind.
+        with _staging(out_dir, len(kinds) > 1) as stage:
+            reports = []
+            for kind in kinds:
+                spec = ExportSpec(
+                    kind=kind,
+                    session=session_id,
+                    golden_v=golden_v,
+                    arch=arch,
+                    num_cu=num_cu,
+                    config_tag=config_tag,
+                    filename=filename,
+                    out_dir=stage,
+                    opencl=opencl,
+                )
+                reports.append(export_db(db, spec))
     finally:
         db.dispose()
-    print_export(report)
+    for report in reports:
+        print_export(_moved(report, stage, out_dir))
+
+
+@contextmanager
+def _staging(out_dir: Path, staged: bool) -> Iterator[Path]:
+    if not staged:
+        yield out_dir
+        return
+    existing = next(p for p in (out_dir.absolute(), *out_dir.absolute().parents) if p.is_dir())
+    stage = Path(tempfile.mkdtemp(prefix=".export_db-", dir=existing))
+    try:
+        yield stage
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for f in sorted(stage.iterdir()):
+            os.replace(f, out_dir / f.name)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def _moved(report: ExportReport, stage: Path, out_dir: Path) -> ExportReport:
+    if stage == out_dir:
+        return report
+    return dataclasses.replace(
+        report,
+        files=[dataclasses.replace(f, path=out_dir / f.path.name) for f in report.files],
+        manifest=out_dir / report.manifest.name,
+    )
 
 
 # --- import_db -----------------------------------------------------------------------------------
@@ -161,11 +210,16 @@ def print_import(report: ImportDbReport) -> None:
 
 @click.command("import_db", cls=TunaCommand)
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--session", "--session_id", "session_id", type=int, help="Import into session.")
+@session_option("Import into this session.", required=False)
 @click.option("--arch", help="Create a session for this arch (with --num-cu, --backend).")
 @click.option("--num-cu", "--num_cu", "num_cu", type=int, help="CUs of the new session.")
 @click.option("--backend", help="Backend of the new session (a registered one, e.g. noop).")
-@click.option("--library-version", help="Library version the files come from.")
+@click.option(
+    "--library-version",
+    "--miopen_v",
+    "library_version",
+    help="Library version the files come from.",
+)
 @click.option("--library-commit", help="Library commit the files come from.")
 @click.option("-l", "--label", help="Label of the new session.")
 @click.option("-t", "--tag", help="Tag the imported configs.")
@@ -352,7 +406,7 @@ def print_golden(report: GoldenReport) -> None:
 
 @click.command("update_golden", cls=TunaCommand)
 @click.option("--golden_v", "--golden-v", "golden_v", type=int, required=True, help="New version.")
-@click.option("--session", "--session_id", "session_id", type=int, required=True, help="From.")
+@session_option("Session whose find results the version takes.")
 @click.option(
     "--base_golden_v",
     "--base-golden-v",

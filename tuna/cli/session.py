@@ -6,7 +6,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from tuna.cli.base import TunaGroup, console, database
+from tuna.cli.base import TunaGroup, console, database, emit, output_options
 from tuna.errors import TunaError
 from tuna.sessions import SessionSpec, create_session, list_sessions
 
@@ -38,10 +38,12 @@ def session_group() -> None:
     "--num-cu", "--num_cu", "num_cu", type=int, required=True, help="Compute units of the target."
 )
 @click.option("--backend", required=True, help="Backend that compiles and evaluates.")
-@click.option("--library-version", help="Version of the tuned library.")
+@click.option(
+    "--library-version", "--miopen_v", "library_version", help="Version of the tuned library."
+)
 @click.option("--library-commit", help="Commit of the tuned library.")
-@click.option("--toolchain", help="Compiler / ROCm version.")
-@click.option("--docker-image", help="Worker image name.")
+@click.option("--toolchain", "--rocm_v", "toolchain", help="Compiler / ROCm version.")
+@click.option("--docker-image", "--docker", "docker_image", help="Worker image name.")
 @click.option("--docker-digest", help="Worker image digest (sha256:...).")
 @click.option("-l", "--label", help="Why this session exists (free text).")
 @click.option("--ticket", help="Ticket the work is for.")
@@ -98,18 +100,22 @@ def create(
 
 
 @session_group.command("list")
-def list_cmd() -> None:
+@output_options()
+def list_cmd(output: str | None) -> None:
     """List the sessions.
 
     \b
-    Example:
+    Examples:
       tuna session list
+      tuna session list --json
     """
     db = database()
     try:
         rows = list_sessions(db)
     finally:
         db.dispose()
+    if emit([dict(r.__dict__) for r in rows], output):
+        return
     table = Table(title="Sessions", title_justify="left")
     for col in ("id", "arch", "CUs", "backend", "library", "label", "fingerprint", "created"):
         table.add_column(col)

@@ -11,20 +11,13 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from tuna.cli.base import TunaGroup, console, database
+from tuna.cli.base import TunaGroup, console, database, emit, output_options, session_option
 from tuna.sessions import get_session, list_solvers, update_solvers
 from tuna.sessions.applicability import update_applicability
 
 _SHOWN = 10  # names listed per line of a report
 
-session_option = click.option(
-    "--session",
-    "--session_id",
-    "session_id",
-    type=int,
-    required=True,
-    help="Session whose library build is asked.",
-)
+_SESSION_HELP = "Session whose library build is asked."
 
 
 def _names(names: list[str]) -> str:
@@ -44,7 +37,7 @@ def solvers_group() -> None:
 
 
 @solvers_group.command("update")
-@session_option
+@session_option(_SESSION_HELP)
 def update_cmd(session_id: int) -> None:
     """Store the solvers the session's library build reports (miopen: fin get_solvers).
 
@@ -78,16 +71,15 @@ def update_cmd(session_id: int) -> None:
 
 @solvers_group.command("list")
 @click.option("--backend", help="Only this backend's solvers.")
-@click.option(
-    "--session", "session_id", type=int, help="Only the solvers of this session's backend."
-)
-def list_cmd(backend: str | None, session_id: int | None) -> None:
+@session_option("Only the solvers of this session's backend.", required=False)
+@output_options()
+def list_cmd(backend: str | None, session_id: int | None, output: str | None) -> None:
     """List the solver table.
 
     \b
     Examples:
       tuna solvers list --backend miopen
-      tuna solvers list --session 3
+      tuna solvers list --session 3 --csv
     """
     db = database()
     try:
@@ -96,6 +88,20 @@ def list_cmd(backend: str | None, session_id: int | None) -> None:
         rows = list_solvers(db, backend)
     finally:
         db.dispose()
+    listed = [
+        {
+            "id": r.id,
+            "backend": r.backend,
+            "name": r.name,
+            "library_id": r.numeric_id,
+            "tunable": r.tunable,
+            "algorithm": r.algorithm,
+            "valid": r.valid,
+        }
+        for r in rows
+    ]
+    if emit(listed, output):
+        return
     table = Table(title="Solvers", title_justify="left")
     for col in ("id", "backend", "name", "library id", "tunable", "algorithm", "valid"):
         table.add_column(col)
@@ -123,7 +129,7 @@ def applicability_group() -> None:
 
 
 @applicability_group.command("update")
-@session_option
+@session_option(_SESSION_HELP)
 @click.option("-t", "--tag", help="Only the configs with this tag (default: every config).")
 def applicability_update_cmd(session_id: int, tag: str | None) -> None:
     """Ask which solvers apply to each config and store the answers for load_jobs.

@@ -8,6 +8,7 @@ from tuna.cli.base import (
     TunaCommand,
     console,
     database,
+    session_option,
     verbose_option,
     worker_settings_options,
 )
@@ -26,9 +27,7 @@ def print_worker_report(r: WorkerReport) -> None:
 
 
 @click.command("worker", cls=TunaCommand)
-@click.option(
-    "-s", "--session", "session_id", type=int, required=True, help="Session whose jobs to work."
-)
+@session_option("Session whose jobs to work.")
 @click.option(
     "--phase",
     type=click.Choice([p.value for p in Phase]),

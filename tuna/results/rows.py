@@ -69,10 +69,13 @@ def resolve_source(
     golden = s.get(GoldenVersion, golden_v)
     if golden is None:
         raise NotFoundError(f"golden version {golden_v} does not exist; update_golden creates one")
-    if arch is None:
-        raise TunaError(f"--golden_v {golden.version} needs -a ARCH (the arch it was tuned for)")
-    if not _arch_matches(arch, golden.arch) or (num_cu is not None and num_cu != golden.num_cu):
-        asked = arch + (f" {num_cu} CUs" if num_cu is not None else "")
+    # A golden version holds one arch: -a/-n are checks, not needed to pick it.
+    if (arch is not None and not _arch_matches(arch, golden.arch)) or (
+        num_cu is not None and num_cu != golden.num_cu
+    ):
+        asked = " ".join(
+            [*([arch] if arch is not None else []), *([f"{num_cu} CUs"] if num_cu else [])]
+        )
         raise TunaError(
             f"golden version {golden.version} holds {golden.arch} {golden.num_cu} CUs, not {asked}"
         )
