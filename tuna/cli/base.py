@@ -52,6 +52,13 @@ class TunaConsole(Console):
     and names. Scripts that want fields should use a listing's ``--json`` or ``--csv``.
     """
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        # Rich reads COLUMNS/LINES once, here, at import time; read them when printing instead
+        # (the terminal may be resized, and tests set them).
+        self._width = kwargs.get("width")
+        self._height = kwargs.get("height")
+
     @property
     def size(self) -> ConsoleDimensions:
         dims = super().size
