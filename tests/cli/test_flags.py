@@ -89,7 +89,7 @@ LETTERS = {
     "-h": {"--help"},
     "-T": {"--tag_only"},
     "-b": {"--batches"},
-    "-c": {"--command"},
+    "-c": {"--command", "--opencl"},
     "-d": {"--driver"},
     "-k": {"--kern_db"},
     "-p": {"--perf_db"},
@@ -193,4 +193,4 @@ def test_readme_mituna_table_names_real_commands_and_flags():
 def test_import_db_help_says_what_happens_to_unknown_solvers():
     out = CliRunner().invoke(main, ["import_db", "-h"]).output
     assert "no miopen backend" not in out
-    assert "tuna solvers update" in " ".join(out.split())
+    assert "recorded as solvers of the session's library build" in " ".join(out.split())
