@@ -36,6 +36,11 @@ def _allowed_roots() -> tuple[str, ...]:
 
 
 _ALLOWED = _allowed_roots()
+# The checkout's siblings are never inputs, even where the checkout itself sits inside an
+# allowed root (a clone under /tmp, as CI may make one, has ../shared under /tmp too).
+_FORBIDDEN = tuple(
+    str(p) for p in (REPO.parent / "shared", Path(os.path.realpath(REPO.parent)) / "shared")
+)
 _lock = threading.Lock()
 _seen: list[str] = []  # paths opened outside the allowed roots since the last take()
 
@@ -43,6 +48,8 @@ _seen: list[str] = []  # paths opened outside the allowed roots since the last t
 def outside(path: str) -> bool:
     """Whether opening ``path`` (absolute or relative to the working directory) breaks the rule."""
     full = os.path.abspath(path)
+    if any(full == r or full.startswith(r + os.sep) for r in _FORBIDDEN):
+        return True
     return not any(full == r or full.startswith(r + os.sep) for r in _ALLOWED)
 
 
