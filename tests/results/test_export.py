@@ -368,8 +368,11 @@ def test_golden_version_exports_for_its_arch_only(db, session, tmp_path):
     assert (tmp_path / "gfx90a68.db.txt").read_text() == f"{PK1}=NoopTunable:2x16\n"
     with pytest.raises(TunaError, match="holds gfx90a 104 CUs, not gfx942"):
         export_db(db, ExportSpec(kind="find", golden_v=1, arch="gfx942", out_dir=tmp_path))
-    with pytest.raises(TunaError, match="needs -a ARCH"):
-        export_db(db, ExportSpec(kind="find", golden_v=1, out_dir=tmp_path))
+    # The version holds one arch: -a is a check, not a requirement.
+    alone = tmp_path / "no-arch"
+    alone.mkdir()
+    export_db(db, ExportSpec(kind="find", golden_v=1, out_dir=alone))
+    assert (alone / "gfx90a68.HIP.fdb.txt").read_text() == FIND_FILE
 
 
 def test_missing_sources_are_clear_errors(db, tmp_path):
