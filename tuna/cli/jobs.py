@@ -86,9 +86,7 @@ def status(session_id: int, output: str | None) -> None:
         "total": counts.total,
         "by_state": {s.value: n for s, n in counts.by_state.items()},
         "expired_leases": counts.expired,
-        "failures": [
-            dict(state=s.value, reason=reason, jobs=n) for s, reason, n in counts.reasons
-        ],
+        "failures": [dict(state=s.value, reason=reason, jobs=n) for s, reason, n in counts.reasons],
     }
     if not emit(rows, output, document):
         print_counts(counts)
