@@ -22,7 +22,7 @@ import time
 import warnings
 from pathlib import Path
 
-from tuna.backends.cpuconv import CpuConvBackend, build, run
+from tuna.backends.cpuconv import CpuConvBackend, run
 from tuna.backends.cpuconv import solvers as sv
 from tuna.problems.conv import ConvProblem
 from tuna.problems.driver import is_conv_line, parse_driver_line
@@ -80,20 +80,16 @@ def count_racing(measured: list[run.Measured]) -> None:
 def tune(p: ConvProblem, solver: str, backend: CpuConvBackend, jobs: int) -> list[run.Measured]:
     knobs = backend.knobs()
     params = backend.candidates(p, solver, "perf", knobs)
-    units = build.plan_units(p, solver, params, march=knobs.march, per_unit=knobs.per_unit)
-    kernels = build.build_units(units, jobs=jobs)
-    with run.loaded(kernels, "cpuconv-bench-") as libs:
-        cands = [
-            run.Candidate(
-                prm,
-                run.kernel_fn(libs[u.name], sym),
-                sv.workspace_bytes(p, solver, sv.parse_params(solver, prm)),
-            )
-            for u in units
-            for prm, sym in u.symbols
-        ]
-        tol = run.WINOGRAD_TOLERANCE if solver == sv.WINOGRAD else run.FP32_TOLERANCE
-        measured = run.measure(p, cands, tolerance=tol, repeats=5)
+    measured = run.build_and_measure(
+        p,
+        solver,
+        params,
+        march=knobs.march,
+        per_unit=knobs.per_unit,
+        jobs=jobs,
+        prefix="cpuconv-bench-",
+        repeats=5,
+    )
     count_racing(measured)
     return measured
 

@@ -17,8 +17,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import aliased
 
 from tests.support.seed import open_test_db
-from tuna.backends.cpuconv import CpuConvBackend, build, run
-from tuna.backends.cpuconv import solvers as sv
+from tuna.backends.cpuconv import CpuConvBackend, run
 from tuna.catalog.records import conv_problem
 from tuna.db.models import ConvConfig, Tensor
 from tuna.fleet.quickstart import run_quickstart
@@ -48,20 +47,16 @@ def problem_of(db, key: str) -> ConvProblem:
 def alone_ms(p: ConvProblem, solver: str, params: list[str]) -> dict[str, float]:
     """Each of ``params`` timed in this process, one after the other, fully (no racing)."""
     knobs = CpuConvBackend().knobs()
-    units = build.plan_units(p, solver, params, march=knobs.march, per_unit=knobs.per_unit)
-    kernels = build.build_units(units)
-    with run.loaded(kernels, "cpuconv-test-alone-") as libs:
-        cands = [
-            run.Candidate(
-                prm,
-                run.kernel_fn(libs[u.name], sym),
-                sv.workspace_bytes(p, solver, sv.parse_params(solver, prm)),
-            )
-            for u in units
-            for prm, sym in u.symbols
-        ]
-        tol = run.WINOGRAD_TOLERANCE if solver == sv.WINOGRAD else run.FP32_TOLERANCE
-        measured = run.measure(p, cands, tolerance=tol, repeats=9, race_after=10**6)
+    measured = run.build_and_measure(
+        p,
+        solver,
+        params,
+        march=knobs.march,
+        per_unit=knobs.per_unit,
+        prefix="cpuconv-test-alone-",
+        repeats=9,
+        race_after=10**6,
+    )
     return {m.params: m.time_ms for m in measured if m.time_ms is not None}
 
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tuna.backends.base import JobWork, SessionInfo
-from tuna.backends.cpuconv import build, run
-from tuna.backends.cpuconv import solvers as sv
+from tuna.backends.cpuconv import run
 from tuna.problems.conv import ConvProblem
 
 SESSION = SessionInfo(id=1, arch="cpu", num_cu=2, backend="cpuconv")
@@ -72,20 +71,16 @@ def measure(
     p: ConvProblem, solver: str, candidates: Sequence[str], *, opt: str = "0"
 ) -> list[run.Measured]:
     """Build ``candidates`` in one unit and verify and time them (one repeat)."""
-    units = build.plan_units(p, solver, candidates, march="native", opt=opt, per_unit=64)
-    kernels = build.build_units(units)
-    with run.loaded(kernels, "cpuconv-test-") as libs:
-        cands = [
-            run.Candidate(
-                params,
-                run.kernel_fn(libs[u.name], sym),
-                sv.workspace_bytes(p, solver, sv.parse_params(solver, params)),
-            )
-            for u in units
-            for params, sym in u.symbols
-        ]
-        tol = run.WINOGRAD_TOLERANCE if solver == sv.WINOGRAD else run.FP32_TOLERANCE
-        return run.measure(p, cands, tolerance=tol, repeats=1)
+    return run.build_and_measure(
+        p,
+        solver,
+        candidates,
+        march="native",
+        opt=opt,
+        per_unit=64,
+        prefix="cpuconv-test-",
+        repeats=1,
+    )
 
 
 def work(p: ConvProblem, solver: str, step: str = "perf", **kw: object) -> JobWork:

@@ -252,20 +252,12 @@ class CpuConvBackend(Backend):
             return EvalOutcome.failed(f"compiled kernels missing: {', '.join(absent)}")
         started = time.monotonic()
         with run.loaded(list(by_name.values()), f"cpuconv-{work.job_id}-{work.attempt}-") as libs:
-            candidates = [
-                run.Candidate(
-                    params,
-                    run.kernel_fn(libs[name], symbol),
-                    sv.workspace_bytes(problem, solver, sv.parse_params(solver, params)),
-                )
-                for params, (name, symbol) in table.items()
-            ]
-            tolerance = run.WINOGRAD_TOLERANCE if solver == sv.WINOGRAD else run.FP32_TOLERANCE
+            candidates = run.candidates(problem, solver, table, libs)
             try:
                 measured = run.measure(
                     problem,
                     candidates,
-                    tolerance=tolerance,
+                    tolerance=run.tolerance(solver),
                     repeats=knobs.repeats,
                     deadline=started + knobs.time_budget_s,
                     reference=run.Reference.get(knobs.cc),

@@ -36,13 +36,14 @@ import statistics
 import tempfile
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tuna.backends.base import KernelBinary
 from tuna.backends.cpuconv import build
+from tuna.backends.cpuconv import solvers as sv
 from tuna.problems.conv import ConvProblem
 
 log = logging.getLogger(__name__)
@@ -173,6 +174,49 @@ def kernel_fn(lib: ctypes.CDLL, symbol: str) -> KernelFn:
     fn.argtypes = (_FloatPtr, _FloatPtr, _FloatPtr, _FloatPtr)
     fn.restype = None
     return fn
+
+
+def tolerance(solver: str) -> float:
+    """How far a candidate of ``solver`` may stray from the reference (Winograd rounds more)."""
+    return WINOGRAD_TOLERANCE if solver == sv.WINOGRAD else FP32_TOLERANCE
+
+
+def candidates(
+    p: ConvProblem,
+    solver: str,
+    table: Mapping[str, Sequence[str]],
+    libs: Mapping[str, ctypes.CDLL],
+) -> list[Candidate]:
+    """The candidates named by ``table`` (params -> (shared object, symbol)) in ``libs``."""
+    return [
+        Candidate(
+            params,
+            kernel_fn(libs[name], symbol),
+            sv.workspace_bytes(p, solver, sv.parse_params(solver, params)),
+        )
+        for params, (name, symbol) in table.items()
+    ]
+
+
+def build_and_measure(
+    p: ConvProblem,
+    solver: str,
+    params: Sequence[str],
+    *,
+    march: str,
+    opt: str = "3",
+    per_unit: int = 8,
+    jobs: int = 1,
+    prefix: str = "cpuconv-",
+    **how: Any,
+) -> list[Measured]:
+    """Build ``params`` of ``solver`` for ``p`` here and verify and time them (:func:`measure`
+    with ``how``): what the benchmarks and tests do outside the job queue."""
+    units = build.plan_units(p, solver, params, march=march, opt=opt, per_unit=per_unit)
+    kernels = build.build_units(units, jobs=jobs)
+    table = {prm: (u.name, sym) for u in units for prm, sym in u.symbols}
+    with loaded(kernels, prefix) as libs:
+        return measure(p, candidates(p, solver, table, libs), tolerance=tolerance(solver), **how)
 
 
 def measure(
