@@ -438,3 +438,45 @@ ALTER TABLE session ADD COLUMN runtime VARCHAR(16);
 
 UPDATE alembic_version SET version_num='0006' WHERE alembic_version.version_num = '0005';
 
+-- Running upgrade 0006 -> 0007
+
+CREATE TABLE platform (
+    id INTEGER NOT NULL AUTO_INCREMENT, 
+    digest VARCHAR(64) NOT NULL, 
+    info JSON NOT NULL, 
+    created DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP, 
+    CONSTRAINT pk_platform PRIMARY KEY (id), 
+    CONSTRAINT uq_platform_digest UNIQUE (digest)
+)ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci;
+
+CREATE TABLE measurement (
+    id BIGINT NOT NULL AUTO_INCREMENT, 
+    session INTEGER NOT NULL, 
+    job BIGINT, 
+    config INTEGER NOT NULL, 
+    solver INTEGER NOT NULL, 
+    params TEXT NOT NULL, 
+    platform INTEGER NOT NULL, 
+    machine INTEGER, 
+    strategy VARCHAR(32), 
+    time_ms DOUBLE, 
+    valid BOOL NOT NULL, 
+    reason VARCHAR(255), 
+    taken DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP, 
+    CONSTRAINT pk_measurement PRIMARY KEY (id), 
+    CONSTRAINT fk_measurement_session_session FOREIGN KEY(session) REFERENCES session (id), 
+    CONSTRAINT fk_measurement_config_conv_config FOREIGN KEY(config) REFERENCES conv_config (id)
+)ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci;
+
+CREATE INDEX ix_measurement_session_config_solver ON measurement (session, config, solver);
+
+CREATE INDEX ix_measurement_config_solver_platform ON measurement (config, solver, platform);
+
+ALTER TABLE session ADD COLUMN user_platform JSON;
+
+ALTER TABLE machine ADD COLUMN user_platform JSON;
+
+ALTER TABLE machine ADD COLUMN platform INTEGER;
+
+UPDATE alembic_version SET version_num='0007' WHERE alembic_version.version_num = '0006';
+

@@ -108,6 +108,9 @@ class TuningSession(Base):
     ticket: Mapped[str | None] = mapped_column(String(64))
     runtime: Mapped[str | None] = mapped_column(String(16))  # HIP (None) or OpenCL
     environment: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # What the user adds to the platform of every measurement taken for this session
+    # (``tuna session create --platform-json FILE``); see ``Platform``.
+    user_platform: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     fingerprint: Mapped[str] = mapped_column(String(64), index=True)
     created: Mapped[dt.datetime] = mapped_column(DateTime, server_default=text("CURRENT_TIMESTAMP"))
 
@@ -130,6 +133,11 @@ class Machine(Base):
     docker_settings: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     ipmi_address: Mapped[str | None] = mapped_column(String(255))
     last_seen: Mapped[dt.datetime | None] = mapped_column(Timestamp)
+    # What the user adds to the platform of every measurement taken here
+    # (``tuna machine add/update --platform-json FILE``), and the platform its latest
+    # evaluation worker reported (collected facts and the user's additions).
+    user_platform: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    platform: Mapped[int | None] = mapped_column(Integer)  # platform.id; never deleted
 
 
 class Tensor(Base):
@@ -442,3 +450,54 @@ class SolverApplicability(Base):
     applicable: Mapped[bool] = mapped_column(Boolean)
     reason: Mapped[str | None] = mapped_column(String(512))
     created: Mapped[dt.datetime] = mapped_column(DateTime, server_default=text("CURRENT_TIMESTAMP"))
+
+
+class Platform(Base):
+    """What a measurement was taken on, stored once: ``digest`` is the sha256 of ``info``'s
+    canonical JSON (sorted keys, no spaces), so the same machine or container reports the
+    same row. ``info`` holds the facts a worker collects (``tuna.platforms``) and, under
+    ``"user"``, what the machine's and the session's ``user_platform`` add. Never deleted.
+    """
+
+    __tablename__ = "platform"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    digest: Mapped[str] = mapped_column(String(64), unique=True)
+    info: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created: Mapped[dt.datetime] = mapped_column(DateTime, server_default=text("CURRENT_TIMESTAMP"))
+
+
+class Measurement(Base):
+    """One candidate timed: what (config, solver, params), where (platform, machine), for
+    which session and job, by which strategy, with what result (``time_ms`` of a valid one;
+    ``reason`` says what happened otherwise: wrong result, crashed, timed out ...).
+
+    Built to hold 10^8 rows: compact columns and only the indexes the queries need,
+    (session, config, solver) to resume a job and export a session, (config, solver,
+    platform) for the effort spent on a problem. ``job``, ``solver``, ``platform`` and
+    ``machine`` carry no foreign-key constraint: on InnoDB each would add an index of its
+    own (about 85 bytes a row for the four, measured), and the rows they name are never
+    deleted (jobs, solvers, platforms) or, for a removed machine, the id stays as history.
+    The worker writes them from the ids it holds.
+    """
+
+    __tablename__ = "measurement"
+    __table_args__ = (
+        Index("ix_measurement_session_config_solver", "session", "config", "solver"),
+        Index("ix_measurement_config_solver_platform", "config", "solver", "platform"),
+        TABLE_OPTIONS,
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    session: Mapped[int] = mapped_column(ForeignKey("session.id"))
+    job: Mapped[int | None] = mapped_column(BigInteger)
+    config: Mapped[int] = mapped_column(ForeignKey("conv_config.id"))
+    solver: Mapped[int] = mapped_column(Integer)
+    params: Mapped[str] = mapped_column(Text)
+    platform: Mapped[int] = mapped_column(Integer)
+    machine: Mapped[int | None] = mapped_column(Integer)
+    strategy: Mapped[str | None] = mapped_column(String(32))
+    time_ms: Mapped[float | None] = mapped_column(Double)
+    valid: Mapped[bool] = mapped_column(Boolean)
+    reason: Mapped[str | None] = mapped_column(String(255))
+    taken: Mapped[dt.datetime] = mapped_column(DateTime, server_default=text("CURRENT_TIMESTAMP"))
