@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from tuna.cli import main
 from tuna.fleet.commands import (
     CONTAINER_DB_URL,
+    CONTAINER_LOCK_DIR,
     CONTAINER_SCRATCH,
     docker_run_argv,
     worker_argv,
@@ -66,6 +67,7 @@ def run_argv(**kw):
         labels={"run": "r1", "session": "5"},
         run_dir="/tmp/tuna-go_fish/r1",
         worker="eval-gpu3",
+        lock_dir="/tmp/tuna-locks",
         env={"B": "2", "A": "1"},
         device_args=["--device", "/dev/kfd"],
         run_args=["--ipc", "host"],
@@ -84,11 +86,24 @@ def test_a_worker_container_gets_the_url_file_read_only_its_scratch_and_labels()
         "--network", "host",
         "-v", f"/tmp/tuna-go_fish/r1/db_url:{CONTAINER_DB_URL}:ro",
         "-v", f"/tmp/tuna-go_fish/r1/eval-gpu3:{CONTAINER_SCRATCH}",
+        "-v", f"/tmp/tuna-locks:{CONTAINER_LOCK_DIR}",
         "-e", "A=1", "-e", "B=2", "-e", f"TUNA_DB_URL_FILE={CONTAINER_DB_URL}",
+        "-e", f"TUNA_LOCK_DIR={CONTAINER_LOCK_DIR}",
         "--device", "/dev/kfd", "--ipc", "host",
         "tuna-worker:ci", "tuna", "worker",
     ]  # fmt: skip
     assert "--privileged" not in argv
+
+
+def test_every_container_on_a_host_takes_its_evaluation_locks_in_the_hosts_lock_dir():
+    """Two containers timing at once on one machine disturb each other (issue #14): each
+    gets the host's lock directory, and the worker inside is told where it is."""
+    argv = run_argv(lock_dir="/var/lock/tuna")
+    assert f"/var/lock/tuna:{CONTAINER_LOCK_DIR}" in argv
+    env = [argv[i + 1] for i, a in enumerate(argv) if a == "-e"]
+    assert f"TUNA_LOCK_DIR={CONTAINER_LOCK_DIR}" in env
+    # the mount is read-write: flock needs the file, and the first worker creates it
+    assert f"/var/lock/tuna:{CONTAINER_LOCK_DIR}:ro" not in argv
 
 
 def test_odd_values_survive_the_shell_as_one_word_each():

@@ -60,6 +60,7 @@ def test_a_machine_is_registered_once(db):
         ({"dockr": "x"}, "unknown docker setting 'dockr'"),
         ({"compile_workers": "8"}, "'compile_workers' must be a int"),
         ({"run_args": "--ipc host"}, "'run_args' must be a list"),
+        ({"lock_dir": 5}, "'lock_dir' must be a str"),
     ],
 )
 def test_bad_docker_settings_are_refused(db, settings, message):

@@ -51,9 +51,11 @@ def test_worker_containers_get_the_url_from_a_file_never_argv(lite, options, mon
     run_dir = f"/tmp/tuna-go_fish/{run.run_id}"
     assert f"{run_dir}/db_url:/run/tuna/db_url:ro" in argv
     assert f"{run_dir}/eval-gpu3:/scratch" in argv
+    assert "/tmp/tuna-locks:/run/tuna/locks" in argv  # the machine's default lock directory
     env = {argv[i + 1] for i, a in enumerate(argv) if a == "-e"}
     assert {
         "TUNA_DB_URL_FILE=/run/tuna/db_url",
+        "TUNA_LOCK_DIR=/run/tuna/locks",
         "TUNA_WORKER_NAME=gpu-01/eval-gpu3",
         "CACHE=/scratch/cache",
         "GPU=3",
@@ -73,6 +75,13 @@ def test_compile_workers_per_machine(lite, options):
     assert [s.worker for s in slots] == ["compile-0", "compile-1", "compile-2"]
     slots[0].container = "c"
     assert shlex.split(run._docker_run(slots[0]))[:3] == ["sudo", "docker", "run"]
+    locked = MachineRow(
+        3, "c", docker_settings={"lock_dir": "/var/lock/tuna", "compile_workers": 1}
+    )
+    run_c = fleet_run(lite, Task.COMPILE, [locked], options)
+    slot = run_c._plan(HostState(locked))[0]
+    slot.container = "c"
+    assert "/var/lock/tuna:/run/tuna/locks" in shlex.split(run_c._docker_run(slot))
     other = MachineRow(2, "b")
     run = RemoteWorkers(
         lite, Connections(Path("/x")), run.session.id, Task.COMPILE, [other],

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
+import shutil
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
@@ -158,3 +163,38 @@ def test_a_machine_lock_held_elsewhere_is_waited_for(tmp_path):
         assert release.is_set()
     t.join(DEADLINE_S)
     assert waited >= 0.1
+
+
+NOBODY = 65534
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user")
+def test_a_lock_file_another_user_created_is_still_a_lock(monkeypatch):
+    """A container's worker (root) creates the lock file; a worker of another user on the
+    same machine cannot open it for writing, and still takes the same lock."""
+    locks = Path(tempfile.mkdtemp(prefix="tuna-test-locks-"))  # not tmp_path: that is 0700
+    try:
+        locks.chmod(0o1777)
+        monkeypatch.setenv("TUNA_LOCK_DIR", str(locks))
+        with owning(Owns.MACHINE, None):
+            pass
+        lock_file = next(locks.iterdir())
+        lock_file.chmod(0o644)
+        os.setegid(NOBODY)
+        os.seteuid(NOBODY)
+        try:
+            with pytest.raises(PermissionError):
+                os.open(lock_file, os.O_RDWR)
+            with owning(Owns.MACHINE, None):
+                os.seteuid(0)
+                fd = os.open(lock_file, os.O_RDONLY)
+                try:
+                    with pytest.raises(BlockingIOError):  # the other user's lock holds
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                finally:
+                    os.close(fd)
+        finally:
+            os.seteuid(0)
+            os.setegid(0)
+    finally:
+        shutil.rmtree(locks, ignore_errors=True)

@@ -15,6 +15,7 @@ from tuna.worker.settings import WorkerSettings
 
 CONTAINER_DB_URL = "/run/tuna/db_url"
 CONTAINER_SCRATCH = "/scratch"
+CONTAINER_LOCK_DIR = "/run/tuna/locks"
 LABEL_PREFIX = "tuna."
 
 
@@ -48,6 +49,7 @@ def docker_run_argv(
     labels: Mapping[str, str],
     run_dir: str,
     worker: str,
+    lock_dir: str,
     env: Mapping[str, str],
     device_args: Sequence[str],
     run_args: Sequence[str],
@@ -57,8 +59,11 @@ def docker_run_argv(
     """``docker run -d`` of one worker container.
 
     The container sees the host's network, the run's ``db_url`` file read-only at
-    :data:`CONTAINER_DB_URL` (named by ``TUNA_DB_URL_FILE``) and its own scratch directory
-    ``<run_dir>/<worker>`` at :data:`CONTAINER_SCRATCH`. ``labels`` are written as
+    :data:`CONTAINER_DB_URL` (named by ``TUNA_DB_URL_FILE``), its own scratch directory
+    ``<run_dir>/<worker>`` at :data:`CONTAINER_SCRATCH`, and the host's ``lock_dir`` at
+    :data:`CONTAINER_LOCK_DIR` (named by ``TUNA_LOCK_DIR``): every container on the host
+    takes its evaluation locks (:mod:`tuna.worker.exclusive`) in the same directory, so two
+    evaluations that must own the machine or one GPU never time at once. ``labels`` are written as
     ``tuna.<key>=<value>`` (how go_fish finds its containers again); ``device_args`` are the
     backend's device flags, ``run_args`` the machine's extra arguments. Never privileged.
     """
@@ -72,8 +77,10 @@ def docker_run_argv(
         f"{run_dir}/db_url:{CONTAINER_DB_URL}:ro",
         "-v",
         f"{run_dir}/{worker}:{CONTAINER_SCRATCH}",
+        "-v",
+        f"{lock_dir}:{CONTAINER_LOCK_DIR}",
     ]
-    full_env = {**env, "TUNA_DB_URL_FILE": CONTAINER_DB_URL}
+    full_env = {**env, "TUNA_DB_URL_FILE": CONTAINER_DB_URL, "TUNA_LOCK_DIR": CONTAINER_LOCK_DIR}
     for key, value in sorted(full_env.items()):
         argv += ["-e", f"{key}={value}"]
     return [*argv, *device_args, *run_args, image, *command]

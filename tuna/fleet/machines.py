@@ -10,6 +10,10 @@ Docker settings (a JSON object, all optional):
 * ``compile_workers``: compile containers to run there (default: go_fish's ``-w``)
 * ``scratch``: a directory go_fish may use there (default ``/tmp/tuna-go_fish``)
 * ``run_args``: extra ``docker run`` arguments (a list of strings)
+* ``lock_dir``: the directory of the machine's evaluation locks, mounted into every worker
+  container (default ``/tmp/tuna-locks``, where a ``tuna worker`` started there without
+  Docker takes them too), so that evaluations which must own the machine or a GPU take
+  turns across containers and go_fish runs
 """
 
 from __future__ import annotations
@@ -33,8 +37,10 @@ DOCKER_SETTINGS = {
     "compile_workers": int,
     "scratch": str,
     "run_args": list,
+    "lock_dir": str,
 }
 DEFAULT_SCRATCH = "/tmp/tuna-go_fish"
+DEFAULT_LOCK_DIR = "/tmp/tuna-locks"  # tuna.worker.exclusive's default on Linux
 EDITABLE = ("hostname", "port", "user", "arch", "num_cu", "gpus", "available", "key_file")
 
 
@@ -69,6 +75,10 @@ class MachineRow:
     @property
     def scratch(self) -> str:
         return str(self.docker_settings.get("scratch") or DEFAULT_SCRATCH)
+
+    @property
+    def lock_dir(self) -> str:
+        return str(self.docker_settings.get("lock_dir") or DEFAULT_LOCK_DIR)
 
     @property
     def run_args(self) -> list[str]:

@@ -187,6 +187,7 @@ class RemoteWorkers:
                 },
                 run_dir=self._run_dir(m),
                 worker=slot.worker,
+                lock_dir=m.lock_dir,
                 env=env,
                 device_args=self.backend.container_args(phase, slot.gpu),
                 run_args=m.run_args,
@@ -228,7 +229,12 @@ class RemoteWorkers:
         dirs = " ".join(shlex.quote(f"{self._run_dir(m)}/{s.worker}") for s in slots)
         owner_file = shlex.quote(f"{self._run_dir(m)}/{OWNER_FILE}")
         write_owner = f"printf %s {shlex.quote(self.owner)} > {owner_file}"
-        self.conns.check(m.host, f"umask 077 && mkdir -p {run_dir} {dirs} && {write_owner}")
+        # The lock directory is the machine's, shared by every worker there (1777, as /tmp).
+        locks = shlex.quote(m.lock_dir)
+        self.conns.check(
+            m.host,
+            f"mkdir -p -m 1777 {locks} && umask 077 && mkdir -p {run_dir} {dirs} && {write_owner}",
+        )
         host.prepared = True
         self.conns.put(m.host, f"{self._run_dir(m)}/db_url", self.opt.worker_db_url.encode())
         host.slots = slots

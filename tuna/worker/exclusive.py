@@ -4,8 +4,10 @@ A backend declares what one evaluation must own (:class:`~tuna.backends.base.Own
 worker holds the matching lock while the backend evaluates. The locks are ``flock`` locks
 on files in one directory of the machine (``TUNA_LOCK_DIR``, default ``<tmp>/tuna-locks``),
 so every worker process on the machine agrees, whoever started it; the kernel releases a
-lock when its holder dies, so a killed worker never leaves one behind. Workers in
-containers share the lock only where that directory is shared with them.
+lock when its holder dies, so a killed worker never leaves one behind. go_fish mounts the
+machine's lock directory into every worker container it starts (``lock_dir`` of the
+machine's Docker settings, by default this default), so containers and local workers on
+one machine take turns alike.
 
 Compilation takes no lock: it stays parallel.
 """
@@ -48,7 +50,11 @@ def owning(owns: Owns, gpu: int | None, *, owner: str = "") -> Iterator[float]:
         return
     directory = lock_dir()
     directory.mkdir(parents=True, exist_ok=True)
-    fd = os.open(directory / f"{name}.lock", os.O_RDWR | os.O_CREAT, 0o666)
+    path = directory / f"{name}.lock"
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except PermissionError:  # another user's lock file (a container's root): flock needs no write
+        fd = os.open(path, os.O_RDONLY)
     try:
         started = time.monotonic()
         try:
