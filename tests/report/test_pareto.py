@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tuna.report.pareto import dominates, fronts, rank
+from tuna.errors import TunaError
+from tuna.report.pareto import StatGoal, dominates, fronts, rank, rank_goals
 
 
 def test_front_of_a_time_workspace_trade_off():
@@ -47,3 +50,65 @@ def test_take_best_marks_exactly_n_more_when_there_are_enough(pts, n):
     ranked = rank(pts, n)
     optimal = sum(r.optimal for r in ranked)
     assert sum(r.near_optimal for r in ranked) == optimal + min(n, len(pts) - optimal)
+
+
+def peeled(pts):
+    """Non-dominated sorting by its definition: peel off the undominated points in turn."""
+    front_of, remaining, level = [-1] * len(pts), set(range(len(pts))), 0
+    while remaining:
+        current = {i for i in remaining if not any(dominates(pts[j], pts[i]) for j in remaining)}
+        for i in current:
+            front_of[i] = level
+        remaining -= current
+        level += 1
+    return front_of
+
+
+@given(st.lists(coords, max_size=40))
+def test_fronts_equal_peeling_the_undominated_points_off_in_turn(pts):
+    assert fronts(pts) == peeled(pts)
+
+
+def test_a_thousand_points_on_a_thousand_fronts_are_ranked():
+    # A chain: each point dominates the next; peeling would take n passes of n^2.
+    pts = [(float(i), float(i)) for i in range(1000)]
+    assert fronts(pts) == list(range(1000))
+
+
+def test_goals_maximise_an_axis_and_keep_the_values_as_given():
+    # (throughput, p95 ms): more throughput and less latency are better.
+    pts = [(100.0, 5.0), (200.0, 9.0), (150.0, 9.5), (50.0, 4.0), (90.0, 6.0)]
+    ranked = rank_goals(pts, ("max", "min"), take_best=1)
+    assert [r.front for r in ranked] == [0, 0, 1, 0, 1]
+    assert [(r.x, r.y) for r in ranked] == pts
+    # The extra one is the front-1 point with the best throughput.
+    assert [r.index for r in ranked if r.near_optimal and not r.optimal] == [2]
+    assert [r.front for r in rank_goals(pts, ("min", "min"))] == [1, 2, 2, 0, 1]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("throughput:max,p95_ms:min", (StatGoal("throughput", "max"), StatGoal("p95_ms", "min"))),
+        (" a:min , b:max ", (StatGoal("a", "min"), StatGoal("b", "max"))),
+        ("lat:p95:min,qps:max", (StatGoal("lat:p95", "min"), StatGoal("qps", "max"))),
+    ],
+)
+def test_stat_goals_parse(text, expected):
+    assert StatGoal.parse_pair(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("throughput:max", "name two stats"),
+        ("a:max,b:min,c:min", "name two stats"),
+        ("a:up,b:min", "'a:up' is not STAT:min or STAT:max"),
+        ("a,b:min", "'a' is not STAT:min"),
+        (":min,b:min", "':min' is not STAT:min"),
+        ("a:min,a:max", "two different stats"),
+    ],
+)
+def test_bad_stat_goals_say_what_is_expected(text, message):
+    with pytest.raises(TunaError, match=re.escape(message)):
+        StatGoal.parse_pair(text)

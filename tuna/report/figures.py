@@ -169,8 +169,13 @@ def pareto_chart(
     ylabel: str,
     csv_header: Sequence[str],
     csv_rows: Sequence[Sequence[Any]],
+    where: str = "post",
 ) -> Figure:
-    """(label, x, y, optimal, near_optimal) points; the front is drawn as a step line."""
+    """(label, x, y, optimal, near_optimal) points; the front is drawn as a step line.
+
+    ``where`` is matplotlib's step placement: "post" draws the edge of the region the front
+    dominates when x is minimised, "pre" when x is maximised.
+    """
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
     groups = (
@@ -185,11 +190,55 @@ def pareto_chart(
                        s=size, label=legend, zorder=3)  # fmt: skip
     front = sorted((p[1], p[2]) for p in points if p[3])
     if len(front) > 1:
-        ax.step([f[0] for f in front], [f[1] for f in front], where="post", color="tab:red",
+        ax.step([f[0] for f in front], [f[1] for f in front], where=where, color="tab:red",
                 alpha=0.5, zorder=2)  # fmt: skip
     for label, x, y, optimal, near in points:
         if optimal or near:
             ax.annotate(label, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.legend(loc="best", fontsize=8)
+    ax.grid(alpha=0.3)
+    return save(fig, out, name, title, csv_header, csv_rows)
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One labelled best-so-far curve: the objective value of each measurement in the order
+    they finished (None where it does not count) and the best so far after each."""
+
+    label: str
+    values: Sequence[float | None]
+    best: Sequence[float | None]
+
+
+def best_so_far_chart(
+    out: Path,
+    name: str,
+    title: str,
+    curves: Sequence[Curve],
+    *,
+    xlabel: str,
+    ylabel: str,
+    csv_header: Sequence[str],
+    csv_rows: Sequence[Sequence[Any]],
+) -> Figure:
+    """A step line of the best so far per curve, its measurements as faint dots behind it."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for k, c in enumerate(curves):
+        colour = f"C{k % 10}"
+        n = range(1, len(c.values) + 1)
+        measured = [(i, v) for i, v in zip(n, c.values, strict=True) if v is not None]
+        if measured:
+            ax.scatter([i for i, _ in measured], [v for _, v in measured], s=10, alpha=0.3,
+                       color=colour, zorder=2)  # fmt: skip
+        drawn = [(i, b) for i, b in zip(n, c.best, strict=True) if b is not None]
+        ax.step([i for i, _ in drawn], [b for _, b in drawn], where="post", color=colour,
+                linewidth=2, label=c.label, zorder=3)  # fmt: skip
+    if curves:
+        ax.scatter([], [], s=10, alpha=0.3, color="gray", label="a measurement that counts")
     ax.set_title(title)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)

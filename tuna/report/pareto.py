@@ -1,16 +1,26 @@
-"""Pareto fronts of points to minimise in two objectives (pure: values in, values out).
+"""Pareto fronts of points in two objectives (pure: values in, values out).
 
 MIOpen weighs a solver's time against the workspace it needs: a faster solver that
 needs more memory than the caller can give is no use, so the find db keeps every
-solver and the library picks. The Pareto-optimal points are those no other point beats
-in both objectives; ``take_best`` marks the next ones too, front by front (non-dominated
-sorting), for a caller who wants a few near-optimal fall-backs.
+solver and the library picks. A benchmark search weighs two stats the user names the
+same way (throughput up, p95 latency down). The Pareto-optimal points are those no other
+point beats in both objectives; ``take_best`` marks the next ones too, front by front
+(non-dominated sorting), for a caller who wants a few near-optimal fall-backs.
+
+Both objectives are minimised; :func:`rank_goals` takes a goal per axis ("min" or "max")
+and ranks in the same order by flipping the axes to maximise.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
+
+from tuna.errors import TunaError
+
+Goal = Literal["min", "max"]
+GOALS: tuple[Goal, ...] = ("min", "max")
 
 
 @dataclass(frozen=True)
@@ -28,6 +38,36 @@ class Ranked:
         return self.front == 0
 
 
+@dataclass(frozen=True)
+class StatGoal:
+    """A stat and which way is better: ``throughput:max``, ``p95_ms:min``."""
+
+    stat: str
+    goal: Goal
+
+    def __str__(self) -> str:
+        return f"{self.stat}:{self.goal}"
+
+    @classmethod
+    def parse_pair(cls, text: str) -> tuple[StatGoal, StatGoal]:
+        """Two ``STAT:min|max`` separated by a comma (``throughput:max,p95_ms:min``)."""
+        parts = [p.strip() for p in text.split(",")]
+        example = "e.g. throughput:max,p95_ms:min"
+        if len(parts) != 2:
+            raise TunaError(f"--pareto-stats {text!r}: name two stats, {example}")
+        out = []
+        for part in parts:
+            stat, sep, goal = part.rpartition(":")
+            if not sep or not stat or goal not in GOALS:
+                raise TunaError(
+                    f"--pareto-stats {text!r}: {part!r} is not STAT:min or STAT:max, {example}"
+                )
+            out.append(cls(stat, goal))
+        if out[0].stat == out[1].stat:
+            raise TunaError(f"--pareto-stats {text!r}: name two different stats, {example}")
+        return out[0], out[1]
+
+
 def dominates(a: tuple[float, float], b: tuple[float, float]) -> bool:
     """``a`` is no worse than ``b`` in both objectives and better in at least one."""
     return a[0] <= b[0] and a[1] <= b[1] and (a[0] < b[0] or a[1] < b[1])
@@ -36,24 +76,25 @@ def dominates(a: tuple[float, float], b: tuple[float, float]) -> bool:
 def fronts(points: Sequence[tuple[float, float]]) -> list[int]:
     """The front of each point: 0 for the Pareto-optimal ones, 1 for those only they beat, ...
 
-    Each front is the set of remaining points no remaining point dominates, peeled off in
-    turn (equal points share a front). Quadratic per front, fine for the tens of solvers
-    of one problem.
+    Each front is the set of points no point of its own or a later front dominates (equal
+    points share a front). Sorted by (x, y), a point can only be dominated by one before
+    it, and the last point put on a front has that front's smallest y; so a point goes on
+    the first front whose last point does not dominate it. O(n log n + n x fronts): a
+    search of thousands of runs is ranked at once.
     """
+    order = sorted(range(len(points)), key=lambda i: (points[i][0], points[i][1]))
     front_of = [-1] * len(points)
-    remaining = list(range(len(points)))
-    level = 0
-    while remaining:
-        current = [
-            i
-            for i in remaining
-            if not any(dominates(points[j], points[i]) for j in remaining if j != i)
-        ]
-        for i in current:
-            front_of[i] = level
-        taken = set(current)
-        remaining = [i for i in remaining if i not in taken]
-        level += 1
+    last: list[tuple[float, float]] = []  # the last point put on each front
+    for i in order:
+        p = points[i]
+        level = 0
+        while level < len(last) and dominates(last[level], p):
+            level += 1
+        if level == len(last):
+            last.append(p)
+        else:
+            last[level] = p
+        front_of[i] = level
     return front_of
 
 
@@ -74,3 +115,15 @@ def rank(points: Sequence[tuple[float, float]], take_best: int = 0) -> list[Rank
         Ranked(i, points[i][0], points[i][1], front_of[i], front_of[i] == 0 or i in marked)
         for i in range(len(points))
     ]
+
+
+def rank_goals(
+    points: Sequence[tuple[float, float]], goals: tuple[Goal, Goal], take_best: int = 0
+) -> list[Ranked]:
+    """:func:`rank` where each axis is minimised or maximised; x and y stay as given.
+
+    Within a front, the ``take_best`` extras are taken best x first.
+    """
+    sx, sy = (1.0 if g == "min" else -1.0 for g in goals)
+    ranked = rank([(sx * x, sy * y) for x, y in points], take_best)
+    return [Ranked(r.index, sx * r.x, sy * r.y, r.front, r.near_optimal) for r in ranked]

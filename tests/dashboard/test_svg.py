@@ -1,0 +1,74 @@
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tuna.dashboard.svg import Series, nice_ticks, step_chart
+
+NS = "{http://www.w3.org/2000/svg}"
+
+
+@pytest.mark.parametrize(
+    ("lo", "hi", "expected"),
+    [
+        (0, 10, [0, 2, 4, 6, 8, 10]),
+        (3.2, 9.7, [2, 4, 6, 8, 10]),
+        (0, 1, [0, 0.2, 0.4, 0.6, 0.8, 1.0]),
+        (120, 480, [100, 200, 300, 400, 500]),
+        (5, 5, [4.4, 4.6, 4.8, 5.0, 5.2, 5.4, 5.6]),
+    ],
+)
+def test_nice_ticks_are_round_and_cover_the_range(lo, hi, expected):
+    assert nice_ticks(lo, hi) == pytest.approx(expected)
+
+
+@given(st.floats(-1e6, 1e6), st.floats(-1e6, 1e6))
+def test_nice_ticks_always_cover_the_range(a, b):
+    ticks = nice_ticks(a, b)
+    assert ticks[0] <= min(a, b) and ticks[-1] >= max(a, b)
+    assert ticks == sorted(ticks) and 2 <= len(ticks) <= 13
+
+
+def test_a_step_chart_has_a_title_axis_labels_a_legend_and_one_step_line_per_series():
+    svg = step_chart(
+        [
+            Series("random <seeded>", [(1, 10.0), (4, 6.0)], until=8, dots=[(1, 10.0), (2, 12.0)]),
+            Series("bisect", [(2, 9.0)], until=5),
+        ],
+        title="Best p95 so far",
+        xlabel="measurements (count)",
+        ylabel="p95 (ms)",
+        chart_id="best",
+    )
+    root = ET.fromstring(svg)  # well-formed, labels escaped
+    texts = {t.get("class"): t.text for t in root.iter(f"{NS}text") if t.get("class")}
+    assert texts["title"] == "Best p95 so far"
+    assert texts["xlabel"] == "measurements (count)" and texts["ylabel"] == "p95 (ms)"
+    legend = [t.text for g in root.iter(f"{NS}g") for t in g.iter(f"{NS}text")]
+    assert legend == ["random <seeded>", "bisect"]
+    paths = {p.get("data-label"): p for p in root.iter(f"{NS}path")}
+    assert set(paths) == {"random <seeded>", "bisect"}
+    assert paths["random <seeded>"].get("data-best") == "6.0"
+    assert paths["random <seeded>"].get("data-until") == "8"
+    # M first corner, then H to the next x and V to its y, then on to `until`.
+    d = paths["random <seeded>"].get("d")
+    assert re.fullmatch(r"M[\d.]+,[\d.]+H[\d.]+V[\d.]+H[\d.]+", d), d
+    xs = [float(v) for v in re.findall(r"[MH]([\d.]+)", d)]
+    assert xs == sorted(xs) and len(xs) == 3
+    # The lower best is drawn lower (SVG's y grows downwards).
+    y_first, y_last = float(d.split(",")[1].split("H")[0]), float(d.rsplit("V", 1)[1].split("H")[0])
+    assert y_last > y_first
+    assert len(list(root.iter(f"{NS}circle"))) == 2
+
+
+def test_a_chart_with_nothing_that_counts_says_so():
+    svg = step_chart([Series("s", [], until=3)], title="t", xlabel="x (count)", ylabel="y (ms)")
+    root = ET.fromstring(svg)
+    assert [t.text for t in root.iter(f"{NS}text") if t.get("class") == "empty"] == [
+        "no measurement counts yet"
+    ]
+    assert not list(root.iter(f"{NS}path"))

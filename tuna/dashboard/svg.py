@@ -1,0 +1,127 @@
+"""Charts as inline SVG, drawn on the server (the dashboard has no JavaScript).
+
+:func:`step_chart` draws best-so-far curves: one step line per labelled series (a search,
+a strategy), the measurements behind it as faint dots, with a title, axis labels, ticks
+and a legend, like the report's figures. Values in, markup out: no database.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from html import escape
+
+COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
+           "#7f7f7f", "#bcbd22", "#17becf")  # fmt: skip
+"""matplotlib's default cycle: a series has the colour it has in the report."""
+
+
+@dataclass(frozen=True)
+class Series:
+    """A labelled best-so-far curve: its corners ``(x, y)`` (drawn as steps), drawn on to
+    ``until`` (the measurements made so far), and optionally the measurements as dots."""
+
+    label: str
+    steps: Sequence[tuple[float, float]]
+    until: float
+    dots: Sequence[tuple[float, float]] = field(default_factory=tuple)
+
+
+def nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
+    """About ``n`` round values (1, 2 or 5 times a power of ten) covering [lo, hi]."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return []
+    if hi < lo:
+        lo, hi = hi, lo
+    if hi == lo:
+        pad = abs(lo) * 0.1 or 1.0
+        lo, hi = lo - pad, hi + pad
+    raw = (hi - lo) / max(n, 1)
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+    first, last = math.floor(lo / step), math.ceil(hi / step)
+    ticks = [k * step for k in range(first, last + 1)]
+    return ticks
+
+
+def _fmt(v: float) -> str:
+    if v == 0:
+        return "0"
+    if abs(v) >= 1e5 or abs(v) < 1e-3:
+        return f"{v:.3g}"
+    return f"{v:.6g}"
+
+
+def step_chart(
+    series: Sequence[Series],
+    *,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    width: int = 760,
+    height: int = 340,
+    chart_id: str = "chart",
+) -> str:
+    """An ``<svg>`` element: the series as step lines over shared axes."""
+    left, right, top, bottom = 70, 180, 30, 48
+    pw, ph = width - left - right, height - top - bottom
+    xs = [x for s in series for x, _ in (*s.steps, *s.dots)] + [s.until for s in series]
+    ys = [y for s in series for _, y in (*s.steps, *s.dots)]
+    e = escape
+    out = [
+        f'<svg id="{e(chart_id)}" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+        f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="{e(title)}" font-family="sans-serif" font-size="11">',
+        f"<title>{e(title)}</title>",
+        f'<text class="title" x="{left + pw / 2}" y="18" text-anchor="middle" '
+        f'font-size="13" font-weight="bold">{e(title)}</text>',
+        f'<text class="xlabel" x="{left + pw / 2}" y="{height - 8}" '
+        f'text-anchor="middle">{e(xlabel)}</text>',
+        f'<text class="ylabel" transform="translate(14 {top + ph / 2}) rotate(-90)" '
+        f'text-anchor="middle">{e(ylabel)}</text>',
+        f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>',
+    ]
+    if not ys:
+        out.append(f'<text class="empty" x="{left + pw / 2}" y="{top + ph / 2}" '
+                   'text-anchor="middle" fill="#777">no measurement counts yet</text>')  # fmt: skip
+        out.append("</svg>")
+        return "\n".join(out)
+    xt = nice_ticks(min(0.0, *xs), max(1.0, *xs))
+    yt = nice_ticks(min(ys), max(ys))
+    x0, x1, y0, y1 = xt[0], xt[-1], yt[0], yt[-1]
+
+    def px(x: float) -> float:
+        return round(left + (x - x0) / (x1 - x0) * pw, 2)
+
+    def py(y: float) -> float:
+        return round(top + ph - (y - y0) / (y1 - y0) * ph, 2)
+
+    for t in xt:
+        out.append(f'<line x1="{px(t)}" y1="{top + ph}" x2="{px(t)}" y2="{top + ph + 4}" '
+                   f'stroke="#999"/><text class="xtick" x="{px(t)}" y="{top + ph + 16}" '
+                   f'text-anchor="middle">{_fmt(t)}</text>')  # fmt: skip
+    for t in yt:
+        out.append(f'<line x1="{left}" y1="{py(t)}" x2="{left + pw}" y2="{py(t)}" '
+                   f'stroke="#eee"/><text class="ytick" x="{left - 6}" y="{py(t) + 4}" '
+                   f'text-anchor="end">{_fmt(t)}</text>')  # fmt: skip
+    for k, s in enumerate(series):
+        colour = COLOURS[k % len(COLOURS)]
+        for x, y in s.dots:
+            out.append(f'<circle cx="{px(x)}" cy="{py(y)}" r="2" fill="{colour}" '
+                       'fill-opacity="0.3"/>')  # fmt: skip
+        if s.steps:
+            d = [f"M{px(s.steps[0][0])},{py(s.steps[0][1])}"]
+            for xb, yb in s.steps[1:]:
+                d.append(f"H{px(xb)}V{py(yb)}")
+            d.append(f"H{px(max(s.until, s.steps[-1][0]))}")
+            last = s.steps[-1][1]
+            out.append(f'<path class="series" data-label="{e(s.label)}" data-best="{last!r}" '
+                       f'data-until="{s.until:g}" d="{"".join(d)}" fill="none" '
+                       f'stroke="{colour}" stroke-width="2"/>')  # fmt: skip
+        ly = top + 10 + 18 * k
+        out.append(f'<g class="legend"><line x1="{left + pw + 12}" y1="{ly}" '
+                   f'x2="{left + pw + 32}" y2="{ly}" stroke="{colour}" stroke-width="2"/>'
+                   f'<text x="{left + pw + 38}" y="{ly + 4}">{e(s.label)}</text></g>')  # fmt: skip
+    out.append("</svg>")
+    return "\n".join(out)
