@@ -126,3 +126,21 @@ def test_only_files_of_one_kind_merge_and_inputs_are_kept(tmp_path: Path) -> Non
     with pytest.raises(DbFileError, match=r"b.fdb.txt: 1 bad record\(s\); nothing was merged"):
         merge_db(find, bad, tmp_path / "o.fdb.txt")
     assert not (tmp_path / "o.fdb.txt").exists()
+
+
+def test_equal_times_are_ordered_by_miopens_solver_id_not_by_name(tmp_path: Path) -> None:
+    # ConvBinWinograd3x3U is MIOpen's solver 14, ConvAsm1x1U its solver 2, ConvAsm3x3U 1: by
+    # name the order would be ConvAsm1x1U, ConvAsm3x3U, ConvBinWinograd3x3U. A name Tuna has
+    # no id for comes after those it has, then by name.
+    base = write(tmp_path / "gfx90a68.HIP.fdb.txt", f"{KB}=S1:1,0,a\n")
+    top = write(
+        tmp_path / "gfx90a68.HIP.3_3_0.ufdb.txt",
+        f"{KA}=Zz:0.5,0,a;ConvBinWinograd3x3U:0.5,0,a;Aa:0.5,0,a;ConvAsm1x1U:0.5,0,a;"
+        "ConvAsm3x3U:0.5,0,a;ConvAsm1x1UV2:0.1,0,a\n",
+    )
+    out = tmp_path / "out.fdb.txt"
+    merge_db(base, top, out)
+    solvers = [e.split(":")[0] for e in out.read_text().splitlines()[0].split("=")[1].split(";")]
+    assert solvers == [
+        "ConvAsm1x1UV2", "ConvAsm3x3U", "ConvAsm1x1U", "ConvBinWinograd3x3U", "Aa", "Zz"
+    ]  # fmt: skip

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from tuna.backends.miopen.solvers import BY_NAME as MIOPEN_SOLVERS
 from tuna.errors import DbKeyError, TunaError
 from tuna.problems.keys import (
     PERF_DB_COLUMNS,
@@ -186,8 +187,15 @@ def find_db_line(key: str, entries: Iterable[FindEntry]) -> str:
 
 
 def by_time(entries: Iterable[FindEntry]) -> list[FindEntry]:
-    """Fastest first; equal times ordered by solver name, so the order never flip-flops."""
-    return sorted(entries, key=lambda e: (e.time_ms, e.solver))
+    """Fastest first; equal times ordered as MIOpen orders them, by its numeric solver id
+    (a name MIOpen's catalogue lacks comes after the known ones, by name), as an export does."""
+    return sorted(entries, key=_time_then_solver_id)
+
+
+def _time_then_solver_id(e: FindEntry) -> tuple[float, bool, int, str]:
+    known = MIOPEN_SOLVERS.get(e.solver)
+    sid = known.numeric_id if known is not None and known.numeric_id is not None else None
+    return (e.time_ms, sid is None, sid or 0, e.solver)
 
 
 def parse_find_entry(entry_id: str, values: str) -> FindEntry:

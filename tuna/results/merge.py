@@ -9,8 +9,8 @@
   is checked first.
 
 Both files must be of the same kind. The result is written in Tuna's export form: keys
-sorted, find entries fastest first (v2.0 entries; legacy v1.0 records are converted), perf
-entries by solver name. The inputs are not changed.
+sorted, find entries fastest first with equal times by MIOpen's solver id (v2.0 entries;
+legacy v1.0 records are converted), perf entries by solver name. The inputs are not changed.
 """
 
 from __future__ import annotations
