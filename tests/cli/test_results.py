@@ -184,3 +184,40 @@ def test_export_db_of_a_golden_version_needs_no_arch(runner, seeded, tmp_path):
     wrong = runner.invoke(main, ["export_db", "--golden_v", "1", "-f", "-a", "gfx906"])
     assert wrong.exit_code == 1
     assert wrong.output == "Error: golden version 1 holds gfx90a 104 CUs, not gfx906\n"
+
+
+def test_session_create_sets_the_runtime_an_export_names(runner, tmp_path):
+    created = runner.invoke(
+        main,
+        ["session", "create", "--arch", "gfx906", "--num-cu", "60", "--backend", "noop",
+         "--runtime", "opencl"],
+    )  # fmt: skip
+    assert created.exit_code == 0, created.output
+    assert "runtime OpenCL" in created.output
+    f = tmp_path / "seed.fdb.txt"  # a name that says no runtime: the session's is kept
+    f.write_text(FIND)
+    imported = runner.invoke(main, ["import_db", str(f), "--session", "1"])
+    assert imported.exit_code == 0, imported.output
+    out = tmp_path / "out"
+    exported = runner.invoke(main, ["export_db", "--session", "1", "--find_db", "-o", str(out)])
+    assert exported.exit_code == 0, exported.output
+    assert (out / "gfx906_60.OpenCL.fdb.txt").read_text() == FIND
+    # a HIP session refuses OpenCL files, as a session import_db made HIP does
+    hip = runner.invoke(
+        main,
+        ["session", "create", "--arch", "gfx906", "--num-cu", "60", "--backend", "noop",
+         "--runtime", "HIP"],
+    )  # fmt: skip
+    assert hip.exit_code == 0, hip.output
+    ocl = tmp_path / "gfx906_60.OpenCL.fdb.txt"
+    ocl.write_text(FIND)
+    refused = runner.invoke(main, ["import_db", str(ocl), "--session", "2"])
+    assert refused.exit_code != 0
+    assert "holds MIOpen HIP results; the files are OpenCL" in refused.output
+    bad = runner.invoke(
+        main,
+        ["session", "create", "--arch", "gfx906", "--num-cu", "60", "--backend", "noop",
+         "--runtime", "CUDA"],
+    )  # fmt: skip
+    assert bad.exit_code == 2 and "Traceback" not in bad.output
+    assert "Invalid value for '--runtime': 'CUDA' is not one of" in bad.output

@@ -5,7 +5,7 @@ from sqlalchemy import select
 
 from tuna.backends import UnknownBackendError
 from tuna.db.models import Solver
-from tuna.errors import NotFoundError
+from tuna.errors import NotFoundError, TunaError
 from tuna.sessions import SessionSpec, create_session, fingerprint, get_session, list_sessions
 
 SPEC = SessionSpec(
@@ -56,3 +56,13 @@ def test_unknown_backend_and_missing_session_are_clear_errors(db):
         create_session(db, SessionSpec(arch="x", num_cu=1, backend="nope"))
     with pytest.raises(NotFoundError, match="tuna session list"):
         get_session(db, 999)
+
+
+def test_a_session_records_its_runtime(db):
+    row = create_session(
+        db, SessionSpec(arch="gfx906", num_cu=60, backend="noop", runtime="OpenCL")
+    )
+    assert get_session(db, row.id).runtime == "OpenCL"
+    assert get_session(db, create_session(db, SPEC).id).runtime is None  # HIP, MIOpen's default
+    with pytest.raises(TunaError, match="runtime 'CUDA' is not one of HIP, OpenCL"):
+        create_session(db, SessionSpec(arch="gfx906", num_cu=60, backend="noop", runtime="CUDA"))

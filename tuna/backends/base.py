@@ -59,6 +59,7 @@ class SessionInfo:
     environment: Mapping[str, Any] = field(default_factory=dict)
     fingerprint: str = ""
     created: dt.datetime | None = None
+    runtime: str | None = None  # MIOpen's GPU runtime, HIP or OpenCL; None: HIP, its default
 
 
 @dataclass(frozen=True)

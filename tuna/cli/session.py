@@ -8,7 +8,7 @@ from rich.table import Table
 
 from tuna.cli.base import TunaGroup, console, database, emit, output_options
 from tuna.errors import TunaError
-from tuna.sessions import SessionSpec, create_session, list_sessions
+from tuna.sessions import RUNTIMES, SessionSpec, create_session, list_sessions
 
 
 def _environment(pairs: tuple[str, ...]) -> dict[str, str]:
@@ -48,6 +48,12 @@ def session_group() -> None:
 @click.option("-l", "--label", help="Why this session exists (free text).")
 @click.option("--ticket", help="Ticket the work is for.")
 @click.option(
+    "--runtime",
+    type=click.Choice(RUNTIMES, case_sensitive=False),
+    help="MIOpen's GPU runtime the results are for (default HIP); an export of the session "
+    "names its find db .HIP.fdb.txt or .OpenCL.fdb.txt after it.",
+)
+@click.option(
     "--env",
     "env",
     multiple=True,
@@ -65,6 +71,7 @@ def create(
     docker_digest: str | None,
     label: str | None,
     ticket: str | None,
+    runtime: str | None,
     env: tuple[str, ...],
 ) -> None:
     """Create a session and print its id.
@@ -73,6 +80,7 @@ def create(
     Example:
       tuna session create --arch gfx90a --num-cu 104 --backend miopen \\
           --library-version 3.3.0 --library-commit 2d1fd997 -l "resnet50 retune"
+      tuna session create --arch gfx906 --num-cu 60 --backend miopen --runtime OpenCL
     """
     spec = SessionSpec(
         arch=arch,
@@ -86,6 +94,7 @@ def create(
         label=label,
         ticket=ticket,
         environment=_environment(env),
+        runtime=runtime,
     )
     db = database()
     try:
@@ -94,7 +103,7 @@ def create(
         db.dispose()
     console.print(
         f"session {row.id}: {row.arch} {row.num_cu} CUs, backend {row.backend}, "
-        f"fingerprint {row.fingerprint[:12]}",
+        f"fingerprint {row.fingerprint[:12]}" + (f", runtime {row.runtime}" if row.runtime else ""),
         markup=False,
     )
 

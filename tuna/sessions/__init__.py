@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from tuna.backends.base import SessionInfo
 from tuna.sessions.session import (
+    RUNTIMES,
     SessionSpec,
     SolverRow,
     SolverUpdate,
@@ -26,6 +27,7 @@ from tuna.sessions.session import (
 )
 
 __all__ = [
+    "RUNTIMES",
     "SessionInfo",
     "SessionSpec",
     "SolverRow",

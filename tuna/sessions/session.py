@@ -39,6 +39,11 @@ class SessionSpec:
     label: str | None = None
     ticket: str | None = None
     environment: dict[str, str] = field(default_factory=dict)
+    runtime: str | None = None  # MIOpen's GPU runtime: HIP or OpenCL; None is HIP
+
+
+RUNTIMES = ("HIP", "OpenCL")
+"""MIOpen's GPU runtimes, as its find db names carry them (an export's ``.HIP.``/``.OpenCL.``)."""
 
 
 def fingerprint(spec: SessionSpec) -> str:
@@ -105,6 +110,7 @@ def session_info(row: TuningSession) -> SessionInfo:
         environment=dict(row.environment or {}),
         fingerprint=row.fingerprint,
         created=row.created,
+        runtime=row.runtime,
     )
 
 
@@ -185,6 +191,8 @@ def create_session(db: Database, spec: SessionSpec) -> SessionInfo:
     """Record a new session (and its backend's solvers); returns it with its id."""
     if spec.num_cu <= 0:
         raise TunaError(f"--num-cu must be positive, not {spec.num_cu}")
+    if spec.runtime is not None and spec.runtime not in RUNTIMES:
+        raise TunaError(f"--runtime: runtime {spec.runtime!r} is not one of {', '.join(RUNTIMES)}")
     get_backend(spec.backend)  # unknown backend: a clear error naming the known ones
     with db.session() as session:
         sync_solvers(session, spec.backend)
