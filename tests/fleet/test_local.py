@@ -9,11 +9,12 @@ import pytest
 from sqlalchemy import select
 
 from tests.support.wait import wait_until
+from tuna.backends.base import Owns
 from tuna.catalog.importer import import_configs, read_lines
 from tuna.db.enums import JobState
 from tuna.db.models import Job
 from tuna.errors import TunaError
-from tuna.fleet.local import Task, run_local, worker_environment
+from tuna.fleet.local import LocalWorkers, Task, evaluation_workers, run_local, worker_environment
 from tuna.jobs import job_counts
 from tuna.jobs.load import load_jobs
 from tuna.sessions import SessionSpec, create_session
@@ -208,7 +209,9 @@ def test_cpuconv_compiled_by_one_set_of_workers_is_evaluated_by_another(db, tmp_
     evaluated = run_local(
         db, sid, Task.RUN_PERF, workers=2, log_dir=tmp_path, db_url=url, interval=0.3
     )
-    assert evaluated.drained and evaluated.exit_codes == [0, 0]
+    # a cpuconv evaluation owns the machine: one evaluation worker, the second would only wait
+    assert evaluated.drained and evaluated.exit_codes == [0]
+    assert any("1 evaluation worker(s), not 2" in e for e in evaluated.events), evaluated.events
     counts = job_counts(db, sid).by_state
     assert counts[JobState.EVALUATED] == loaded.inserted, counts
     with db.session() as s:
@@ -220,3 +223,21 @@ def test_cpuconv_compiled_by_one_set_of_workers_is_evaluated_by_another(db, tmp_
     assert all(f.time_ms > 0 and f.workspace >= 0 for f in find)
     assert perf and all(p.params for p in perf)  # tunable solvers got their best params
     assert {j.id for j in jobs} <= linked  # every job's kernels are in the cache
+
+
+def test_one_evaluation_worker_per_device_an_evaluation_owns_and_compiles_side_by_side(
+    db, tmp_path
+):
+    assert evaluation_workers(Owns.MACHINE, 8) == 1
+    assert evaluation_workers(Owns.DEVICE, 8) == 1  # local workers name no GPU: one lock
+    assert evaluation_workers(Owns.NOTHING, 8) == 8
+    import_configs(db, read_lines(LINES), tag="net")
+    cpu = create_session(db, SessionSpec(arch="cpu", num_cu=2, backend="cpuconv")).id
+    noop = create_session(db, SessionSpec(arch="cpu", num_cu=2, backend="noop")).id
+
+    def workers(session: int, task: Task) -> int:
+        return LocalWorkers(db, session, task, workers=4, log_dir=tmp_path, db_url="x").workers
+
+    assert workers(cpu, Task.COMPILE) == 4
+    assert workers(cpu, Task.RUN_PERF) == workers(cpu, Task.RUN_FIND) == 1
+    assert workers(noop, Task.RUN_PERF) == 4  # the noop backend's evaluations own nothing

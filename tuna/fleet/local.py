@@ -5,6 +5,11 @@ it exits when no job of its phase is ready or in flight. The database URL reache
 through the environment, never argv. Logs go to
 ``<log dir>/<phase>/<arch>/<host>/<worker>.log``.
 
+An evaluation runs one worker per device an evaluation owns (the backend's
+``evaluation_owns``): cpuconv's timings own the whole machine and local workers name no
+GPU, so more evaluation workers would only wait for the lock in turn
+(:func:`evaluation_workers`); compiles run ``-w`` workers side by side.
+
 Workers run in a session of their own, so the terminal's Ctrl-C reaches go_fish only (not
 a worker, nor the compiler a worker runs); go_fish then stops them deliberately with
 SIGTERM, and each finishes its current job and hands the rest back. The dispatcher
@@ -27,6 +32,7 @@ from pathlib import Path
 from typing import IO
 
 from tuna.backends import get_backend
+from tuna.backends.base import Owns
 from tuna.db import Database
 from tuna.errors import TunaError
 from tuna.fleet.commands import worker_argv
@@ -45,6 +51,7 @@ __all__ = [
     "LocalWorkers",
     "Progress",
     "Task",
+    "evaluation_workers",
     "log_path",
     "run_local",
     "worker_environment",
@@ -54,6 +61,13 @@ log = logging.getLogger(__name__)
 
 LOCAL_PROGRAM = (sys.executable, "-m", "tuna.cli")
 SCRATCH_PREFIX = "tuna-go_fish-"
+
+
+def evaluation_workers(owns: Owns, asked: int) -> int:
+    """How many of ``asked`` evaluation workers on this machine can time at once: one where
+    an evaluation owns the machine, or a device (local workers are given no GPU, so they
+    would all take the same device's lock), otherwise all of them."""
+    return asked if owns is Owns.NOTHING else 1
 
 
 def log_path(log_dir: Path, task: Task, arch: str, worker: str) -> Path:
@@ -83,6 +97,15 @@ class LocalWorkers:
         self.session = get_session(db, session_id)
         self.backend = get_backend(self.session.backend)
         self.task, self.workers, self.log_dir = task, workers, log_dir
+        self.note = ""
+        if task.phase.value == "eval":
+            self.workers = evaluation_workers(self.backend.evaluation_owns, workers)
+            if self.workers < workers:
+                self.note = (
+                    f"{self.workers} evaluation worker(s), not {workers}: a {self.backend.name} "
+                    f"evaluation owns the {self.backend.evaluation_owns.value} (compiles run "
+                    "side by side)"
+                )
         self.stop_timeout = stop_timeout
         self.env = {**os.environ, **(extra_env or {})}
         self.env["TUNA_DB_URL"] = db_url  # the environment, never argv: ps shows argv to all
@@ -99,6 +122,8 @@ class LocalWorkers:
 
     def start(self, event: Callable[[str], None]) -> int:
         phase = self.task.phase.value
+        if self.note:
+            event(self.note)
         self.scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{self.session.id}-"))
         for i in range(self.workers):
             path = log_path(self.log_dir, self.task, self.session.arch, f"worker-{i}")

@@ -19,8 +19,6 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from tuna.backends import get_backend
-from tuna.backends.base import Owns
 from tuna.catalog.importer import ImportReport, import_configs
 from tuna.catalog.parsing import read_lines
 from tuna.db import Database
@@ -100,9 +98,6 @@ def run_quickstart(
     # force: the quick start shows the pipeline, even where an earlier run did the work
     load_jobs(db, tuned.id, step="perf", tag=TAG, force=True)
     load_jobs(db, default.id, step="find", tag=TAG, force=True)
-    # Compiles run side by side; timings own what the backend says (cpuconv: the whole
-    # machine), so one evaluation worker per such resource: more would only wait their turn.
-    evaluators = 1 if get_backend("cpuconv").evaluation_owns is not Owns.NOTHING else workers
     runs = []
     for session, tasks in (
         (tuned.id, (Task.COMPILE, Task.RUN_PERF)),
@@ -117,7 +112,7 @@ def run_quickstart(
                     db,
                     session,
                     task,
-                    workers=workers if task is Task.COMPILE else evaluators,
+                    workers=workers,  # an evaluation runs one: it owns the machine
                     log_dir=log_dir,
                     db_url=db_url,
                     interval=0.5,
