@@ -24,6 +24,7 @@ from tuna.search.errors import (
 from tuna.search.objective import Objective
 from tuna.search.propose import Proposal, Proposer, default_searcher
 from tuna.search.replay import Replayed, replay
+from tuna.search.rounds import RoundProposer
 from tuna.search.run import Point, Primitive, Run
 from tuna.search.schedule import (
     Build,
@@ -67,6 +68,7 @@ __all__ = [
     "Proposer",
     "Random",
     "Replayed",
+    "RoundProposer",
     "ReplayError",
     "Run",
     "Schedule",

@@ -1,6 +1,6 @@
 """The pure layer of a search, timed: what a driver pays per proposal before any queue work.
 
-    .venv/bin/python bench/search.py
+    .venv/bin/python bench/search_proposals.py
 
 1. A static search: Proposer over a 20,000-point CartesianProduct (checking, merging and
    META_is_config_valid per point), and the schedule of those points.

@@ -1,0 +1,29 @@
+"""A problem's features for the cost model: the shape, the solver's GEMM shape, the work."""
+
+from __future__ import annotations
+
+import math
+
+from tests.backends.cpuconv.cases import conv
+from tuna.backends.cpuconv import solvers as sv
+from tuna.backends.cpuconv.features import problem_features
+
+
+def test_features_of_a_1x1_layer_hold_its_gemm_shape() -> None:
+    p = conv(batchsize=1, in_channels=64, out_channels=256, in_size=(56, 56), fil_size=(1, 1))
+    f = problem_features(p, sv.GEMM1X1)
+    assert (f["c"], f["k"], f["ho"], f["wo"], f["stride"]) == (64, 256, 56, 56, 1)
+    # Forward GEMM: M = output channels, N = output pixels, K = input channels x filter taps.
+    assert (f["gemm_m"], f["gemm_n"], f["gemm_k"]) == (256, 56 * 56, 64)
+    assert f["log2_flops"] == math.log2(2 * 256 * 64 * 56 * 56)
+    assert all(isinstance(v, float) for v in f.values())
+
+
+def test_a_direct_solver_has_no_gemm_shape_and_directions_differ() -> None:
+    p = conv(
+        batchsize=2, in_channels=8, out_channels=16, in_size=(9, 9), fil_size=(3, 3), pad=(1, 1)
+    )
+    assert "gemm_m" not in problem_features(p, sv.TILED)
+    fwd, bwd = problem_features(p, sv.IM2COL), problem_features(p.with_direction("B"), sv.IM2COL)
+    assert fwd["direction"] == 0.0 and bwd["direction"] == 1.0
+    assert fwd["gemm_k"] == 8 * 9 and bwd["gemm_k"] == 16

@@ -1,0 +1,42 @@
+"""A problem's features for a cost model: the numbers that decide which candidates are fast.
+
+:mod:`tuna.search.costmodel` knows nothing of convolutions; it is given these by name. They
+are the problem's shape (channels, sizes, filter, stride, padding, groups, direction), the
+shape of the GEMMs the GEMM solvers run (what a register tile and a cache block divide),
+and the work (log2 of the FLOPs), all plain numbers.
+"""
+
+from __future__ import annotations
+
+import math
+
+from tuna.backends.cpuconv import solvers as sv
+from tuna.problems.conv import ConvProblem
+
+_DIRECTION = {"F": 0.0, "B": 1.0, "W": 2.0}
+
+
+def problem_features(p: ConvProblem, solver: str) -> dict[str, float]:
+    """The features of ``p`` as ``solver`` sees it (the GEMM shape is the solver's own)."""
+    (hi, wi), (ho, wo), (fy, fx) = p.in_size, p.out_size, p.fil_size
+    out = {
+        "n": p.batchsize,
+        "c": p.in_channels,
+        "k": p.out_channels,
+        "g": p.group_count,
+        "hi": hi,
+        "wi": wi,
+        "ho": ho,
+        "wo": wo,
+        "fy": fy,
+        "fx": fx,
+        "stride": p.stride[0],
+        "pad": p.pad[0],
+        "dilation": p.dilation[0],
+        "direction": _DIRECTION[p.direction],
+        "log2_flops": math.log2(max(1, sv.flops(p))),
+    }
+    if solver in (sv.IM2COL, sv.GEMM1X1, sv.WINOGRAD):
+        m, n, k, _ = sv.gemm_shape(p, solver)
+        out.update(gemm_m=m, gemm_n=n, gemm_k=k)
+    return {name: float(v) for name, v in out.items()}
