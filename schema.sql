@@ -480,3 +480,98 @@ ALTER TABLE machine ADD COLUMN platform INTEGER;
 
 UPDATE alembic_version SET version_num='0007' WHERE alembic_version.version_num = '0006';
 
+-- Running upgrade 0007 -> 0008
+
+CREATE TABLE search (
+    id INTEGER NOT NULL AUTO_INCREMENT, 
+    session INTEGER NOT NULL, 
+    name VARCHAR(128) NOT NULL, 
+    space_file VARCHAR(255) NOT NULL, 
+    space_text MEDIUMTEXT NOT NULL, 
+    base JSON NOT NULL, 
+    searcher VARCHAR(255), 
+    objective JSON NOT NULL, 
+    budget INTEGER, 
+    parallelism INTEGER NOT NULL, 
+    backend VARCHAR(32) NOT NULL, 
+    spec JSON NOT NULL, 
+    state VARCHAR(16) NOT NULL DEFAULT 'active', 
+    reason MEDIUMTEXT, 
+    created DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP, 
+    finished DATETIME(6), 
+    CONSTRAINT pk_search PRIMARY KEY (id), 
+    CONSTRAINT fk_search_session_session FOREIGN KEY(session) REFERENCES session (id), 
+    CONSTRAINT uq_search_session_name UNIQUE (session, name)
+)ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci;
+
+CREATE TABLE artifact (
+    id BIGINT NOT NULL AUTO_INCREMENT, 
+    digest VARCHAR(64) NOT NULL, 
+    size BIGINT NOT NULL, 
+    `blob` LONGBLOB NOT NULL, 
+    created DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP, 
+    CONSTRAINT pk_artifact PRIMARY KEY (id), 
+    CONSTRAINT uq_artifact_digest UNIQUE (digest)
+)ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci;
+
+CREATE TABLE search_build (
+    id BIGINT NOT NULL AUTO_INCREMENT, 
+    search INTEGER NOT NULL, 
+    build_key VARCHAR(64) NOT NULL, 
+    params JSON NOT NULL, 
+    artifact BIGINT, 
+    valid BOOL, 
+    reason MEDIUMTEXT, 
+    created DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP, 
+    finished DATETIME(6), 
+    CONSTRAINT pk_search_build PRIMARY KEY (id), 
+    CONSTRAINT fk_search_build_artifact_artifact FOREIGN KEY(artifact) REFERENCES artifact (id), 
+    CONSTRAINT fk_search_build_search_search FOREIGN KEY(search) REFERENCES search (id), 
+    CONSTRAINT uq_search_build_search_build_key UNIQUE (search, build_key)
+)ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci;
+
+CREATE TABLE search_run (
+    id BIGINT NOT NULL AUTO_INCREMENT, 
+    search INTEGER NOT NULL, 
+    seq INTEGER NOT NULL, 
+    point JSON NOT NULL, 
+    config JSON NOT NULL, 
+    build BIGINT, 
+    stats JSON, 
+    value DOUBLE, 
+    valid BOOL, 
+    reason MEDIUMTEXT, 
+    machine INTEGER, 
+    created DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP, 
+    finished DATETIME(6), 
+    CONSTRAINT pk_search_run PRIMARY KEY (id), 
+    CONSTRAINT fk_search_run_build_search_build FOREIGN KEY(build) REFERENCES search_build (id), 
+    CONSTRAINT fk_search_run_machine_machine FOREIGN KEY(machine) REFERENCES machine (id), 
+    CONSTRAINT fk_search_run_search_search FOREIGN KEY(search) REFERENCES search (id), 
+    CONSTRAINT uq_search_run_search_seq UNIQUE (search, seq)
+)ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci;
+
+CREATE INDEX ix_search_run_build ON search_run (build);
+
+ALTER TABLE job MODIFY config INTEGER NULL;
+
+ALTER TABLE job MODIFY solver INTEGER NULL;
+
+ALTER TABLE job DROP CONSTRAINT ck_job_job_step;
+
+ALTER TABLE job ADD CONSTRAINT ck_job_job_step CHECK (step IN ('perf', 'find', 'kernel', 'build', 'run'));
+
+ALTER TABLE job ADD COLUMN search_build BIGINT;
+
+ALTER TABLE job ADD COLUMN search_run BIGINT;
+
+ALTER TABLE job ADD CONSTRAINT fk_job_search_build_search_build FOREIGN KEY(search_build) REFERENCES search_build (id);
+
+ALTER TABLE job ADD CONSTRAINT fk_job_search_run_search_run FOREIGN KEY(search_run) REFERENCES search_run (id);
+
+CREATE UNIQUE INDEX ix_job_search_build ON job (search_build);
+
+CREATE UNIQUE INDEX ix_job_search_run ON job (search_run);
+
+UPDATE alembic_version SET version_num='0008' WHERE alembic_version.version_num = '0007';
+

@@ -23,3 +23,5 @@ class JobStep(str, enum.Enum):
     PERF = "perf"
     FIND = "find"
     KERNEL = "kernel"
+    BUILD = "build"  # a search's build (compile phase only)
+    RUN = "run"  # a search's run (evaluate phase only)

@@ -264,7 +264,12 @@ class Solver(Base):
 
 
 class Job(Base):
-    """One (session, config, solver, step) to compile and evaluate.
+    """One (session, config, solver, step) to compile and evaluate, or one step of a search.
+
+    A convolution job names ``config`` and ``solver``. A search's job names instead either
+    ``search_build`` (step ``build``: compile-phase work only, it ends ``evaluated`` once its
+    artifact is stored) or ``search_run`` (step ``run``: evaluate-phase work, inserted
+    ``compiled`` once its build is stored); its ``config`` and ``solver`` are NULL.
 
     Only ``tuna.jobs.states`` assigns ``state``; every write there is fenced by ``attempt``.
     The claim index (session, state, priority, id) keeps claims independent of table size.
@@ -278,13 +283,16 @@ class Job(Base):
         # A session's recent phase ends (its rate and ETA) without reading all its rows.
         Index("ix_job_session_compile_end", "session", "compile_end"),
         Index("ix_job_session_eval_end", "session", "eval_end"),
+        # At most one job per search build / search run (NULLs do not collide).
+        Index("ix_job_search_build", "search_build", unique=True),
+        Index("ix_job_search_run", "search_run", unique=True),
         TABLE_OPTIONS,
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     session: Mapped[int] = mapped_column(ForeignKey("session.id"))
-    config: Mapped[int] = mapped_column(ForeignKey("conv_config.id"))
-    solver: Mapped[int] = mapped_column(ForeignKey("solver.id"))
+    config: Mapped[int | None] = mapped_column(ForeignKey("conv_config.id"))
+    solver: Mapped[int | None] = mapped_column(ForeignKey("solver.id"))
     step: Mapped[JobStep] = mapped_column(_enum(JobStep, "job_step"))
     state: Mapped[JobState] = mapped_column(
         _enum(JobState, "job_state"), default=JobState.NEW, server_default=JobState.NEW.value
@@ -304,6 +312,8 @@ class Job(Base):
     eval_start: Mapped[dt.datetime | None] = mapped_column(Timestamp)
     eval_end: Mapped[dt.datetime | None] = mapped_column(Timestamp)
     created: Mapped[dt.datetime] = mapped_column(DateTime, server_default=text("CURRENT_TIMESTAMP"))
+    search_build: Mapped[int | None] = mapped_column(ForeignKey("search_build.id"))
+    search_run: Mapped[int | None] = mapped_column(ForeignKey("search_run.id"))
 
 
 class KernelCache(Base):
@@ -501,3 +511,95 @@ class Measurement(Base):
     valid: Mapped[bool] = mapped_column(Boolean)
     reason: Mapped[str | None] = mapped_column(String(255))
     taken: Mapped[dt.datetime] = mapped_column(DateTime, server_default=text("CURRENT_TIMESTAMP"))
+
+
+class Search(Base):
+    """A search over a benchmark's parameters, driven through the job queue (issue #15).
+
+    ``space_text`` is the parameter file's text (a resume needs no file on disk), ``base``
+    the configuration its points override, ``searcher`` a searcher expression (NULL: the
+    file's ``META_search_callback`` or the exhaustive product). ``objective`` is
+    ``{"stat", "goal": "min"|"max", "valid": stat name or null}``; ``spec`` the backend's
+    settings (build/run templates, stats format, timeouts). ``state``: active, done,
+    failed or stopped; ``reason`` says why it failed or stopped.
+    """
+
+    __tablename__ = "search"
+    __table_args__ = (UniqueConstraint("session", "name"), TABLE_OPTIONS)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    session: Mapped[int] = mapped_column(ForeignKey("session.id"))
+    name: Mapped[str] = mapped_column(String(128))
+    space_file: Mapped[str] = mapped_column(String(255))
+    space_text: Mapped[str] = mapped_column(LongText)
+    base: Mapped[dict[str, Any]] = mapped_column(JSON)
+    searcher: Mapped[str | None] = mapped_column(String(255))
+    objective: Mapped[dict[str, Any]] = mapped_column(JSON)
+    budget: Mapped[int | None] = mapped_column(Integer)
+    parallelism: Mapped[int] = mapped_column(Integer)
+    backend: Mapped[str] = mapped_column(String(32))
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON)
+    state: Mapped[str] = mapped_column(String(16), default="active", server_default="active")
+    reason: Mapped[str | None] = mapped_column(LongText)
+    created: Mapped[dt.datetime] = mapped_column(DateTime, server_default=text("CURRENT_TIMESTAMP"))
+    finished: Mapped[dt.datetime | None] = mapped_column(Timestamp)
+
+
+class Artifact(Base):
+    """A build's output directory as a compressed tar, stored once by the sha256 of its bytes."""
+
+    __tablename__ = "artifact"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    digest: Mapped[str] = mapped_column(String(64), unique=True)
+    size: Mapped[int] = mapped_column(BigInteger)
+    blob: Mapped[bytes] = mapped_column(Blob)
+    created: Mapped[dt.datetime] = mapped_column(DateTime, server_default=text("CURRENT_TIMESTAMP"))
+
+
+class SearchBuild(Base):
+    """One build of a search: its build-time parameters (``build_key`` hashes them).
+
+    ``artifact`` is set once the build is stored; ``valid`` is NULL until the build job
+    ended, then whether it built (``reason`` says why not). Runs of a failed build are
+    invalid with its reason.
+    """
+
+    __tablename__ = "search_build"
+    __table_args__ = (UniqueConstraint("search", "build_key"), TABLE_OPTIONS)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    search: Mapped[int] = mapped_column(ForeignKey("search.id"))
+    build_key: Mapped[str] = mapped_column(String(64))
+    params: Mapped[dict[str, Any]] = mapped_column(JSON)
+    artifact: Mapped[int | None] = mapped_column(ForeignKey("artifact.id"))
+    valid: Mapped[bool | None] = mapped_column(Boolean)
+    reason: Mapped[str | None] = mapped_column(LongText)
+    created: Mapped[dt.datetime] = mapped_column(DateTime, server_default=text("CURRENT_TIMESTAMP"))
+    finished: Mapped[dt.datetime | None] = mapped_column(Timestamp)
+
+
+class SearchRun(Base):
+    """One proposal of a search (``seq``: proposal order from 0) and, once run, its Run.
+
+    ``point`` holds the searcher's values, ``config`` the full merged config; ``stats`` the
+    parsed output and ``value`` the objective's stat. ``valid`` is NULL until the run ended;
+    false with ``reason`` for a failed, timed-out or refused run, or one whose build failed.
+    """
+
+    __tablename__ = "search_run"
+    __table_args__ = (UniqueConstraint("search", "seq"), TABLE_OPTIONS)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    search: Mapped[int] = mapped_column(ForeignKey("search.id"))
+    seq: Mapped[int] = mapped_column(Integer)
+    point: Mapped[dict[str, Any]] = mapped_column(JSON)
+    config: Mapped[dict[str, Any]] = mapped_column(JSON)
+    build: Mapped[int | None] = mapped_column(ForeignKey("search_build.id"), index=True)
+    stats: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    value: Mapped[float | None] = mapped_column(Double)
+    valid: Mapped[bool | None] = mapped_column(Boolean)
+    reason: Mapped[str | None] = mapped_column(LongText)
+    machine: Mapped[int | None] = mapped_column(ForeignKey("machine.id"))
+    created: Mapped[dt.datetime] = mapped_column(DateTime, server_default=text("CURRENT_TIMESTAMP"))
+    finished: Mapped[dt.datetime | None] = mapped_column(Timestamp)

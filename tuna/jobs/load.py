@@ -102,8 +102,9 @@ def load_jobs(
                     report.not_applicable[reason] += 1
 
         config_ids = sorted({c for c, _ in wanted})
-        queued: set[tuple[int, int]] = set()
-        done: dict[tuple[int, int], int] = {}
+        # (config, solver): never NULL here, where jobs are picked by config.
+        queued: set[tuple[int | None, int | None]] = set()
+        done: dict[tuple[int | None, int | None], int] = {}
         same_fingerprint = select(TuningSession.id).where(
             TuningSession.fingerprint == sess.fingerprint, TuningSession.id != sess.id
         )

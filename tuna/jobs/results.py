@@ -223,8 +223,8 @@ def write_eval_results(conn: Connection, done: Sequence[tuple[ClaimedJob, EvalOu
     which the kernel db export reads, and kept for readers of the old column. A row
     written again by another job loses the old link.
     """
-    perf: dict[tuple[int, int, int], dict[str, Any]] = {}
-    find: dict[tuple[int, int, int], dict[str, Any]] = {}
+    perf: dict[tuple[int, int | None, int | None], dict[str, Any]] = {}
+    find: dict[tuple[int, int | None, int | None], dict[str, Any]] = {}
     kernels = choose_kernels(
         conn, [(job.id, o.kernels) for job, o in done if o.perf is not None or o.find is not None]
     )

@@ -36,12 +36,17 @@ class WorkLoader:
 
     def load(self, jobs: Sequence[ClaimedJob]) -> dict[int, JobWork | str]:
         """job id -> its work, or the reason it cannot be built (e.g. an invalid config)."""
-        self._fetch_problems({j.config for j in jobs} - self._problems.keys())
-        self._fetch_solvers({j.solver for j in jobs} - self._solvers.keys())
+        self._fetch_problems(
+            {j.config for j in jobs if j.config is not None} - self._problems.keys()
+        )
+        self._fetch_solvers({j.solver for j in jobs if j.solver is not None} - self._solvers.keys())
         evals = [j.id for j in jobs if j.phase is Phase.EVAL]
         kernels = self._fetch_kernels(evals) if evals else {}
         out: dict[int, JobWork | str] = {}
         for j in jobs:
+            if j.config is None or j.solver is None:
+                out[j.id] = f"job {j.id} names no config and solver"
+                continue
             problem = self._problems.get(j.config, f"config {j.config} does not exist")
             solver = self._solvers.get(j.solver)
             if isinstance(problem, str):
