@@ -575,3 +575,13 @@ CREATE UNIQUE INDEX ix_job_search_run ON job (search_run);
 
 UPDATE alembic_version SET version_num='0008' WHERE alembic_version.version_num = '0007';
 
+-- Running upgrade 0008 -> 0009
+
+ALTER TABLE session ADD COLUMN history_rules JSON;
+
+ALTER TABLE session ADD COLUMN retired DATETIME(6);
+
+ALTER TABLE session ADD COLUMN retired_reason VARCHAR(255);
+
+UPDATE alembic_version SET version_num='0009' WHERE alembic_version.version_num = '0008';
+

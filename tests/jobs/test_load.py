@@ -1,14 +1,19 @@
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from sqlalchemy import func, select
 
 from tuna.catalog.importer import import_configs, read_lines
+from tuna.db.clock import db_now
 from tuna.db.enums import JobState
 from tuna.db.models import Job
 from tuna.errors import NotFoundError, TunaError
 from tuna.jobs.load import load_jobs
 from tuna.sessions import SessionSpec, create_session
+from tuna.sessions.history import retire, set_rules, unretire
+from tuna.sessions.rules import HistoryRules, parse_max_age
 
 LINES = """\
 MIOpenDriver conv -n 4 -c 64 -H 14 -W 14 -k 64 -y 1 -x 1 -F 1
@@ -92,3 +97,44 @@ def test_clear_errors(db, session_id):
         load_jobs(db, session_id, step="perf")
     with pytest.raises(TunaError, match="--step 'bogus'"):
         load_jobs(db, session_id, step="bogus", tag="net")
+
+
+def _finish_first_two(db, session_id):
+    load_jobs(db, session_id, step="perf", tag="net")
+    with db.session() as s:  # pretend the session finished two jobs, an hour ago
+        ids = list(s.scalars(select(Job.id).where(Job.session == session_id).order_by(Job.id)))
+        s.execute(
+            Job.__table__.update()
+            .where(Job.id.in_(ids[:2]))
+            .values(state="evaluated", eval_end=s.scalar(select(db_now(-3600))))
+        )
+
+
+def test_a_retired_sessions_work_is_queued_again_and_the_report_says_why(db, session_id):
+    _finish_first_two(db, session_id)
+    retire(db, session_id)
+    second = create_session(db, SPEC).id
+    report = load_jobs(db, second, step="perf", tag="net")
+    assert report.done_elsewhere == {}
+    assert report.inserted == 7
+    assert report.not_counted == {"retired": 2}
+    unretire(db, session_id)
+    third = create_session(db, SPEC).id
+    assert load_jobs(db, third, step="perf", tag="net").done_elsewhere == {session_id: 2}
+
+
+def test_the_sessions_rules_decide_what_is_skipped(db, session_id):
+    _finish_first_two(db, session_id)
+    newer = create_session(db, replace(SPEC, library_version="3.4.0")).id
+    strict = load_jobs(db, newer, step="perf", tag="net")
+    assert (strict.inserted, strict.not_counted) == (7, {"library": 2})
+    assert strict.rules == "library fingerprint"
+    relaxed = create_session(db, replace(SPEC, library_version="3.4.0")).id
+    set_rules(db, relaxed, HistoryRules(library="any"))
+    assert load_jobs(db, relaxed, step="perf", tag="net").done_elsewhere == {session_id: 2}
+    young = create_session(db, SPEC).id
+    set_rules(db, young, HistoryRules(max_age=parse_max_age("30m")))
+    expired = load_jobs(db, young, step="perf", tag="net")
+    assert (expired.inserted, expired.not_counted) == (7, {"max_age": 2})
+    with db.session() as s:  # expiry deleted nothing
+        assert s.scalar(select(func.count()).select_from(Job).where(Job.state == "evaluated")) == 2

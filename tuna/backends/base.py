@@ -60,6 +60,9 @@ class SessionInfo:
     fingerprint: str = ""
     created: dt.datetime | None = None
     runtime: str | None = None  # MIOpen's GPU runtime, HIP or OpenCL; None: HIP, its default
+    history_rules: Mapping[str, Any] = field(default_factory=dict)
+    retired: dt.datetime | None = None
+    retired_reason: str | None = None
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,8 @@ COMMANDS = {
     "update_golden": "tuna.cli.results:update_golden_cmd",
     "report": "tuna.cli.report:report_cmd",
     "dashboard": "tuna.cli.dashboard:dashboard_cmd",
+    "history": "tuna.cli.history:history_group",
+    "best": "tuna.cli.history:best_cmd",
 }
 
 

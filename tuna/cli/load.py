@@ -11,6 +11,7 @@ from rich.table import Table
 from tuna.cli.base import TunaCommand, console, database, session_option, verbose_option
 from tuna.errors import TunaError
 from tuna.jobs.load import load_jobs
+from tuna.sessions.rules import exclusion_hint
 
 
 @click.command("load_jobs", cls=TunaCommand)
@@ -51,7 +52,16 @@ from tuna.jobs.load import load_jobs
 @click.option(
     "--force",
     is_flag=True,
-    help="Queue work even if a session with the same fingerprint finished it.",
+    help="Queue work even if history that counts for the session (by default: a session "
+    "with the same fingerprint) finished it or measured it --min-trials times.",
+)
+@click.option(
+    "--min-trials",
+    "--min_trials",
+    "min_trials",
+    type=int,
+    help="Skip (config, solver) pairs that already have this many measurements that count "
+    "for the session (its history rules: `tuna session rules`).",
 )
 @verbose_option
 def load_jobs_cmd(
@@ -65,6 +75,7 @@ def load_jobs_cmd(
     label: str | None,
     priority: int,
     force: bool,
+    min_trials: int | None,
 ) -> None:
     """Queue jobs: one per (config, applicable solver), never duplicated.
 
@@ -72,6 +83,7 @@ def load_jobs_cmd(
     Examples:
       load_jobs -t resnet50 --session 3 --step perf
       load_jobs --all_configs -s 3 --step find --solvers ConvDirectNaive,ConvGemm -l retune
+      load_jobs -t resnet50 -s 3 --min-trials 200
       load_job -t resnet50 --session_id 3 --fin_steps miopen_perf_compile,miopen_perf_eval
     """
     step = _step(step, fin_steps)
@@ -89,6 +101,7 @@ def load_jobs_cmd(
             label=label,
             priority=priority,
             force=force,
+            min_trials=min_trials,
         )
     finally:
         db.dispose()
@@ -100,7 +113,13 @@ def load_jobs_cmd(
     table.add_row("jobs queued", str(report.inserted))
     table.add_row("already queued", str(report.already_queued))
     for other, n in sorted(report.done_elsewhere.items()):
-        table.add_row(f"done in session {other} (same fingerprint)", str(n))
+        table.add_row(f"done in session {other} (its history counts)", str(n))
+    if report.min_trials is not None:
+        table.add_row(
+            f"skipped: >= {report.min_trials} measurements that count", str(report.tuned_enough)
+        )
+    for rule, n in report.not_counted.most_common():
+        table.add_row(f"queued again: done elsewhere, not counted ({rule})", str(n))
     for reason, n in report.not_applicable.most_common():
         table.add_row(f"not applicable: {escape(reason)}", str(n))
     console.print(f"session {session_id}, step {step}:", markup=False)
@@ -111,8 +130,13 @@ def load_jobs_cmd(
             + ", ".join(f"{name} {n}" for name, n in sorted(report.by_solver.items())),
             markup=False,
         )
-    if report.done_elsewhere:
-        console.print("(pass --force to queue work already done with the same fingerprint)")
+    console.print(f"history rules: {report.rules}", markup=False)
+    if report.done_elsewhere or report.tuned_enough:
+        console.print("(pass --force to queue work that counting history already did)")
+    for rule in report.not_counted:
+        hint = exclusion_hint(rule)
+        if hint:
+            console.print(f"({rule}: {hint})", markup=False)
 
 
 _FIN_STEPS = {

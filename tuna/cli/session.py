@@ -7,6 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from tuna.cli.base import TunaGroup, console, database, emit, output_options
+from tuna.cli.history import retire_cmd, rules_cmd, unretire_cmd
 from tuna.errors import TunaError
 from tuna.sessions import RUNTIMES, SessionSpec, create_session, list_sessions
 
@@ -141,3 +142,9 @@ def list_cmd(output: str | None) -> None:
             f"{r.created:%Y-%m-%d %H:%M}" if r.created else "-",
         )
     console.print(table)
+
+
+# The tuning library's session commands live with the library's other commands.
+session_group.add_command(retire_cmd)
+session_group.add_command(unretire_cmd)
+session_group.add_command(rules_cmd)

@@ -113,6 +113,11 @@ class TuningSession(Base):
     user_platform: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     fingerprint: Mapped[str] = mapped_column(String(64), index=True)
     created: Mapped[dt.datetime] = mapped_column(DateTime, server_default=text("CURRENT_TIMESTAMP"))
+    # Which history counts for this session (tuna.sessions.rules); None: the defaults.
+    history_rules: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # A retired session's results stop counting anywhere; its rows stay.
+    retired: Mapped[dt.datetime | None] = mapped_column(Timestamp)
+    retired_reason: Mapped[str | None] = mapped_column(String(255))
 
 
 class Machine(Base):

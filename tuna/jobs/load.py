@@ -4,8 +4,11 @@ Applicability comes from the rows ``tuna applicability update`` stored for the s
 a config has them, otherwise from the session's backend; a backend whose library alone can
 tell (``LibraryQueries``: MIOpen through fin) needs stored rows, and a config without them is
 reported, not queued. A (session, config, solver, step) that is already queued is left
-alone; work an earlier session with the same fingerprint already finished is skipped unless
-forced, and the report says how much and why.
+alone. Unless forced, work is skipped that another session already finished (an evaluated
+job) where that session's history counts under the session's rules (by default: the same
+fingerprint; never a retired session; see :mod:`tuna.sessions.rules`), and with
+``min_trials``, pairs that already hold that many measurements that count; the report
+says how much was skipped and why, and which rule kept other sessions' work from counting.
 """
 
 from __future__ import annotations
@@ -23,11 +26,13 @@ from tuna.catalog.records import configs_with_tensors, conv_problem
 from tuna.db import Database
 from tuna.db.bulk import chunks, insert_missing
 from tuna.db.enums import JobState, JobStep
-from tuna.db.models import Job, Solver, TuningSession
+from tuna.db.models import Job, Solver
 from tuna.errors import NotFoundError, TunaError
+from tuna.library.effort import tuned_enough
 from tuna.problems.conv import ConvProblem
-from tuna.sessions import session_row, sync_solvers
+from tuna.sessions import session_info, session_row, sync_solvers
 from tuna.sessions.applicability import stored_applicability
+from tuna.sessions.history import eligibility
 
 
 @dataclass
@@ -39,6 +44,11 @@ class LoadReport:
     done_elsewhere: dict[int, int] = field(default_factory=dict)  # session -> jobs skipped
     not_applicable: Counter[str] = field(default_factory=Counter)  # reason -> pairs
     by_solver: Counter[str] = field(default_factory=Counter)  # jobs inserted per solver
+    rules: str = ""  # the session's history rules, as a person reads them
+    # Queued although another session of the target did the work: rule -> pairs.
+    not_counted: Counter[str] = field(default_factory=Counter)
+    min_trials: int | None = None
+    tuned_enough: int = 0  # pairs skipped: at least min_trials measurements already
 
 
 def load_jobs(
@@ -53,6 +63,7 @@ def load_jobs(
     label: str | None = None,
     priority: int = 0,
     force: bool = False,
+    min_trials: int | None = None,
 ) -> LoadReport:
     """Queue jobs for the configs tagged ``tag`` (or all) and the applicable solvers."""
     if (tag is None) == (not all_configs):
@@ -61,6 +72,8 @@ def load_jobs(
         job_step = JobStep(step)
     except ValueError as e:
         raise TunaError(f"--step {step!r}: use perf, find or kernel") from e
+    if min_trials is not None and min_trials < 1:
+        raise TunaError(f"--min-trials {min_trials}: give at least 1 (or leave it out)")
     report = LoadReport()
     with db.session() as session:
         sess = session_row(session, session_id)
@@ -105,9 +118,15 @@ def load_jobs(
         # (config, solver): never NULL here, where jobs are picked by config.
         queued: set[tuple[int | None, int | None]] = set()
         done: dict[tuple[int | None, int | None], int] = {}
-        same_fingerprint = select(TuningSession.id).where(
-            TuningSession.fingerprint == sess.fingerprint, TuningSession.id != sess.id
-        )
+        history = eligibility(session, session_info(sess), include_target=False)
+        report.rules = history.rules.describe()
+        # Sessions of the same target whose work does not count: reported, never skipped.
+        near = {
+            sid: rule
+            for sid, rule in history.excluded.items()
+            if rule not in ("backend", "arch", "num_cu")
+        }
+        uncounted: dict[tuple[int | None, int | None], str] = {}
         for part in chunks(config_ids, 1000):
             for cfg_id, solver_id in session.execute(
                 select(Job.config, Job.solver).where(
@@ -115,16 +134,25 @@ def load_jobs(
                 )
             ):
                 queued.add((cfg_id, solver_id))
-            if not force:
-                for cfg_id, solver_id, other in session.execute(
-                    select(Job.config, Job.solver, Job.session).where(
-                        Job.session.in_(same_fingerprint),
-                        Job.step == job_step,
-                        Job.state == JobState.EVALUATED,
-                        Job.config.in_(part),
-                    )
-                ):
+            if force:
+                continue
+            for cfg_id, solver_id, other, ended in session.execute(
+                select(Job.config, Job.solver, Job.session, Job.eval_end).where(
+                    Job.session.in_([*history.sessions, *near]),
+                    Job.step == job_step,
+                    Job.state == JobState.EVALUATED,
+                    Job.config.in_(part),
+                )
+            ):
+                if history.counts(other, ended):
                     done[(cfg_id, solver_id)] = other
+                else:
+                    uncounted[(cfg_id, solver_id)] = near.get(other, "max_age")
+        if min_trials is not None and not force:
+            tuned = tuned_enough(session, history, min_trials, config_ids)
+            report.min_trials = min_trials
+        else:
+            tuned = {}
         names = {v: k for k, v in solver_ids.items()}
         rows = []
         for pair in wanted:
@@ -132,7 +160,11 @@ def load_jobs(
                 report.already_queued += 1
             elif pair in done:
                 report.done_elsewhere[done[pair]] = report.done_elsewhere.get(done[pair], 0) + 1
+            elif pair in tuned:
+                report.tuned_enough += 1
             else:
+                if pair in uncounted:
+                    report.not_counted[uncounted[pair]] += 1
                 rows.append(
                     {
                         "session": sess.id,

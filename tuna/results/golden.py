@@ -40,7 +40,8 @@ from tuna.db.models import (
 from tuna.errors import NotFoundError, TunaError
 from tuna.results.export import check_session_find
 from tuna.results.formats import db_arch
-from tuna.sessions import session_row
+from tuna.sessions import session_info, session_row
+from tuna.sessions.history import check_not_retired
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +120,7 @@ def _create(
     if s.get(GoldenVersion, version) is not None:
         raise _exists(version)
     sess = session_row(s, session_id)
+    check_not_retired(session_info(sess), "golden version")
     if base is not None:
         parent = s.get(GoldenVersion, base)
         if parent is None:

@@ -31,7 +31,8 @@ from tuna.db.models import (
 from tuna.errors import NotFoundError, TunaError
 from tuna.problems.conv import ConvProblem
 from tuna.results.formats import db_arch
-from tuna.sessions import session_row
+from tuna.sessions import session_info, session_row
+from tuna.sessions.history import check_not_retired
 
 _YIELD = 20_000
 _NO_LINKS = (None, None)
@@ -61,6 +62,7 @@ def resolve_source(
         raise TunaError("give exactly one of --session S or --golden_v V")
     if session is not None:
         row = session_row(s, session)
+        check_not_retired(session_info(row), "export")
         if arch is not None and not _arch_matches(arch, row.arch):
             raise TunaError(f"-a {arch}: session {row.id} tuned {row.arch}")
         if num_cu is not None and num_cu != row.num_cu:

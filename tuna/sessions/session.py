@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session as OrmSession
@@ -40,6 +41,8 @@ class SessionSpec:
     ticket: str | None = None
     environment: dict[str, str] = field(default_factory=dict)
     runtime: str | None = None  # MIOpen's GPU runtime: HIP or OpenCL; None is HIP
+    # Which history counts (``HistoryRules.to_json()``); not part of the fingerprint.
+    history_rules: dict[str, Any] = field(default_factory=dict)
 
 
 RUNTIMES = ("HIP", "OpenCL")
@@ -111,6 +114,9 @@ def session_info(row: TuningSession) -> SessionInfo:
         fingerprint=row.fingerprint,
         created=row.created,
         runtime=row.runtime,
+        history_rules=dict(row.history_rules or {}),
+        retired=row.retired,
+        retired_reason=row.retired_reason,
     )
 
 

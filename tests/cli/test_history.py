@@ -1,0 +1,145 @@
+"""The tuning library's commands: session rules/retire/unretire, history, best, load_jobs."""
+
+from __future__ import annotations
+
+import json
+
+from tests.support.history import (
+    ARCH,
+    NUM_CU,
+    add_find,
+    add_measurements,
+    add_platform,
+    make_configs,
+    session,
+)
+from tuna.cli import main
+from tuna.db import open_database
+
+
+def _db():
+    return open_database()
+
+
+def test_retire_unretire_and_unknown_session(runner):
+    db = _db()
+    make_configs(db)
+    sid = session(db)
+    db.dispose()
+    result = runner.invoke(main, ["session", "retire", str(sid), "--reason", "bad clocks"])
+    assert result.exit_code == 0, result.output
+    assert f"session {sid}: retired at" in result.output
+    assert f"`tuna session unretire {sid}` undoes it" in result.output
+    listed = json.loads(runner.invoke(main, ["session", "list", "--json"]).output)
+    assert [r["retired_reason"] for r in listed if r["id"] == sid] == ["bad clocks"]
+    again = runner.invoke(main, ["session", "retire", str(sid)])
+    assert again.exit_code == 1 and "already retired" in again.output
+    result = runner.invoke(main, ["session", "unretire", str(sid)])
+    assert result.exit_code == 0 and "active again" in result.output
+    missing = runner.invoke(main, ["session", "retire", "77"])
+    assert missing.exit_code == 1
+    assert "Error: session 77 does not exist; `tuna session list` shows the sessions" in (
+        missing.output
+    )
+    assert "Traceback" not in missing.output
+
+
+def test_rules_show_set_and_refuse_bad_values(runner):
+    db = _db()
+    make_configs(db)
+    sid = session(db)
+    db.dispose()
+    shown = runner.invoke(main, ["session", "rules", str(sid)])
+    assert shown.output == f"session {sid}: library fingerprint\n"
+    args = ["session", "rules", str(sid), "--library", "version", "--max-age", "30d",
+            "--platform", "gpu.model=MI250X", "--json"]  # fmt: skip
+    result = runner.invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output) == {
+        "session": sid,
+        "rules": {"library": "version", "max_age": "30d", "platform": {"gpu.model": "MI250X"}},
+    }
+    cleared = runner.invoke(main, ["session", "rules", str(sid), "--no-max-age", "--no-platform"])
+    assert cleared.output == f"session {sid}: library version\n"
+    bad = runner.invoke(main, ["session", "rules", str(sid), "--max-age", "a month"])
+    assert bad.exit_code == 1
+    assert "Error: --max-age 'a month' does not parse: give a duration (30d" in bad.output
+    bad = runner.invoke(main, ["session", "rules", str(sid), "--platform", "gpu"])
+    assert bad.exit_code == 1 and "FIELD=VALUE" in bad.output
+
+
+def test_best_writes_json_and_says_why_nothing_counts(runner, tmp_path):
+    db = _db()
+    h = make_configs(db)
+    a, b = session(db), session(db, library_commit="new")
+    add_find(db, b, h.configs[0], h.solvers["NoopTunable"], 1.25, perf_params="tile=8")
+    db.dispose()
+    none = runner.invoke(main, ["best", "-s", str(a)])
+    assert none.exit_code == 1
+    assert f"Error: no compatible history for session {a}: {ARCH} {NUM_CU} CUs" in none.output
+    assert "rule library excluded 1 find row(s)" in none.output
+    out = tmp_path / "best.json"
+    result = runner.invoke(main, ["best", "-s", str(a), "--library", "version", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert f"best of 1 problem(s) for session {a}" in result.output
+    doc = json.loads(out.read_text())
+    assert doc["rules"] == {"library": "version"}
+    assert [(p["key"], p["solver"], p["params"], p["session"]) for p in doc["problems"]] == [
+        (h.keys[0], "NoopTunable", "tile=8", b)
+    ]
+    stdout = runner.invoke(main, ["best", "-a", ARCH, "-n", str(NUM_CU), "-t", "net"])
+    assert json.loads(stdout.output)["problems"][0]["driver"]
+    bad = runner.invoke(main, ["best", "-a", ARCH, "-n", str(NUM_CU), "--max-age", "soon"])
+    assert bad.exit_code == 1 and "--max-age 'soon' does not parse" in bad.output
+
+
+def test_load_jobs_reports_what_did_not_count(runner):
+    db = _db()
+    make_configs(db)
+    sid = session(db)
+    db.dispose()
+    result = runner.invoke(main, ["load_jobs", "-t", "net", "-s", str(sid)])
+    assert result.exit_code == 0, result.output
+    assert "history rules: library fingerprint" in result.output
+    bad = runner.invoke(main, ["load_jobs", "-t", "net", "-s", str(sid), "--min-trials", "0"])
+    assert bad.exit_code == 1 and "--min-trials 0: give at least 1" in bad.output
+
+
+def test_history_effort_and_prune(runner):
+    db = _db()
+    h = make_configs(db)
+    sid = session(db)
+    p = add_platform(db, {"gpu": {"model": "MI250X"}})
+    add_measurements(db, sid, h.configs[0], h.solvers["NoopDirect"], [3.0, 1.0, None], platform=p)
+    db.dispose()
+    rows = json.loads(runner.invoke(main, ["history", "effort", "-s", str(sid), "--json"]).output)
+    assert [(r["key"], r["measurements"], r["valid"], r["best_ms"]) for r in rows] == [
+        (h.keys[0], 3, 2, 1.0)
+    ]
+    csv_out = runner.invoke(main, ["history", "effort", "-s", str(sid), "--csv"]).output
+    assert csv_out.splitlines()[0].startswith("key,solver,platform,")
+    table = runner.invoke(main, ["history", "effort", "-s", str(sid)]).output
+    assert "NoopDirect" in table and "exhaustive" in table
+    dry = runner.invoke(main, ["history", "prune", "--keep-best", "1", "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert "would delete 2 measurement(s), kept 1" in dry.output
+    assert f"{h.keys[0]} NoopDirect: 2" in dry.output
+    done = runner.invoke(main, ["history", "prune", "--keep-best", "1", "--json"])
+    assert json.loads(done.output)["deleted"] == 2
+    zero = runner.invoke(main, ["history", "prune", "--keep-best", "0"])
+    assert zero.exit_code == 1 and "Error: --keep-best 0: keep at least 1" in zero.output
+
+
+def test_export_and_golden_refuse_a_retired_session(runner, tmp_path):
+    db = _db()
+    h = make_configs(db)
+    sid = session(db)
+    add_find(db, sid, h.configs[0], h.solvers["NoopDirect"], 1.0)
+    db.dispose()
+    assert runner.invoke(main, ["session", "retire", str(sid)]).exit_code == 0
+    out = runner.invoke(main, ["export_db", "-s", str(sid), "-f", "-o", str(tmp_path)])
+    assert out.exit_code == 1
+    assert f"Error: session {sid} is retired: its results leave every export" in out.output
+    assert f"tuna session unretire {sid}" in out.output
+    gold = runner.invoke(main, ["update_golden", "--golden_v", "1", "-s", str(sid)])
+    assert gold.exit_code == 1 and "leave every golden version" in gold.output

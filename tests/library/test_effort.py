@@ -1,0 +1,90 @@
+from __future__ import annotations
+
+from sqlalchemy import func, select
+
+from tests.support.history import (
+    add_measurements,
+    add_platform,
+    make_configs,
+    session,
+)
+from tuna.db.models import Measurement
+from tuna.jobs.load import load_jobs
+from tuna.library.effort import session_effort, tuned_enough
+from tuna.sessions import get_session
+from tuna.sessions.history import eligibility, retire, set_rules
+from tuna.sessions.rules import HistoryRules, parse_max_age
+
+MI250 = {"gpu": {"model": "MI250X"}, "cpu": {"cores": 64}}
+MI300 = {"gpu": {"model": "MI300X"}, "cpu": {"cores": 96}}
+
+
+def test_effort_counts_per_problem_solver_platform_and_strategy(db):
+    h = make_configs(db)
+    a, b = session(db), session(db)
+    p1, p2 = add_platform(db, MI250), add_platform(db, MI300)
+    direct = h.solvers["NoopDirect"]
+    add_measurements(db, a, h.configs[0], direct, [3.0, None, 2.0], platform=p1)
+    add_measurements(db, b, h.configs[0], direct, [1.5], platform=p1, strategy="random")
+    add_measurements(db, b, h.configs[0], direct, [1.0, 4.0], platform=p2)
+    rows, history = session_effort(db, a)
+    got = [(r.key, r.solver, r.platform, r.strategy, r.measurements, r.valid, r.best_ms)
+           for r in rows]  # fmt: skip
+    assert got == [
+        (h.keys[0], "NoopDirect", p1, "exhaustive", 3, 2, 2.0),
+        (h.keys[0], "NoopDirect", p1, "random", 1, 1, 1.5),
+        (h.keys[0], "NoopDirect", p2, "exhaustive", 2, 2, 1.0),
+    ]
+    assert rows[0].platform_digest and rows[0].first <= rows[0].last
+    assert history.rules == HistoryRules()
+    set_rules(db, a, HistoryRules(platform={"gpu.model": "MI300X"}))
+    rows, history = session_effort(db, a)
+    assert [(r.platform, r.measurements) for r in rows] == [(p2, 2)]
+    assert history.excluded_platforms == {p1: "platform gpu.model"}
+    retire(db, b)
+    assert session_effort(db, a, tag="net")[0] == []
+
+
+def test_tuned_enough_applies_every_rule(db):
+    h = make_configs(db)
+    a, b = session(db), session(db)
+    p1 = add_platform(db, MI250)
+    direct, tunable = h.solvers["NoopDirect"], h.solvers["NoopTunable"]
+    add_measurements(db, b, h.configs[0], direct, [1.0] * 4, platform=p1)
+    add_measurements(db, b, h.configs[1], direct, [1.0] * 2, platform=p1)
+    add_measurements(db, b, h.configs[1], direct, [None] * 2, platform=p1, age_s=86400)
+    add_measurements(db, b, h.configs[1], tunable, [1.0] * 9, platform=p1)
+
+    def enough(rules: HistoryRules | None = None, n: int = 4):
+        with db.session() as s:
+            history = eligibility(s, get_session(db, a), rules)
+            return tuned_enough(s, history, n, h.configs)
+
+    assert enough() == {(h.configs[0], direct): 4, (h.configs[1], direct): 4,
+                        (h.configs[1], tunable): 9}  # fmt: skip
+    assert enough(n=5) == {(h.configs[1], tunable): 9}
+    young = HistoryRules(max_age=parse_max_age("1h"))
+    assert enough(young) == {(h.configs[0], direct): 4, (h.configs[1], tunable): 9}
+    assert enough(HistoryRules(platform={"gpu.model": "MI300X"})) == {}
+    retire(db, b)
+    assert enough() == {}
+
+
+def test_load_jobs_min_trials_skips_what_is_tuned_enough_unless_forced(db):
+    h = make_configs(db)
+    a = session(db)
+    p1 = add_platform(db, MI250)
+    tunable = h.solvers["NoopTunable"]
+    add_measurements(db, a, h.configs[0], tunable, [1.0] * 5, platform=p1)
+    second = session(db)
+    plain = load_jobs(db, second, step="perf", tag="net", only_tunable=True, min_trials=5)
+    assert (plain.tuned_enough, plain.inserted, plain.min_trials) == (1, 2, 5)
+    third = session(db)
+    more = load_jobs(db, third, step="perf", tag="net", only_tunable=True, min_trials=6)
+    assert (more.tuned_enough, more.inserted) == (0, 3)
+    fourth = session(db)
+    forced = load_jobs(db, fourth, step="perf", tag="net", only_tunable=True, min_trials=5,
+                       force=True)  # fmt: skip
+    assert (forced.tuned_enough, forced.inserted) == (0, 3)
+    with db.session() as s:
+        assert s.scalar(select(func.count()).select_from(Measurement)) == 5

@@ -1,0 +1,381 @@
+"""The tuning library's commands: a session's history rules and retirement, ``tuna history``
+(effort, prune) and ``tuna best``."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from tuna.cli.base import (
+    TunaCommand,
+    TunaGroup,
+    console,
+    database,
+    emit,
+    output_options,
+    session_option,
+    verbose_option,
+)
+from tuna.sessions.rules import (
+    LIBRARY_MODES,
+    exclusion_hint,
+    parse_max_age,
+    parse_platform_fields,
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+_SHOWN = 20  # (problem, solver) groups prune lists before "... and N more"
+
+
+def rules_options(fn: F) -> F:
+    """The options that set history rules (``session rules``, ``best``); the command receives
+    them as one ``rule_changes`` dict (only what was given)."""
+    options = [
+        click.option(
+            "--library",
+            type=click.Choice(LIBRARY_MODES),
+            help="Whose library build counts: fingerprint (same fingerprint), same (same "
+            "version and commit), version (same version), any.",
+        ),
+        click.option(
+            "--library-min",
+            metavar="VERSION",
+            help="Only history of this library version or newer counts (3.2.0 < 3.10.0).",
+        ),
+        click.option(
+            "--max-age",
+            metavar="AGE",
+            help="Rows older than this stop counting: 30d, 12h, 90m, 2w, or an ISO date.",
+        ),
+        click.option(
+            "--platform",
+            "platform",
+            multiple=True,
+            metavar="FIELD=VALUE",
+            help="A platform field the measurements must hold (repeatable), e.g. gpu.model=MI250X.",
+        ),
+    ]
+
+    @functools.wraps(fn)
+    def wrapper(
+        *args: Any,
+        library: str | None,
+        library_min: str | None,
+        max_age: str | None,
+        platform: tuple[str, ...],
+        **kwargs: Any,
+    ) -> Any:
+        changes: dict[str, Any] = {}
+        if library is not None:
+            changes["library"] = library
+        if library_min is not None:
+            changes["library_min"] = library_min
+        if max_age is not None:
+            changes["max_age"] = parse_max_age(max_age)
+        if platform:
+            changes["platform"] = parse_platform_fields(platform)
+        return fn(*args, rule_changes=changes, **kwargs)
+
+    for option in reversed(options):
+        wrapper = option(wrapper)
+    return wrapper  # type: ignore[return-value]
+
+
+# --- tuna session retire / unretire / rules -------------------------------------------------------
+
+
+@click.command("retire", cls=TunaCommand)
+@click.argument("session_id", metavar="SESSION", type=int)
+@click.option("--reason", help="Why (kept with the session, shown by `tuna session list`).")
+def retire_cmd(session_id: int, reason: str | None) -> None:
+    """Take a session's results out of every later decision; its rows stay.
+
+    A retired session's results no longer count for load_jobs' skips, searches' resume and
+    transfer, `tuna best`, and export_db / update_golden refuse it. `tuna session unretire`
+    undoes it.
+
+    \b
+    Example:
+      tuna session retire 3 --reason "wrong clocks on the fleet"
+    """
+    from tuna.sessions.history import retire
+
+    db = database()
+    try:
+        row = retire(db, session_id, reason)
+    finally:
+        db.dispose()
+    console.print(
+        f"session {row.id}: retired at {row.retired:%Y-%m-%d %H:%M:%S}; its results no longer "
+        f"count (`tuna session unretire {row.id}` undoes it)",
+        markup=False,
+    )
+
+
+@click.command("unretire", cls=TunaCommand)
+@click.argument("session_id", metavar="SESSION", type=int)
+def unretire_cmd(session_id: int) -> None:
+    """Let a retired session's results count again.
+
+    \b
+    Example:
+      tuna session unretire 3
+    """
+    from tuna.sessions.history import unretire
+
+    db = database()
+    try:
+        row = unretire(db, session_id)
+    finally:
+        db.dispose()
+    console.print(f"session {row.id}: active again; its results count", markup=False)
+
+
+@click.command("rules", cls=TunaCommand)
+@click.argument("session_id", metavar="SESSION", type=int)
+@rules_options
+@click.option("--no-max-age", is_flag=True, help="Drop the age limit.")
+@click.option("--no-library-min", is_flag=True, help="Drop the oldest-library limit.")
+@click.option("--no-platform", is_flag=True, help="Drop the platform fields.")
+@output_options(csv_too=False)
+def rules_cmd(
+    session_id: int,
+    rule_changes: dict[str, Any],
+    no_max_age: bool,
+    no_library_min: bool,
+    no_platform: bool,
+    output: str | None,
+) -> None:
+    """Show or set which history counts for a session (its compatibility and expiry rules).
+
+    With no option, shows the rules. Expiry never deletes a row: older rows stop counting.
+
+    \b
+    Examples:
+      tuna session rules 3
+      tuna session rules 3 --library version --max-age 30d --platform gpu.model=MI250X
+      tuna session rules 3 --no-max-age --json
+    """
+    from dataclasses import replace
+
+    from tuna.sessions import get_session
+    from tuna.sessions.history import rules_of, set_rules
+
+    db = database()
+    try:
+        info = get_session(db, session_id)
+        rules = rules_of(info)
+        changes = dict(rule_changes)
+        if no_max_age:
+            changes["max_age"] = None
+        if no_library_min:
+            changes["library_min"] = None
+        if no_platform:
+            changes["platform"] = {}
+        if changes:
+            rules = replace(rules, **changes)
+            set_rules(db, session_id, rules)
+    finally:
+        db.dispose()
+    if emit([], output, document={"session": session_id, "rules": rules.to_json()}):
+        return
+    console.print(f"session {session_id}: {rules.describe()}", markup=False)
+
+
+# --- tuna history ---------------------------------------------------------------------------------
+
+
+@click.group("history", cls=TunaGroup)
+def history_group() -> None:
+    """The measured history: effort per problem, retention.
+
+    \b
+    Examples:
+      tuna history effort -s 3 -t resnet50
+      tuna history prune --keep-best 5 --dry-run
+    """
+
+
+@history_group.command("effort")
+@session_option("Count the history that counts for this session (its rules).")
+@click.option("-t", "--tag", help="Only configs with this tag.")
+@output_options()
+def effort_cmd(session_id: int, tag: str | None, output: str | None) -> None:
+    """Measurements spent per (problem, solver, platform), by strategy, that count for a session.
+
+    \b
+    Examples:
+      tuna history effort -s 3
+      tuna history effort -s 3 -t resnet50 --csv
+    """
+    from tuna.library.effort import session_effort
+
+    db = database()
+    try:
+        rows, history = session_effort(db, session_id, tag)
+    finally:
+        db.dispose()
+    dicts = [
+        {
+            "key": r.key,
+            "solver": r.solver,
+            "platform": r.platform,
+            "platform_digest": r.platform_digest,
+            "strategy": r.strategy,
+            "measurements": r.measurements,
+            "valid": r.valid,
+            "best_ms": r.best_ms,
+            "first": r.first,
+            "last": r.last,
+        }
+        for r in rows
+    ]
+    if emit(dicts, output):
+        return
+    console.print(f"session {session_id}: {history.rules.describe()}", markup=False)
+    table = Table(title="Effort", title_justify="left")
+    for col in ("key", "solver", "platform", "strategy", "measured", "valid", "best ms"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(
+            escape(r.key),
+            escape(r.solver),
+            (r.platform_digest or "-")[:12],
+            escape(r.strategy or "-"),
+            str(r.measurements),
+            str(r.valid),
+            "-" if r.best_ms is None else f"{r.best_ms:g}",
+        )
+    console.print(table)
+    _print_exclusions(history.explain())
+
+
+@history_group.command("prune")
+@click.option(
+    "--keep-best",
+    type=int,
+    required=True,
+    help="Keep the K fastest valid measurements per (problem, solver); delete the rest.",
+)
+@session_option("Only this session's measurements (default: every session).", required=False)
+@click.option("--dry-run", is_flag=True, help="Say what would be deleted; delete nothing.")
+@output_options(csv_too=False)
+@verbose_option
+def prune_cmd(keep_best: int, session_id: int | None, dry_run: bool, output: str | None) -> None:
+    """Keep only the best K measurements per (problem, solver); the default is to keep all.
+
+    Measurements of a (session, problem, solver) that a golden version holds are never
+    deleted. Pruned history still counts as effort only for what is kept.
+
+    \b
+    Examples:
+      tuna history prune --keep-best 5 --dry-run
+      tuna history prune --keep-best 5 -s 3
+    """
+    from tuna.library.prune import prune
+
+    db = database()
+    try:
+        report = prune(db, keep_best, session=session_id, dry_run=dry_run)
+    finally:
+        db.dispose()
+    doc = {
+        "keep_best": keep_best,
+        "dry_run": dry_run,
+        "groups": report.groups,
+        "deleted": report.deleted,
+        "kept": report.kept,
+        "protected_by_golden": report.protected,
+        "by_group": [
+            {"key": key, "solver": solver, "measurements": n}
+            for (key, solver), n in sorted(report.by_group.items())
+        ],
+    }
+    if emit([], output, document=doc):
+        return
+    for (key, solver), n in sorted(report.by_group.items())[:_SHOWN]:
+        console.print(f"{key} {solver}: {n}", markup=False)
+    if len(report.by_group) > _SHOWN:
+        console.print(f"... and {len(report.by_group) - _SHOWN} more (problem, solver) groups")
+    verb = "would delete" if dry_run else "deleted"
+    console.print(
+        f"keep best {keep_best} per (problem, solver): {report.groups} group(s), {verb} "
+        f"{report.deleted} measurement(s), kept {report.kept}; {report.protected} kept "
+        "because a golden version holds their (session, problem, solver)",
+        markup=False,
+    )
+
+
+# --- tuna best ------------------------------------------------------------------------------------
+
+
+@click.command("best", cls=TunaCommand)
+@session_option("Target this session: its arch, CUs, backend and rules.", required=False)
+@click.option("-a", "--arch", help="Target arch (without -s).")
+@click.option("-n", "--num-cu", "--num_cu", "num_cu", type=int, help="Target CUs (without -s).")
+@click.option("--backend", help="Target backend (without -s; default: the only one used).")
+@click.option("-t", "--tag", help="Only configs with this tag.")
+@rules_options
+@click.option(
+    "-o",
+    "--output",
+    "out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the JSON here (default: stdout).",
+)
+@verbose_option
+def best_cmd(
+    session_id: int | None,
+    arch: str | None,
+    num_cu: int | None,
+    backend: str | None,
+    tag: str | None,
+    rule_changes: dict[str, Any],
+    out: Path | None,
+) -> None:
+    """The best known configuration per problem for a target, across sessions, as JSON.
+
+    History counts under the target session's rules (-s), changed by the rule options, or
+    for -a/-n under the rule options alone (any library unless --library-min). Retired
+    sessions never count. For MIOpen's files, export_db writes a session's or a golden
+    version's results.
+
+    \b
+    Examples:
+      tuna best -s 3 -o best.json
+      tuna best -a gfx90a -n 104 -t resnet50 --max-age 30d --library-min 3.2.0
+    """
+    from tuna.library.best import best_report
+
+    db = database()
+    try:
+        report = best_report(
+            db, session=session_id, arch=arch, num_cu=num_cu, backend=backend, tag=tag,
+            rule_changes=rule_changes,
+        )  # fmt: skip
+    finally:
+        db.dispose()
+    text = json.dumps(report.document(), indent=2, default=str) + "\n"
+    if out is None:
+        click.echo(text, nl=False)
+    else:
+        out.write_text(text)
+        console.print(
+            f"{out}: best of {len(report.best)} problem(s) for {report.target_label}",
+            markup=False,
+        )
+
+
+def _print_exclusions(lines: list[str]) -> None:
+    if lines:
+        console.print("not counted:", markup=False)
+        for line in lines:
+            hint = exclusion_hint(line.split(":", 1)[0])
+            console.print(f"  {line}" + (f" ({hint})" if hint else ""), markup=False)
