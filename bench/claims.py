@@ -59,13 +59,14 @@ from tuna.backends.noop import NoopBackend
 from tuna.db import Database, migrate, open_database
 from tuna.db.engine import make_engine
 from tuna.db.models import ConvConfig, Job, Solver, Tensor, TuningSession
-from tuna.jobs import Phase, claim_jobs, record_outcomes
+from tuna.jobs import Phase, claim_jobs, record_and_claim, record_outcomes
 from tuna.jobs.states import claim_query
 from tuna.worker import run_worker
 
 CTX = multiprocessing.get_context("fork")
 N_CONFIGS = 1000
 N_SOLVERS = 1000
+SEPARATE = False  # --separate: record in a transaction of its own, as before record_and_claim
 
 
 @dataclass
@@ -200,26 +201,38 @@ def claim_complete(
 ) -> Stats:
     """Claim a batch, record it compiled, repeat until drained (or ``limit_claims`` claims).
 
-    ``work_ms`` is the range of the backend's time per job, drawn at random for each job
-    (a sleep: it costs no CPU).
+    As the worker does, a batch is recorded in the transaction of the next claim
+    (``record_and_claim``); with ``--separate`` in one of its own, as before. Claim
+    latency then includes the previous batch's record. ``work_ms`` is the range of the
+    backend's time per job, drawn at random for each job (a sleep: it costs no CPU).
     """
     owner = f"bench:{os.getpid()}"
     st = Stats(started=time.perf_counter())
     cpu0 = time.process_time()
     done = CompileOutcome()
+    pending: list[Any] = []  # recorded by the next claim, as the worker does
     while limit_claims is None or len(st.claim_s) < limit_claims:
         t0 = time.perf_counter()
-        jobs = claim_jobs(db, session, Phase.COMPILE, owner=owner, limit=batch)
+        if pending:
+            _rec, jobs = record_and_claim(db, owner, pending, session, Phase.COMPILE, limit=batch)
+            pending = []
+        else:
+            jobs = claim_jobs(db, session, Phase.COMPILE, owner=owner, limit=batch)
         t1 = time.perf_counter()
         if not jobs:
             break
         st.claim_s.append(t1 - t0)
         if work_ms[1] > 0:
             time.sleep(sum(random.uniform(*work_ms) for _ in jobs) / 1000)
-        t2 = time.perf_counter()
-        record_outcomes(db, owner, [(j, done) for j in jobs])
-        st.record_s += time.perf_counter() - t2
+        if SEPARATE:
+            t2 = time.perf_counter()
+            record_outcomes(db, owner, [(j, done) for j in jobs])
+            st.record_s += time.perf_counter() - t2
+        else:
+            pending = [(j, done) for j in jobs]
         st.jobs += len(jobs)
+    if pending:
+        record_outcomes(db, owner, pending)
     st.ended = time.perf_counter()
     st.cpu_s = time.process_time() - cpu0
     return st
@@ -619,8 +632,16 @@ def main() -> None:
         action="store_true",
         help="only 0., the client CPU of a record (batch 1 and --batch) and 2. (saturation)",
     )
+    ap.add_argument(
+        "--separate",
+        action="store_true",
+        help="record each batch in a transaction of its own (as workers did before "
+        "record_and_claim) instead of in the next claim's",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the scratch database")
     args = ap.parse_args()
+    global SEPARATE
+    SEPARATE = args.separate
     if not args.url or make_url(args.url).get_backend_name() not in ("mysql", "mariadb"):
         sys.exit("give --url mysql+pymysql://user:pass@host:port/db (or set TUNA_TEST_DB_URL)")
     workers = [int(w) for w in args.workers.split(",")]

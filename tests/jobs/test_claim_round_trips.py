@@ -22,7 +22,7 @@ from tuna.db import engine as db_engine
 from tuna.db.enums import JobState
 from tuna.db.models import Job
 from tuna.errors import DatabaseError
-from tuna.jobs import Phase, claim_jobs, record_outcomes
+from tuna.jobs import Phase, claim_jobs, record_and_claim, record_outcomes
 from tuna.jobs.states import claim_query
 
 S = JobState
@@ -80,6 +80,20 @@ def test_a_claim_is_select_update_commit_and_a_record_update_commit(my, wire):
     wire.clear()
     record_outcomes(my, "w", [(j, CompileOutcome()) for j in jobs])
     assert [w.split(" ")[0] for w in wire] == ["UPDATE", "COMMIT"]
+
+
+def test_a_worker_records_and_claims_its_next_job_in_four_round_trips_and_one_commit(my, wire):
+    """At one job per claim, separate record and claim cost 5 round trips and 2 durable
+    commits per job; together 4 and 1."""
+    sd = seed(my, configs=4, solvers=["NoopDirect"])
+    [job] = claim_jobs(my, sd.session, Phase.COMPILE, owner="w")
+    wire.clear()
+    rec, [nxt] = record_and_claim(my, "w", [(job, CompileOutcome())], sd.session, Phase.COMPILE)
+    assert rec.states == {job.id: S.COMPILED}
+    assert [w.split(" ")[0] for w in wire] == ["UPDATE", "SELECT", "UPDATE", "COMMIT"], wire
+    assert wire[0].startswith("UPDATE job SET state='compiled'")
+    assert wire[1].endswith("FOR UPDATE SKIP LOCKED")
+    assert f"WHERE job.id IN ({nxt.id}) AND job.state = 'new'" in wire[2]
 
 
 def test_a_connection_left_in_a_transaction_is_rolled_back_on_return(my, wire):

@@ -28,6 +28,7 @@ from tuna.jobs import (
     extend_leases,
     job_counts,
     reap_expired,
+    record_and_claim,
     record_outcome,
     record_outcomes,
     release_jobs,
@@ -318,6 +319,62 @@ def test_an_expired_but_unreaped_lease_still_records(db):
     [job] = claim_jobs(db, sd.session, Phase.COMPILE, owner="w")
     expire_leases(db)
     assert record_outcome(db, "w", job, CompileOutcome()) is S.COMPILED
+
+
+def test_record_and_claim_records_then_claims_in_one_transaction(db):
+    sd = seed(db, configs=3, solvers=["NoopDirect"])
+    [first] = claim_jobs(db, sd.session, Phase.COMPILE, owner="w")
+    rec, [second] = record_and_claim(
+        db, "w", [(first, CompileOutcome(kernels=(KERNEL,)))], sd.session, Phase.COMPILE
+    )
+    assert (rec.states, rec.lost) == ({first.id: S.COMPILED}, [])
+    assert (second.id, second.attempt) == (sd.jobs[1], 1)
+    assert count(db, JobKernel) == 1
+    assert job_row(db, second.id).lease_owner == "w"
+    # a failure goes back to new in the same transaction, and may be claimed again at once
+    rec, [third] = record_and_claim(
+        db, "w", [(second, CompileOutcome.failed("boom"))], sd.session, Phase.COMPILE, limit=1
+    )
+    assert rec.states == {second.id: S.NEW}
+    assert third.id == second.id and third.attempt == 2  # lowest id first, a new fence
+    rec, none = record_and_claim(db, "w", [], sd.session, Phase.COMPILE, limit=5)
+    assert rec.states == {} and [j.id for j in none] == [sd.jobs[2]]
+
+
+def test_record_and_claim_fences_the_record_like_record_outcomes(db):
+    sd = seed(db, configs=2, solvers=["NoopDirect"])
+    [old] = claim_jobs(db, sd.session, Phase.COMPILE, owner="old", lease_seconds=30)
+    expire_leases(db)
+    reap_expired(db)
+    [new] = claim_jobs(db, sd.session, Phase.COMPILE, owner="new")
+    rec, claimed = record_and_claim(
+        db, "old", [(old, CompileOutcome(kernels=(KERNEL,), payload="stale"))], sd.session,
+        Phase.COMPILE,
+    )  # fmt: skip
+    assert (rec.states, rec.lost) == ({}, [old.id])
+    assert [j.id for j in claimed] == [sd.jobs[1]]  # the claim half still claims
+    row = job_row(db, old.id)
+    assert (row.state, row.lease_owner, row.result) == (S.COMPILE_START, "new", None)
+    assert count(db, JobKernel) == 0 and new.attempt == 2
+
+
+def test_record_and_claim_commits_or_rolls_back_both_halves(db, monkeypatch):
+    from tuna.jobs import states
+
+    sd = seed(db, configs=2, solvers=["NoopDirect"])
+    [job] = claim_jobs(db, sd.session, Phase.COMPILE, owner="w")
+
+    def broken_claim(*_args, **_kw):
+        raise RuntimeError("the claim half failed")
+
+    monkeypatch.setattr(states, "_claim", broken_claim)
+    with pytest.raises(RuntimeError, match="claim half"):
+        record_and_claim(db, "w", [(job, CompileOutcome())], sd.session, Phase.COMPILE)
+    row = job_row(db, job.id)
+    assert (row.state, row.lease_owner) == (S.COMPILE_START, "w")  # the record rolled back
+    monkeypatch.undo()
+    rec, _ = record_and_claim(db, "w", [(job, CompileOutcome())], sd.session, Phase.COMPILE)
+    assert rec.states == {job.id: S.COMPILED}
 
 
 # --- leases and the reaper ------------------------------------------------------------------------

@@ -39,6 +39,7 @@ class _Interleave:
         self.extended: list[list[int]] = []
         self.lost: list[list[int]] = []
         real_extend, real_record = states.extend_leases, states.record_outcomes
+        real_record_and_claim = states.record_and_claim
 
         def extend(db, owner, jobs, lease_seconds=states.DEFAULT_LEASE_SECONDS):
             self.beat_entered.set()
@@ -54,8 +55,15 @@ class _Interleave:
             self.recorded.set()
             return rec
 
+        def record_and_claim(db, owner, outcomes, *args, **kw):
+            done = real_record_and_claim(db, owner, outcomes, *args, **kw)
+            if outcomes:
+                self.recorded.set()
+            return done
+
         monkeypatch.setattr(states, "extend_leases", extend)
         monkeypatch.setattr(states, "record_outcomes", record)
+        monkeypatch.setattr(states, "record_and_claim", record_and_claim)
 
 
 class _WaitsForTheBeat(NoopBackend):

@@ -43,6 +43,45 @@ def run(db, session, phase, **kw):
     return run_worker(db, session, phase, burst=True, handle_signals=False, **kw)
 
 
+def test_at_one_job_per_claim_each_job_costs_one_commit_that_writes_the_job_table(lite):
+    """A job's record travels in the next claim's transaction: N jobs, N + 1 writing
+    transactions (the first claim, N - 1 record-and-claims, the last record with the claim
+    that finds nothing), not 2N. Each job is still recorded, fenced, before the worker
+    exits."""
+    from sqlalchemy import event
+
+    sd = seed(lite, configs=6, solvers=["NoopDirect"])
+    writes, current = [], {"updates": 0}
+
+    def on_execute(_conn, _cursor, statement, *_args):
+        if statement.lstrip().upper().startswith("UPDATE JOB "):
+            current["updates"] += 1
+
+    def on_commit(_conn):
+        if current["updates"]:
+            writes.append(current["updates"])
+        current["updates"] = 0
+
+    event.listen(lite.engine, "before_cursor_execute", on_execute)
+    event.listen(lite.engine, "commit", on_commit)
+    try:
+        r = run(lite, sd.session, "compile")
+    finally:
+        event.remove(lite.engine, "before_cursor_execute", on_execute)
+        event.remove(lite.engine, "commit", on_commit)
+    assert (r.claimed, r.done, r.stopped) == (6, 6, "drained")
+    assert states(lite, sd.session) == {S.COMPILED: 6}
+    assert len(writes) == 6 + 1, writes
+    assert writes == [1] + [2] * 5 + [1]  # claim; record + claim; the last record
+
+
+def test_a_worker_stopping_after_max_jobs_records_its_last_job_before_it_exits(lite):
+    sd = seed(lite, configs=3, solvers=["NoopDirect"])
+    r = run(lite, sd.session, "compile", max_jobs=2)
+    assert (r.claimed, r.done, r.stopped) == (2, 2, "max_jobs")
+    assert states(lite, sd.session) == {S.COMPILED: 2, S.NEW: 1}
+
+
 def test_burst_workers_drain_a_session_through_both_phases(lite):
     sd = seed(lite, configs=10, solvers=ALL_NOOP_SOLVERS)
     c = run(lite, sd.session, "compile", claim_batch=7)
@@ -292,13 +331,15 @@ def test_a_database_outage_is_ridden_out_and_no_job_is_lost(lite, monkeypatch):
     from tuna.jobs import states as st
 
     sd = seed(lite, configs=4, solvers=["NoopDirect"])
-    failures = {"claim_jobs": 2, "record_outcomes": 2}
+    # the first claim, and records (each in the next claim's transaction, outcomes given)
+    failures = {"claim_jobs": 2, "record_and_claim": 2}
 
     def flaky(name):
         real = getattr(st, name)
 
         def call(*a, **kw):
-            if failures[name]:
+            recording = name != "record_and_claim" or a[2]
+            if failures[name] and recording:
                 failures[name] -= 1
                 orig = pymysql.err.OperationalError(2006, "MySQL server has gone away")
                 raise DatabaseError("db: failed") from orig
@@ -310,6 +351,6 @@ def test_a_database_outage_is_ridden_out_and_no_job_is_lost(lite, monkeypatch):
         monkeypatch.setattr(st, name, flaky(name))
     monkeypatch.setattr("tuna.db.retry.log.warning", lambda *a, **k: None)
     r = run(lite, sd.session, "compile")
-    assert failures == {"claim_jobs": 0, "record_outcomes": 0}
+    assert failures == {"claim_jobs": 0, "record_and_claim": 0}
     assert (r.claimed, r.done, r.lost, r.stopped) == (4, 4, 0, "drained")
     assert states(lite, sd.session) == {S.COMPILED: 4}

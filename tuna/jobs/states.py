@@ -23,7 +23,9 @@ compare-and-set built by one function, which refuses any other pair and is an
   (:func:`reap_expired`) returns expired ones to ``new`` / ``compiled``, counting a retry.
   A lease that expired but was not reaped yet still counts: the job is nobody else's.
 * **Results** (:func:`record_outcomes`) are written in the transaction that moves the job
-  on, fenced by (id, attempt, state): a worker that lost its lease writes nothing.
+  on, fenced by (id, attempt, state): a worker that lost its lease writes nothing. A
+  worker records its last outcomes and claims its next jobs in one transaction
+  (:func:`record_and_claim`): one COMMIT per cycle.
 * **Retries**: ``retries`` counts the failed tries of the current phase (a completed phase
   resets it). A failure beyond ``max_retries`` retries ends ``errored``, its reason kept.
 * **Operators** reset jobs to ``new`` (:func:`reset_jobs`) or requeue them for another
@@ -392,6 +394,47 @@ def _claim_update(phase: Phase, lease_seconds: float) -> Update:
     return _cas_statement(phase.ready, phase.running, values=values, event="claim")
 
 
+def _claim(
+    conn: Connection,
+    session_id: int,
+    phase: Phase,
+    owner: str,
+    limit: int,
+    lease_seconds: float,
+    gpu: int | None,
+    machine: int | None,
+) -> list[ClaimedJob]:
+    """The claim's SELECT and UPDATE on ``conn``, inside the caller's transaction."""
+    rows = conn.execute(_claim_select(phase), {"session": session_id, "limit": limit}).all()
+    if not rows:
+        return []
+    move = _claim_update(phase, float(lease_seconds))
+    ids = sorted(r.id for r in rows)
+    params = {"owner": owner, "gpu": gpu, "machine": machine}
+    changed = sum(
+        conn.execute(move, {**params, "ids": ids[i : i + _CHUNK]}).rowcount
+        for i in range(0, len(ids), _CHUNK)
+    )
+    if changed != len(ids):
+        raise DatabaseError(
+            f"claim of {len(ids)} locked job(s) changed {changed}; is the database "
+            "running without row locks (MyISAM, or a READ UNCOMMITTED session)?"
+        )
+    return [
+        ClaimedJob(
+            id=r.id,
+            attempt=r.attempt + 1,
+            phase=phase,
+            session=session_id,
+            config=r.config,
+            solver=r.solver,
+            step=r.step,
+            payload=r.result if phase is Phase.EVAL else None,
+        )
+        for r in rows
+    ]
+
+
 def claim_jobs(
     db: Database,
     session_id: int,
@@ -409,38 +452,10 @@ def claim_jobs(
     move (by primary key) to the phase's running state with a new attempt, the lease
     and the phase's start time, all on the database clock.
     """
-    select_ready = _claim_select(phase)
-    move = _claim_update(phase, float(lease_seconds))
 
     def claim() -> list[ClaimedJob]:
         with db.transaction(immediate=True) as conn:
-            rows = conn.execute(select_ready, {"session": session_id, "limit": limit}).all()
-            if not rows:
-                return []
-            ids = sorted(r.id for r in rows)
-            params = {"owner": owner, "gpu": gpu, "machine": machine}
-            changed = sum(
-                conn.execute(move, {**params, "ids": ids[i : i + _CHUNK]}).rowcount
-                for i in range(0, len(ids), _CHUNK)
-            )
-            if changed != len(ids):
-                raise DatabaseError(
-                    f"claim of {len(ids)} locked job(s) changed {changed}; is the database "
-                    "running without row locks (MyISAM, or a READ UNCOMMITTED session)?"
-                )
-            return [
-                ClaimedJob(
-                    id=r.id,
-                    attempt=r.attempt + 1,
-                    phase=phase,
-                    session=session_id,
-                    config=r.config,
-                    solver=r.solver,
-                    step=r.step,
-                    payload=r.result if phase is Phase.EVAL else None,
-                )
-                for r in rows
-            ]
+            return _claim(conn, session_id, phase, owner, limit, lease_seconds, gpu, machine)
 
     claimed = with_retry(claim, what=f"session {session_id}: claim {phase.value} jobs")
     if claimed:
@@ -571,6 +586,54 @@ def record_outcomes(
     for job_id in rec.lost:
         log.warning("job %d: lease lost by %s; result dropped", job_id, owner)
     return rec
+
+
+def record_and_claim(
+    db: Database,
+    owner: str,
+    outcomes: Sequence[tuple[ClaimedJob, Outcome]],
+    session_id: int,
+    phase: Phase,
+    *,
+    limit: int = 1,
+    lease_seconds: float = DEFAULT_LEASE_SECONDS,
+    gpu: int | None = None,
+    machine: int | None = None,
+    max_retries: int = DEFAULT_MAX_RETRIES,
+) -> tuple[Recorded, list[ClaimedJob]]:
+    """:func:`record_outcomes`, then :func:`claim_jobs`, in one transaction.
+
+    A worker that goes from recording its last jobs straight to its next claim commits
+    once instead of twice: at one job per claim, 4 round trips per job instead of 5 (the
+    record's UPDATE, the claim's SELECT and UPDATE, one COMMIT), one durable log flush
+    instead of two, and one connection checkout instead of two.
+    The record is fenced exactly as on its own, and both halves commit or roll back
+    together (a retried transaction repeats both).
+    """
+    if not outcomes:
+        claimed = claim_jobs(
+            db, session_id, phase, owner=owner, limit=limit, lease_seconds=lease_seconds,
+            gpu=gpu, machine=machine,
+        )  # fmt: skip
+        return Recorded(), claimed
+
+    def record_claim() -> tuple[Recorded, list[ClaimedJob]]:
+        with db.transaction(immediate=True) as conn:
+            rec = _record(conn, outcomes, max_retries)
+            claimed = _claim(conn, session_id, phase, owner, limit, lease_seconds, gpu, machine)
+            return rec, claimed
+
+    rec, claimed = with_retry(
+        record_claim,
+        what=f"{owner}: record {len(outcomes)} outcome(s), claim {phase.value} jobs",
+    )
+    for job_id in rec.lost:
+        log.warning("job %d: lease lost by %s; result dropped", job_id, owner)
+    if claimed:
+        log.debug(
+            "session %d: %s claimed %d %s job(s)", session_id, owner, len(claimed), phase.value
+        )
+    return rec, claimed
 
 
 @functools.cache

@@ -19,7 +19,9 @@ and records the outcomes through the state machine, fenced by the claim's attemp
   worker's late write is fenced out.
 * **Batches**: outcomes are recorded when the batch is done or ``record_interval``
   seconds after the last record, whichever comes first, so fast jobs share transactions
-  and slow jobs are recorded as soon as they finish.
+  and slow jobs are recorded as soon as they finish. The outcomes of a batch's last jobs
+  go in the transaction of the next claim (:func:`~tuna.jobs.states.record_and_claim`),
+  which follows at once: one COMMIT per cycle.
 """
 
 from __future__ import annotations
@@ -187,6 +189,7 @@ class Worker:
         self.report = WorkerReport(self.owner, session_id, phase)
         self._in_backend = False
         self._next_reap = 0.0
+        self._unrecorded: list[tuple[ClaimedJob, Outcome]] = []  # for the next claim
 
     def run(self) -> WorkerReport:
         started = time.monotonic()
@@ -201,7 +204,10 @@ class Worker:
                 self.report.stopped = "aborted"
             finally:
                 self.heartbeat.stop()
-                self._release(self.heartbeat.held())
+                try:
+                    self._record_now()
+                finally:
+                    self._release(self.heartbeat.held())
         self.report.seconds = time.monotonic() - started
         log.info("%s: stopped (%s): %s", self.owner, self.report.stopped, self.report)
         return self.report
@@ -209,8 +215,10 @@ class Worker:
     def _loop(self) -> str:
         while True:
             if self.stop.is_set():
+                self._record_now()
                 return "signal"
             if self.settings.max_jobs is not None and self.report.claimed >= self.settings.max_jobs:
+                self._record_now()
                 return "max_jobs"
             self._reap()
             jobs = self._claim()
@@ -235,19 +243,23 @@ class Worker:
         limit = self.settings.claim_batch
         if self.settings.max_jobs is not None:
             limit = min(limit, self.settings.max_jobs - self.report.claimed)
-        jobs = self._db(
-            lambda: states.claim_jobs(
+        pending, self._unrecorded = self._unrecorded, []
+        rec, jobs = self._db(
+            lambda: states.record_and_claim(
                 self.db,
+                self.owner,
+                pending,
                 self.session_id,
                 self.phase,
-                owner=self.owner,
                 limit=limit,
                 lease_seconds=self.settings.lease_seconds,
                 gpu=self.settings.gpu,
                 machine=self.settings.machine,
+                max_retries=self.settings.max_retries,
             ),
-            "claim",
+            "record and claim" if pending else "claim",
         )
+        self._count(rec)
         self.heartbeat.hold(jobs)
         self.report.claimed += len(jobs)
         return jobs
@@ -276,10 +288,15 @@ class Worker:
             else:
                 outcome = _outcome_type(job.phase).failed(work)
             pending.append((job, outcome))
-            if time.monotonic() - last_record >= self.settings.record_interval:
+            last = job is jobs[-1]
+            if not last and time.monotonic() - last_record >= self.settings.record_interval:
                 self._record(pending)
                 pending, last_record = [], time.monotonic()
-        self._record(pending)
+        if self.stop.is_set():
+            self._record(pending)
+        else:  # recorded by the next claim, in its transaction
+            self.heartbeat.forget([j.id for j, _ in pending])
+            self._unrecorded = pending
         lost = [j for j in self.heartbeat.held() if self.heartbeat.is_lost(j.id)]
         self.report.lost += len(lost)
         self.heartbeat.forget([j.id for j in lost])
@@ -321,6 +338,14 @@ class Worker:
             ),
             "record",
         )
+        self._count(rec)
+
+    def _record_now(self) -> None:
+        """Record what waits for the next claim, when there will be none."""
+        pending, self._unrecorded = self._unrecorded, []
+        self._record(pending)
+
+    def _count(self, rec: states.Recorded) -> None:
         r = self.report
         r.done += rec.count(self.phase.done)
         r.retried += rec.count(self.phase.ready)
