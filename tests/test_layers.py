@@ -4,8 +4,8 @@
 
     cli/        the only place that prints or exits; nothing imports it; no SQLAlchemy
     report, dashboard   beside cli at the top: read through the services
-    services    catalog, sessions, jobs, results, worker, fleet, library: import each other without
-                cycles, and anything below
+    services    catalog, sessions, jobs, results, worker, fleet, library, searches: import
+                each other without cycles, and anything below
     backends/   never touch the database
     problems/, search/  pure: nothing of Tuna but the error tree
     db/         models, engines, dialect code
@@ -30,7 +30,10 @@ TUNA = Path(__file__).resolve().parent.parent / "tuna"
 LAYERS: dict[str, tuple[int, set[str]]] = {
     "cli": (7, {"cli"}),
     "top": (6, {"report", "dashboard"}),
-    "services": (5, {"catalog", "sessions", "jobs", "results", "worker", "fleet", "library"}),
+    "services": (
+        5,
+        {"catalog", "sessions", "jobs", "results", "worker", "fleet", "library", "searches"},
+    ),
     "backends": (4, {"backends"}),
     "pure": (3, {"problems", "search"}),
     "db": (2, {"db"}),

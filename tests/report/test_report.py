@@ -135,7 +135,7 @@ def test_unknown_and_empty_sessions_are_refused_and_nothing_is_written(lite_seed
     db, sd = lite_seeded
     with pytest.raises(NotFoundError, match=r"session 999 does not exist; `tuna session list`"):
         build_report(db, ReportOptions((sd.tuned, 999), tmp_path / "x"))
-    with pytest.raises(NotFoundError, match="has no jobs and no find results: nothing to report"):
+    with pytest.raises(NotFoundError, match="has no jobs, no find results and no searches: "):
         build_report(db, ReportOptions((sd.empty,), tmp_path / "y"))
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
 

@@ -35,6 +35,7 @@ COMMANDS = {
     "dashboard": "tuna.cli.dashboard:dashboard_cmd",
     "history": "tuna.cli.history:history_group",
     "best": "tuna.cli.history:best_cmd",
+    "search": "tuna.cli.search:search_group",
 }
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from tuna.cli.base import TunaCommand, console, database
-from tuna.report import Baseline, ReportOptions, build_report
+from tuna.report import Baseline, ReportOptions, StatGoal, build_report
 
 
 @click.command("report", cls=TunaCommand)
@@ -48,28 +48,46 @@ from tuna.report import Baseline, ReportOptions, build_report
     metavar="BASELINE",
     help="Speed-ups against: slowest, solver:NAME, session:N or golden:V.",
 )
+@click.option(
+    "--pareto-stats",
+    metavar="STAT:GOAL,STAT:GOAL",
+    default=None,
+    help="Two stats of a benchmark search to draw the runs' Pareto front of, each with "
+    "min or max (e.g. throughput:max,p95_ms:min).",
+)
 def report_cmd(
-    sessions: tuple[int, ...], out: Path | None, take_best: int, problems: int, vs: str
+    sessions: tuple[int, ...],
+    out: Path | None,
+    take_best: int,
+    problems: int,
+    vs: str,
+    pareto_stats: str | None,
 ) -> None:
     """Write a self-contained HTML report with PNG/SVG figures and a CSV beside each.
 
     Speed-ups per problem, which solver wins per problem family and arch, Pareto fronts
-    of time vs workspace per problem (pareto.json holds every problem's set), jobs per
-    machine over time, failure reasons and lost leases. Open OUT/index.html in a browser.
+    of time vs workspace per problem (pareto.json holds every problem's set), for the
+    sessions' searches the Pareto front of two stats (--pareto-stats; search-pareto.json
+    holds every search's set) and the best so far vs measurements, jobs per machine over
+    time, failure reasons and lost leases. Open OUT/index.html in a browser.
 
     \b
     Examples:
       tuna report -s 3 -o report-s3 --take-best 2
       tuna report -s 3 -s 4 --vs solver:CpuDirectNaive
       tuna report -s 5 --vs golden:2
+      tuna report -s 7 --pareto-stats throughput:max,p95_ms:min --take-best 3
     """
     baseline = Baseline.parse(vs)
+    stats = StatGoal.parse_pair(pareto_stats) if pareto_stats is not None else None
     target = out or Path(f"tuna-report-s{'-'.join(map(str, sessions))}")
     db = database()
     try:
         rep = build_report(
             db,
-            ReportOptions(tuple(dict.fromkeys(sessions)), target, take_best, problems, baseline),
+            ReportOptions(
+                tuple(dict.fromkeys(sessions)), target, take_best, problems, baseline, stats
+            ),
         )
     finally:
         db.dispose()

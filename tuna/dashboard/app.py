@@ -9,8 +9,8 @@ Every response carries ``Server-Timing: app;dur=<ms>`` (the time spent in the ap
 ``bench/dashboard.py`` reads). A malformed query parameter is a 400 page naming it, a
 missing session a 404, a database problem a 503 with the masked URL; never a traceback.
 
-The pages are listed in :data:`PAGES` (the navigation). Searches will add a page of
-their own there once they exist (issues #15/#16).
+The pages are listed in :data:`PAGES` (the navigation). A search's page draws its best
+so far as inline SVG (:mod:`tuna.dashboard.svg`), one line per search or strategy.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from tuna.dashboard import params
+from tuna.dashboard import params, svg
 from tuna.dashboard.cache import WarmCache
 from tuna.dashboard.params import BadRequest
 from tuna.db import Database
@@ -42,6 +42,7 @@ from tuna.errors import NotFoundError, TunaError
 from tuna.jobs import activity
 from tuna.jobs.status import JobCounts, job_counts
 from tuna.results import insight
+from tuna.searches import query as searches
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +51,7 @@ PAGES: list[tuple[str, str]] = [
     ("Sessions", "/"),
     ("Machines", "/machines"),
     ("Results", "/results"),
+    ("Searches", "/searches"),
 ]
 """(title, path) of the pages in the navigation bar, in order."""
 
@@ -213,6 +215,49 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
                       next_after=f"{found.next_after[0]}-{found.next_after[1]}"
                       if found.next_after else None)  # fmt: skip
 
+    @page
+    def searches_page(request: Request) -> Response:
+        q = request.query_params
+        params.known(q, {"session"})
+        sid = params.integer(q, "session")
+        if sid is None:
+            newest = activity.list_sessions(db, limit=1)
+            if not newest:
+                return render(request, "searches.html", "Searches", session=None, rows=[])
+            sid = newest[0].id
+        summary = activity.session_summary(db, sid)
+        rows = searches.list_searches(db, sid)
+        return render(request, "searches.html", f"Searches of session {sid}", session=summary,
+                      rows=rows)  # fmt: skip
+
+    @page
+    def search_page(request: Request) -> Response:
+        q = request.query_params
+        params.known(q, {"status", "build", "order", "after", "limit"})
+        status = params.choice(q, "status", searches.RUN_STATUSES)
+        order = params.choice(q, "order", ("seq", "best")) or "seq"
+        build = params.integer(q, "build", lo=1)
+        after = params.integer(q, "after", -1, lo=-1)
+        limit = params.integer(q, "limit", 100, lo=1, hi=1000)
+        assert after is not None and limit is not None
+        s = searches.find_search(db, int(request.path_params["search"]))
+        measured = searches.measured(db, s)
+        best = searches.best_run(db, s)
+        rows = searches.runs(db, s, status=status, build=build, order=order,  # type: ignore[arg-type]
+                             after=after, limit=limit)  # fmt: skip
+        chart = svg.step_chart(
+            [best_so_far_series(s.label, measured)],
+            title=f"Best {s.stat} so far, search {s.name}",
+            xlabel="measurements finished (count)",
+            ylabel=f"best {s.stat} (the benchmark's unit, {s.goal} is better)",
+            chart_id="best-so-far",
+        )
+        next_after = rows[-1].seq if order == "seq" and len(rows) == limit else None
+        return render(request, "search.html", f"Search {s.id}: {s.name}", s=s, best=best,
+                      measured=measured, chart=chart, rows=rows, run_status=status, build=build,
+                      order=order, limit=limit, next_after=next_after,
+                      statuses=searches.RUN_STATUSES)  # fmt: skip
+
     def healthz(_request: Request) -> Response:
         return PlainTextResponse("ok\n")
 
@@ -234,6 +279,8 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
         Route("/sessions/{sid:int}", session_page),
         Route("/machines", machines_page),
         Route("/results", results_page),
+        Route("/searches", searches_page),
+        Route("/searches/{search:int}", search_page),
         Route("/healthz", healthz),
     ]
     if cfg.reports is not None:
@@ -253,6 +300,18 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
 
     app.state.warm = warm
     return app
+
+
+MAX_DOTS = 2000
+"""Measurements drawn as dots at most (the latest); the step line always has every step."""
+
+
+def best_so_far_series(label: str, measured: searches.Measured) -> svg.Series:
+    """A search's best-so-far curve as the chart draws it."""
+    n = len(measured.values)
+    dots = [(float(i), v) for i, v in enumerate(measured.values, start=1) if v is not None]
+    return svg.Series(label, [(float(x), y) for x, y in measured.steps], until=float(n),
+                      dots=dots[-MAX_DOTS:])  # fmt: skip
 
 
 def _reports_by_session(reports: Path | None) -> dict[int, list[str]]:

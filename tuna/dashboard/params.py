@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from tuna.errors import TunaError
 
@@ -57,6 +57,16 @@ def text(params: Mapping[str, str], name: str, *, max_len: int = 255) -> str | N
     if len(raw) > max_len:
         raise BadRequest(f"{name} is longer than {max_len} characters")
     return raw.strip()
+
+
+def choice(params: Mapping[str, str], name: str, allowed: Sequence[str]) -> str | None:
+    """One of ``allowed``, or None when absent or empty."""
+    raw = params.get(name)
+    if raw is None or raw == "":
+        return None
+    if raw not in allowed:
+        raise BadRequest(f"{name}={raw[:40]!r}: expected one of {', '.join(allowed)}")
+    return raw
 
 
 def pair(params: Mapping[str, str], name: str) -> tuple[int, int]:

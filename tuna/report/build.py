@@ -3,12 +3,13 @@
 The page is a list of sections; each section is a function of :class:`ReportData` in
 :data:`SECTIONS` that draws its figures and says what it found. A section with no data
 says so instead of drawing an empty figure. Searches (benchmark-search Pareto fronts of
-two user stats, best-so-far per strategy) will be sections of their own, added to
-:data:`SECTIONS` once searches exist.
+two user stats, best so far per search and strategy) are sections of their own
+(:mod:`tuna.report.searches`).
 
 The directory written is self-contained: ``index.html`` (inline CSS, no script, no
-link outside the directory), ``figures/*.{png,svg,csv}``, ``pareto.json`` and
-``report.json`` (which sessions and figures: what ``tuna dashboard --reports`` links).
+link outside the directory), ``figures/*.{png,svg,csv}``, ``pareto.json``,
+``search-pareto.json`` (with ``--pareto-stats``) and ``report.json`` (which sessions
+and figures: what ``tuna dashboard --reports`` links).
 """
 
 from __future__ import annotations
@@ -25,11 +26,13 @@ from tuna.db import Database
 from tuna.errors import NotFoundError, TunaError
 from tuna.jobs import activity
 from tuna.jobs.activity import Bucketed
-from tuna.report import figures
+from tuna.report import figures, searches
 from tuna.report.figures import Figure
-from tuna.report.pareto import rank
+from tuna.report.pareto import StatGoal, rank
 from tuna.results import insight
 from tuna.results.insight import FindPoint, Speedup
+from tuna.searches import query
+from tuna.searches.query import SearchSummary
 
 MAX_BARS = 60
 """Speed-up bars drawn at most (the CSV holds every problem)."""
@@ -72,6 +75,8 @@ class ReportOptions:
     take_best: int = 0
     problems: int = 8
     vs: Baseline = field(default_factory=Baseline)
+    pareto_stats: tuple[StatGoal, StatGoal] | None = None
+    """The two stats of a benchmark search's Pareto fronts (``--pareto-stats``)."""
 
 
 @dataclass
@@ -82,6 +87,7 @@ class ReportData:
     options: ReportOptions
     arch_of: dict[int, str]
     points: list[FindPoint]
+    searches: list[SearchSummary] = field(default_factory=list)
 
 
 @dataclass
@@ -365,9 +371,45 @@ def _fleet(data: ReportData) -> Section:
     return sec
 
 
+def _search_pareto(data: ReportData) -> Section:
+    stats = data.options.pareto_stats
+    names = f"{stats[0].stat} vs {stats[1].stat}" if stats else "two stats"
+    sec = Section("search-pareto", f"Searches: Pareto fronts of {names}")
+    drawn, sets = searches.draw_pareto(
+        data.options.out,
+        data.searches,
+        lambda s: query.runs(data.db, s, status="valid", limit=None),
+        stats,
+        data.options.take_best,
+        data.options.problems,
+    )
+    if stats is not None:
+        doc = {"stats": [str(st) for st in stats], "take_best": data.options.take_best,
+               "searches": sets}  # fmt: skip
+        path = data.options.out / "search-pareto.json"
+        path.write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    sec.figures, sec.notes = drawn.figures, drawn.notes
+    return sec
+
+
+def _search_progress(data: ReportData) -> Section:
+    sec = Section("search-progress", "Searches: best so far vs measurements")
+    measured = [query.measured(data.db, s) for s in data.searches]
+    drawn = searches.draw_progress(data.options.out, measured)
+    sec.figures, sec.notes = drawn.figures, drawn.notes
+    return sec
+
+
 SectionBuilder = Callable[[ReportData], Section]
-SECTIONS: list[SectionBuilder] = [_speedups, _solver_wins, _pareto, _fleet]
-"""The report's sections in page order. A section for searches goes here once they exist."""
+SECTIONS: list[SectionBuilder] = [
+    _speedups,
+    _solver_wins,
+    _pareto,
+    _search_pareto,
+    _search_progress,
+    _fleet,
+]
+"""The report's sections in page order."""
 
 
 # --- the page ---------------------------------------------------------------------------------
@@ -382,17 +424,18 @@ def build_report(db: Database, options: ReportOptions) -> Report:
     figures.pyplot()  # a missing extra fails before anything is written
     arch_of = insight.check_sessions(db, options.sessions)
     points = list(insight.find_points(db, options.sessions))
-    if not points:
+    found = query.searches_of(db, options.sessions)
+    if not points and not found:
         jobs = sum(p.total for p in activity.progress(
             db, [activity.session_summary(db, s) for s in options.sessions]))  # fmt: skip
         if jobs == 0:
             names = ", ".join(map(str, options.sessions))
             raise NotFoundError(
-                f"session {names} has no jobs and no find results: nothing to report yet "
-                "(load_jobs, then go_fish, fills it)"
+                f"session {names} has no jobs, no find results and no searches: nothing to "
+                "report yet (load_jobs then go_fish, or tuna search create, fills it)"
             )
     options.out.mkdir(parents=True, exist_ok=True)
-    data = ReportData(db, options, arch_of, points)
+    data = ReportData(db, options, arch_of, points, found)
     sections = [build(data) for build in SECTIONS]
     index = options.out / "index.html"
     index.write_text(render_html(options, arch_of, sections))
@@ -423,7 +466,14 @@ def render_html(options: ReportOptions, arch_of: dict[int, str], sections: list[
         f"<h1>Tuna report: session {esc(sessions)}</h1>",
         "<nav>" + "".join(f'<a href="#{s.id}">{esc(s.title)}</a>' for s in sections) + "</nav>",
         '<p class="note">Data: <a href="pareto.json">pareto.json</a> '
-        "(every problem's time/workspace set); each figure links its CSV.</p>",
+        "(every problem's time/workspace set)"
+        + (
+            '; <a href="search-pareto.json">search-pareto.json</a> (every search\'s '
+            f"{esc(options.pareto_stats[0].stat)}/{esc(options.pareto_stats[1].stat)} set)"
+            if options.pareto_stats
+            else ""
+        )
+        + "; each figure links its CSV.</p>",
     ]
     for s in sections:
         parts.append(f'<section id="{s.id}"><h2>{esc(s.title)}</h2>')

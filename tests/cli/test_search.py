@@ -1,0 +1,152 @@
+"""``tuna search list`` and ``tuna search show`` on seeded searches (tests/searches/seed.py)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+
+import pytest
+
+from tests.searches.seed import SERVE, seed_searches
+from tuna.cli import main
+from tuna.config import load_settings
+from tuna.db import open_database
+
+
+@pytest.fixture
+def seeded(runner):
+    db = open_database(load_settings().db_url)
+    sd = seed_searches(db)
+    db.dispose()
+    return runner, sd
+
+
+def words(line: str) -> list[str]:
+    return re.split(r"\s{2,}", line.strip())
+
+
+def test_search_list_shows_each_search_with_progress_builds_and_best(seeded):
+    runner, sd = seeded
+    r = runner.invoke(main, ["search", "list", "-s", str(sd.session)])
+    assert r.exit_code == 0, r.output
+    lines = [x.rstrip() for x in r.output.splitlines()]
+    assert lines[0] == f"Searches of session {sd.session}"
+    assert words(lines[1]) == ["id", "name", "state", "searcher", "objective", "done",
+                               "in flight", "budget", "builds", "best"]  # fmt: skip
+    rows = {w[1]: w for w in map(words, lines[2:])}
+    assert rows["serve"] == [str(sd.serve), "serve", "active", "default", "throughput (max)",
+                             "6 (5 valid)", "2", "10", "3/4", "250"]  # fmt: skip
+    assert rows["rate-bisect"][5:] == ["4 (4 valid)", "0", "-", "0/0", "7"]
+    assert rows["empty"][5:] == ["0 (0 valid)", "0", "5", "0/0", "-"]
+
+
+def test_search_list_as_json_and_csv(seeded):
+    runner, sd = seeded
+    r = runner.invoke(main, ["search", "list", "-s", str(sd.session), "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert [s["name"] for s in doc] == ["serve", "rate-bisect", "empty"]
+    assert {k: doc[0][k] for k in ("objective", "runs", "done", "in_flight", "best")} == {
+        "objective": "throughput:max", "runs": 8, "done": 6, "in_flight": 2, "best": 250.0,
+    }  # fmt: skip
+    r = runner.invoke(main, ["search", "list", "-s", str(sd.session), "--csv"])
+    rows = list(csv.DictReader(io.StringIO(r.output)))
+    assert [(x["name"], x["best"], x["budget"]) for x in rows] == [
+        ("serve", "250.0", "10"), ("rate-bisect", "7.0", ""), ("empty", "", "5"),
+    ]  # fmt: skip
+
+
+def test_search_list_of_a_session_without_searches_and_of_a_missing_one(seeded):
+    runner, sd = seeded
+    r = runner.invoke(main, ["search", "list", "-s", str(sd.session + 100)])
+    assert r.exit_code == 1
+    assert r.output == (f"Error: session {sd.session + 100} does not exist; `tuna session list` "
+                        "shows them\n")  # fmt: skip
+    create = runner.invoke(main, ["session", "create", "--arch", "x", "--num-cu", "1",
+                                  "--backend", "noop", "-l", "bare"])  # fmt: skip
+    assert create.exit_code == 0, create.output
+    sid = max(sd.session, sd.other_session) + 1
+    r = runner.invoke(main, ["search", "list", "-s", str(sid)])
+    assert r.exit_code == 0 and "has no search yet" in r.output
+
+
+def test_search_show_gives_progress_the_best_run_and_the_runs_table(seeded):
+    runner, sd = seeded
+    r = runner.invoke(main, ["search", "show", "-s", str(sd.session), "serve"])
+    assert r.exit_code == 0, r.output
+    lines = [x.rstrip() for x in r.output.splitlines()]
+    assert lines[0] == (f"Search {sd.serve} 'serve' (session {sd.session}): active, backend "
+                        "bench, searcher default; objective maximise throughput")  # fmt: skip
+    assert lines[1] == ("  runs: 6 done (5 valid, 1 invalid), 2 in flight, budget 10, "
+                        "parallelism 4; builds: 3 of 4 built")  # fmt: skip
+    assert lines[2] == "  best: run 5, throughput = 250 (batch=4 threads=2)"
+    assert lines[3] == f"Runs of search {sd.serve}"
+    assert words(lines[4]) == ["seq", "build params", "run params", "stats", "valid",
+                               "machine", "finished"]  # fmt: skip
+    rows = [words(x) for x in lines[5:13]]
+    assert [int(w[0]) for w in rows] == [s[0] for s in SERVE]
+    assert rows[1][:3] == ["1", "batch=1", "threads=2"]
+    assert rows[1][3] == "throughput=180 p95_ms=9 result_validity=VALID"
+    assert rows[1][4:6] == ["yes", "bench-host"]
+    assert rows[3][4] == "yes; does not count (result_validity)"
+    assert rows[4][4] == "no: exit status 1: segfault"
+    assert rows[6][3:] == ["-", "in flight", "-", "-"]
+    assert lines[13] == "8 runs shown"
+
+
+def test_search_show_filters_and_orders_runs(seeded):
+    runner, sd = seeded
+    r = runner.invoke(main, ["search", "show", str(sd.serve), "--best", "--limit", "2"])
+    assert r.exit_code == 0, r.output
+    lines = [x.rstrip() for x in r.output.splitlines()]
+    table = [words(x) for x in lines[5:]]
+    assert [w[0] for w in table[:2]] == ["5", "1"]
+    assert lines[-1] == "2 runs shown (--limit 2)"
+    r = runner.invoke(main, ["search", "show", str(sd.serve), "--status", "invalid"])
+    assert [words(x)[0] for x in r.output.splitlines()[5:-1]] == ["4"]
+    r = runner.invoke(main, ["search", "show", str(sd.empty)])
+    assert r.output.splitlines()[-2:] == ["  best: no run counts yet", "No run yet."]
+
+
+def test_search_show_as_csv_has_a_column_per_param_and_stat(seeded):
+    runner, sd = seeded
+    r = runner.invoke(main, ["search", "show", str(sd.serve), "--csv", "--limit", "0"])
+    assert r.exit_code == 0, r.output
+    rows = list(csv.DictReader(io.StringIO(r.output)))
+    assert list(rows[0]) == ["seq", "status", "build", "build.batch", "run.threads",
+                             "stat.throughput", "stat.p95_ms", "stat.result_validity",
+                             "value", "reason", "machine", "finished"]  # fmt: skip
+    assert [(x["seq"], x["build.batch"], x["run.threads"], x["stat.throughput"], x["status"])
+            for x in rows[:2]] == [("0", "1", "1", "100.0", "valid"),
+                                   ("1", "1", "2", "180.0", "valid")]  # fmt: skip
+    assert rows[4]["reason"] == "exit status 1: segfault" and rows[4]["stat.throughput"] == ""
+
+
+def test_search_show_as_json_has_the_search_its_best_run_and_its_runs(seeded):
+    runner, sd = seeded
+    r = runner.invoke(main, ["search", "show", str(sd.serve), "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert doc["search"]["name"] == "serve" and doc["search"]["best"] == 250.0
+    assert doc["best"]["seq"] == 5 and doc["best"]["run_params"] == {"threads": 2}
+    assert [x["seq"] for x in doc["runs"]] == list(range(8))
+    assert doc["runs"][3]["stats"]["result_validity"] == "INVALID"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["search", "show", "serve"], "Error: search 'serve': a search named by name needs its "
+         "session, e.g. `tuna search show -s 3 serve` (or give its id)"),
+        (["search", "show", "-s", "1", "nope"], "Error: search 'nope' in session 1 does not "
+         "exist; `tuna search list -s 1` shows the searches"),
+        (["search", "show", "424242"], "Error: search 424242 does not exist; `tuna search list "
+         "-s SESSION` shows the searches"),
+    ],
+)  # fmt: skip
+def test_search_show_says_what_is_wrong_without_a_traceback(seeded, args, message):
+    runner, _ = seeded
+    r = runner.invoke(main, args)
+    assert r.exit_code == 1 and r.output == message + "\n", r.output

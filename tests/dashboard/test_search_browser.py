@@ -1,0 +1,105 @@
+"""A search's page in a real headless Chromium: the best so far moves while runs land.
+
+Runs land as a worker's result writes them (``tests/searches/seed.land``) into the
+database a running ``tuna dashboard`` reads; the page reloads itself every second.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.dashboard.conftest import Server, wait_for
+from tests.dashboard.test_browser import by_css, shot
+from tests.report.seed import session
+from tests.searches.seed import add_build, add_run, add_search, land, seed_searches
+from tuna.db import Database, open_database
+
+# (threads, p95_ms) of the runs that land while the page watches: the best (lowest p95)
+# moves at the 1st, 2nd and 4th; the 3rd does not improve it.
+LANDING = [(1, 30.0), (2, 21.0), (4, 25.0), (8, 12.5)]
+
+
+@dataclass
+class Site:
+    server: Server
+    db: Database
+    session: int
+    search: int
+    seeded_session: int
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Iterator[Site]:
+    tmp: Path = tmp_path_factory.mktemp("search-browser")
+    url = f"sqlite:///{tmp / 'tuna.db'}"
+    db = open_database(url)
+    sd = seed_searches(db)
+    sid = session(db, "live")
+    search = add_search(db, sid, "latency", {"stat": "p95_ms", "goal": "min"}, budget=4)
+    build = add_build(db, search, {"opt": "O2"}, built=True)
+    for seq, (threads, _) in enumerate(LANDING):
+        add_run(db, search, seq, {"opt": "O2", "threads": threads}, build)
+    server = Server(url, tmp / "dashboard.log", "--refresh", "1")
+    yield Site(server, db, sid, search, sd.session)
+    server.stop()
+    db.dispose()
+
+
+def test_the_searches_page_is_in_the_navigation_and_links_each_search(chrome, site):
+    chrome.get(f"{site.server.base}/sessions/{site.seeded_session}")
+    by_css(chrome, "#searches-link")[0].click()
+    wait_for("the searches page", lambda: chrome.title.startswith("Searches of session"), 20)
+    names = [r.text for r in by_css(chrome, "#searches tr[data-search] td:nth-child(2)")]
+    assert names == ["serve", "rate-bisect", "empty"]
+    shot(chrome, "searches")
+    by_css(chrome, "#searches tr[data-search] td:nth-child(2) a")[0].click()
+    wait_for("the search page", lambda: chrome.title.startswith("Search "), 20)
+    assert by_css(chrome, "#best")[0].text == "250"
+    assert by_css(chrome, "svg#best-so-far path.series")
+    from selenium.webdriver.support.ui import Select
+
+    Select(by_css(chrome, "select[name=status]")[0]).select_by_visible_text("pending")
+    by_css(chrome, "#apply")[0].click()
+    wait_for("the filtered runs", lambda: "status=pending" in chrome.current_url, 20)
+    seqs = [r.get_attribute("data-seq") for r in by_css(chrome, "#runs tr[data-seq]")]
+    assert seqs == ["6", "7"]
+    shot(chrome, "search-runs-filtered")
+    header = next(a for a in by_css(chrome, "header a") if a.text == "Searches")
+    header.click()
+    wait_for("the searches page from the navigation",
+             lambda: chrome.title.startswith("Searches of session"), 20)  # fmt: skip
+
+
+def test_the_best_so_far_moves_while_runs_land(chrome, site):
+    chrome.get(f"{site.server.base}/searches/{site.search}")
+
+    def shown() -> tuple[int, str, str | None] | None:
+        n = by_css(chrome, "#measurements")
+        best = by_css(chrome, "#best")
+        line = by_css(chrome, "svg#best-so-far path.series")
+        if not n or not best:
+            return None
+        return int(n[0].text), best[0].text, line[0].get_attribute("data-best") if line else None
+
+    assert wait_for("the empty search page", shown, 20) == (0, "none yet", None)
+    assert by_css(chrome, "svg#best-so-far text.empty")
+    seen = []
+    best = None
+    t0 = dt.datetime(2026, 11, 24, 2, 0, 0)
+    for seq, (_, p95) in enumerate(LANDING):
+        land(site.db, site.search, seq, {"p95_ms": p95}, at=t0 + dt.timedelta(seconds=seq))
+        best = p95 if best is None else min(best, p95)
+        want = (seq + 1, f"{best:g}", repr(best))
+        # No click: the page reloads itself and must show the run that just landed.
+        seen.append(wait_for(f"the page to show {want}", lambda w=want: shown() == w and w, 30))
+        shot(chrome, f"search-live-{seq + 1}")
+    assert [s[1] for s in seen] == ["30", "21", "21", "12.5"]
+    done = [int(c.text) for c in by_css(chrome, "#done")]
+    assert done == [4]
+    steps = by_css(chrome, "svg#best-so-far path.series")[0].get_attribute("d")
+    assert steps.count("V") == 2  # three bests: two drops after the first

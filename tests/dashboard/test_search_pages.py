@@ -1,0 +1,125 @@
+"""The dashboard's search pages through Starlette's test client, on SQLite and on MariaDB."""
+
+from __future__ import annotations
+
+import html
+import re
+import warnings
+import xml.etree.ElementTree as ET
+
+import pytest
+
+with warnings.catch_warnings():  # Starlette 1.x would rather use httpx2; httpx works
+    warnings.simplefilter("ignore")
+    from starlette.testclient import TestClient
+
+from tests.dashboard.test_app import cells
+from tests.report.seed import seeded_database
+from tests.searches.seed import seed_searches
+from tuna.dashboard import create_app
+from tuna.dashboard.app import PAGES, DashboardSettings
+from tuna.dashboard.readonly import open_readonly
+
+NS = "{http://www.w3.org/2000/svg}"
+
+
+@pytest.fixture(scope="module", params=["sqlite", pytest.param("mysql", marks=pytest.mark.mysql)])
+def site(request, tmp_path_factory):
+    with seeded_database(request, tmp_path_factory.mktemp("search-pages")) as db:
+        sd = seed_searches(db)
+        ro = open_readonly(db.url.render_as_string(hide_password=False))
+        yield TestClient(create_app(ro, DashboardSettings(refresh_s=3))), sd
+        ro.dispose()
+
+
+def chart(page: str) -> ET.Element:
+    svg = re.search(r'<svg id="best-so-far".*?</svg>', page, re.S)
+    assert svg, "no best-so-far chart"
+    return ET.fromstring(svg.group(0))
+
+
+def test_searches_are_in_the_navigation_and_listed_per_session(site):
+    client, sd = site
+    assert ("Searches", "/searches") in PAGES
+    r = client.get(f"/searches?session={sd.session}")
+    assert r.status_code == 200 and '<meta http-equiv="refresh" content="3">' in r.text
+    assert "<script" not in r.text
+    rows = {c[1]: c for c in cells(r.text, "searches")}
+    assert list(rows) == ["serve", "rate-bisect", "empty"]
+    assert rows["serve"] == [str(sd.serve), "serve", "active", "default", "max throughput", "",
+                             "6 (5 valid)", "2", "10", "3 / 4", "250"]  # fmt: skip
+    assert rows["rate-bisect"][-1] == "7" and rows["empty"][-1] == "—"
+    assert f'href="/searches/{sd.serve}"' in r.text
+    # The session page links its searches; no session given means the newest session's.
+    assert f'href="/searches?session={sd.session}"' in client.get(f"/sessions/{sd.session}").text
+    newest = client.get("/searches")
+    assert newest.status_code == 200 and "Searches of session" in newest.text
+    other = client.get(f"/searches?session={sd.other_session}")
+    assert [c[1] for c in cells(other.text, "searches")] == ["serve"]
+
+
+def test_a_search_page_shows_progress_best_run_chart_and_runs(site):
+    client, sd = site
+    r = client.get(f"/searches/{sd.serve}")
+    assert r.status_code == 200, r.text
+    assert '<meta http-equiv="refresh" content="3">' in r.text and "<script" not in r.text
+    assert re.search(r'id="best">250<', r.text) and re.search(r'id="measurements">6<', r.text)
+    assert cells(r.text, "progress") == [["6", "5", "1", "2", "10", "4", "3 / 4"]]
+    svg = chart(r.text)
+    texts = {t.get("class"): t.text for t in svg.iter(f"{NS}text") if t.get("class")}
+    assert texts["title"] == "Best throughput so far, search serve"
+    assert texts["xlabel"] == "measurements finished (count)"
+    assert "throughput" in texts["ylabel"] and "(" in texts["ylabel"]
+    (line,) = svg.iter(f"{NS}path")
+    assert (line.get("data-best"), line.get("data-until")) == ("250.0", "6")
+    assert line.get("data-label") == "serve (default searcher)"
+    # Two steps (180 at the 1st measurement, 250 at the 6th): M, H+V, then H to the end.
+    assert len(re.findall(r"V", line.get("d"))) == 1
+    assert len(list(svg.iter(f"{NS}circle"))) == 4  # the measurements that count
+    runs = cells(r.text, "runs")
+    assert [int(c[0]) for c in runs] == list(range(8))
+    assert runs[1][2:6] == ["batch=1", "threads=2", "throughput=180.0 p95_ms=9.0 "
+                            "result_validity=VALID", "180"]  # fmt: skip
+    assert runs[3][6] == "yes; does not count (result_validity)"
+    assert runs[4][6] == "no: exit status 1: segfault" and runs[6][6] == "in flight"
+
+
+def test_run_filters_narrow_the_table_and_page_on(site):
+    client, sd = site
+    base = f"/searches/{sd.serve}"
+
+    def seqs(query: str) -> list[int]:
+        r = client.get(base + query)
+        assert r.status_code == 200, r.text
+        return [int(c[0]) for c in cells(r.text, "runs")] if 'id="runs"' in r.text else []
+
+    assert seqs("?status=pending") == [6, 7]
+    assert seqs("?status=invalid") == [4]
+    assert seqs(f"?build={sd.builds[2]}") == [2, 3]
+    assert seqs("?order=best") == [5, 1, 2, 0]
+    assert seqs("?limit=3") == [0, 1, 2]
+    r = client.get(base + "?limit=3&status=valid")
+    assert 'id="next"' in r.text and "after=2" in r.text
+    assert seqs("?limit=3&after=2") == [3, 4, 5]
+    assert seqs("?status=valid&build=999") == []
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "message"),
+    [
+        ("/searches/{serve}?status=done", 400, "status='done': expected one of valid, invalid"),
+        ("/searches/{serve}?order=worst", 400, "order='worst': expected one of seq, best"),
+        ("/searches/{serve}?limit=0", 400, "limit=0 is out of range (1 to 1000)"),
+        ("/searches/{serve}?build=x", 400, "build='x' is not an integer"),
+        ("/searches/{serve}?after=-5", 400, "after=-5 is out of range"),
+        ("/searches/{serve}?sort=seq", 400, "unknown query parameter sort"),
+        ("/searches?session=abc", 400, "session='abc' is not an integer"),
+        ("/searches?session=999999", 404, "session 999999 does not exist"),
+        ("/searches/999999", 404, "search 999999 does not exist"),
+    ],
+)  # fmt: skip
+def test_bad_query_parameters_are_a_400_that_names_them(site, path, status, message):
+    client, sd = site
+    r = client.get(path.format(serve=sd.serve))
+    assert r.status_code == status
+    assert message in html.unescape(r.text) and "Traceback" not in r.text

@@ -1,0 +1,116 @@
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import event
+
+from tests.searches.seed import BISECT_P95, SERVE, SERVE_BEST_SO_FAR
+from tuna.errors import NotFoundError, TunaError
+from tuna.searches import query
+
+
+def test_a_sessions_searches_with_their_progress_builds_and_best(searched):
+    db, sd = searched
+    found = {s.name: s for s in query.list_searches(db, sd.session)}
+    assert list(found) == ["serve", "rate-bisect", "empty"]
+    serve = found["serve"]
+    assert (serve.id, serve.session, serve.state, serve.backend) == (sd.serve, sd.session,
+                                                                     "active", "bench")  # fmt: skip
+    assert (serve.stat, serve.goal, serve.validity) == ("throughput", "max", "result_validity")
+    assert (serve.runs, serve.done, serve.in_flight, serve.budget) == (8, 6, 2, 10)
+    # seq 3 ran (valid) but its result_validity says INVALID: 900 does not count.
+    assert serve.valid == 5 and serve.best == 250.0
+    assert (serve.builds, serve.builds_done) == (4, 3)
+    bisect = found["rate-bisect"]
+    assert bisect.best == min(BISECT_P95) and bisect.validity is None
+    assert bisect.label.startswith("rate-bisect (Bisect(")
+    empty = found["empty"]
+    assert (empty.runs, empty.done, empty.builds, empty.best) == (0, 0, 0, None)
+    assert [s.name for s in query.list_searches(db, sd.other_session)] == ["serve"]
+    with pytest.raises(NotFoundError, match="session 999999 does not exist"):
+        query.list_searches(db, 999999)
+
+
+def test_a_search_is_found_by_id_or_by_name_in_its_session(searched):
+    db, sd = searched
+    assert query.find_search(db, sd.bisect).name == "rate-bisect"
+    assert query.find_search(db, str(sd.bisect)).id == sd.bisect
+    assert query.find_search(db, "serve", sd.other_session).id == sd.other
+    with pytest.raises(NotFoundError, match=r"search 'nope' in session \d+ does not exist"):
+        query.find_search(db, "nope", sd.session)
+    with pytest.raises(NotFoundError, match="search 999999 does not exist"):
+        query.find_search(db, 999999)
+    with pytest.raises(TunaError, match="needs its session"):
+        query.find_search(db, "serve")
+
+
+def test_the_runs_table_splits_build_and_run_params_and_pages_by_seq(searched):
+    db, sd = searched
+    serve = query.find_search(db, sd.serve)
+    rows = query.runs(db, serve)
+    assert [r.seq for r in rows] == [r[0] for r in SERVE]
+    r1 = rows[1]
+    assert r1.build == sd.builds[1] and r1.build_params == {"batch": 1}
+    assert r1.run_params == {"threads": 2} and r1.point == {"batch": 1, "threads": 2}
+    assert r1.stats == SERVE[1][3] and r1.value == 180.0 and r1.status == "valid"
+    assert r1.machine == "bench-host" and r1.finished is not None
+    assert (rows[4].status, rows[4].reason) == ("invalid", "exit status 1: segfault")
+    assert rows[6].status == "pending" and rows[6].machine is None and rows[6].finished is None
+    page = query.runs(db, serve, after=2, limit=3)
+    assert [r.seq for r in page] == [3, 4, 5]
+    assert [r.seq for r in query.runs(db, serve, status="pending")] == [6, 7]
+    assert [r.seq for r in query.runs(db, serve, status="invalid")] == [4]
+    assert [r.seq for r in query.runs(db, serve, status="valid")] == [0, 1, 2, 3, 5]
+    assert [r.seq for r in query.runs(db, serve, build=sd.builds[2])] == [2, 3]
+
+
+def test_best_first_counts_only_the_runs_the_objective_counts(searched):
+    db, sd = searched
+    serve = query.find_search(db, sd.serve)
+    assert [r.seq for r in query.runs(db, serve, order="best")] == [5, 1, 2, 0]
+    assert [r.seq for r in query.runs(db, serve, order="best", limit=2)] == [5, 1]
+    best = query.best_run(db, serve)
+    assert best is not None and (best.seq, best.value) == (5, 250.0)
+    bisect = query.find_search(db, sd.bisect)
+    assert [r.seq for r in query.runs(db, bisect, order="best")] == [3, 1, 2, 0]
+    assert query.best_run(db, query.find_search(db, sd.empty)) is None
+
+
+def test_measurements_in_landing_order_and_their_best_so_far(searched):
+    db, sd = searched
+    m = query.measured(db, query.find_search(db, sd.serve))
+    assert m.seqs == [1, 0, 2, 3, 4, 5]  # the order they landed, not proposal order
+    assert m.values == [180.0, 100.0, 150.0, None, None, 250.0]
+    assert m.best == SERVE_BEST_SO_FAR
+    assert m.steps == [(1, 180.0), (6, 250.0)]
+    b = query.measured(db, query.find_search(db, sd.bisect))
+    assert b.best == [12.0, 8.0, 8.0, 7.0] and b.steps == [(1, 12.0), (2, 8.0), (4, 7.0)]
+    assert query.measured(db, query.find_search(db, sd.empty)).values == []
+
+
+def test_every_query_reads_the_search_tables_through_an_index(searched):
+    """SQLite's plan names a full scan of a table SCAN; an index lookup is SEARCH."""
+    db, sd = searched
+    if not db.is_sqlite:
+        pytest.skip("the plan check reads SQLite's EXPLAIN QUERY PLAN")
+    sent: list[tuple[str, object]] = []
+
+    def record(_conn, _cur, stmt, parameters, *_a):
+        if stmt.lstrip().upper().startswith("SELECT"):
+            sent.append((stmt, parameters))
+
+    event.listen(db.engine, "before_cursor_execute", record)
+    try:
+        serve = query.find_search(db, sd.serve)
+        query.list_searches(db, sd.session)
+        query.find_search(db, "serve", sd.session)
+        query.runs(db, serve, status="valid", build=sd.builds[1], after=0, limit=5)
+        query.runs(db, serve, order="best", limit=2)
+        query.measured(db, serve)
+    finally:
+        event.remove(db.engine, "before_cursor_execute", record)
+    assert len(sent) >= 8
+    with db.engine.connect() as conn:
+        for stmt, parameters in sent:
+            plan = [r[-1] for r in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {stmt}", parameters)]
+            scans = [p for p in plan if p.startswith("SCAN") and "search" in p]
+            assert not scans, f"{stmt}\n{plan}"

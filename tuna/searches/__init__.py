@@ -1,0 +1,1 @@
+"""Searches in the database: the read side (:mod:`.query`) of what the driver records."""
