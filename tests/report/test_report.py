@@ -172,7 +172,7 @@ def test_cli_report_writes_the_page_and_says_what_it_found(lite_seeded, tmp_path
     ("args", "message"),
     [
         (["-s", "999"], "Error: session 999 does not exist"),
-        (["-s", "{empty}"], "has no jobs and no find results"),
+        (["-s", "{empty}"], "has no jobs, no find results and no searches"),
         (
             ["-s", "{tuned}", "--vs", "fastest"],
             "Error: --vs 'fastest': expected slowest, solver:NAME",
