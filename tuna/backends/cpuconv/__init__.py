@@ -21,19 +21,23 @@ A non-tunable solver has one candidate and never a perf-db row.
 Knobs, as fields of an instance or as the session's environment (which reaches workers in
 other processes and other hosts), field first:
 
-========================  ===========================  ================================
-field                     environment                  default
-========================  ===========================  ================================
-``max_candidates``        ``CPUCONV_MAX_CANDIDATES``   64
-``jobs``                  ``CPUCONV_JOBS``             1 (parallel compiler processes)
-``per_unit``              ``CPUCONV_PER_UNIT``         8 (candidates per shared object)
-``time_budget_s``         ``CPUCONV_TIME_BUDGET_S``    60 (per job and phase)
-``march``                 ``CPUCONV_MARCH``            native
-``opt``                   ``CPUCONV_OPT``              3 (``-O3``)
-``cc``                    ``CPUCONV_CC``               cc
-``repeats``               ``CPUCONV_REPEATS``          5 (timed runs per candidate)
-``extra_candidates``      ``CPUCONV_EXTRA_CANDIDATES`` none; test only, ``;``-separated
-========================  ===========================  ================================
+=======================  ===============================  ================================
+field                    environment                      default
+=======================  ===============================  ================================
+``max_candidates``       ``CPUCONV_MAX_CANDIDATES``       64
+``jobs``                 ``CPUCONV_JOBS``                 1 (parallel compiler processes)
+``per_unit``             ``CPUCONV_PER_UNIT``             8 (candidates per shared object)
+``time_budget_s``        ``CPUCONV_TIME_BUDGET_S``        60 (per job and phase)
+``march``                ``CPUCONV_MARCH``                native
+``opt``                  ``CPUCONV_OPT``                  3 (``-O3``)
+``cc``                   ``CPUCONV_CC``                   cc
+``repeats``              ``CPUCONV_REPEATS``              5 (timed runs per candidate)
+``candidate_timeout_s``  ``CPUCONV_CANDIDATE_TIMEOUT_S``  30 (one candidate's hard limit)
+``extra_candidates``     ``CPUCONV_EXTRA_CANDIDATES``     none; test only, ``;``-separated
+=======================  ===============================  ================================
+
+Candidates run in a child process (:mod:`~tuna.backends.cpuconv.isolate`): one that crashes
+or runs past ``candidate_timeout_s`` is recorded as such and costs only itself.
 """
 
 from __future__ import annotations
@@ -58,7 +62,7 @@ from tuna.backends.base import (
     PerfResult,
     SolverInfo,
 )
-from tuna.backends.cpuconv import build, run
+from tuna.backends.cpuconv import build, isolate, run
 from tuna.backends.cpuconv import solvers as sv
 from tuna.problems.conv import ConvProblem
 
@@ -85,6 +89,7 @@ class Knobs:
     cc: str
     repeats: int
     extra_candidates: tuple[str, ...]
+    candidate_timeout_s: float = isolate.DEFAULT_LIMIT_S
 
 
 def cpu_isa() -> list[str]:
@@ -112,6 +117,7 @@ class CpuConvBackend(Backend):
     cc: str | None = None
     repeats: int | None = None
     extra_candidates: tuple[str, ...] | None = None
+    candidate_timeout_s: float | None = None
 
     name = "cpuconv"
     # Timing uses every core (candidates run threads): two timings at once on one machine
@@ -160,6 +166,9 @@ class CpuConvBackend(Backend):
             cc=pick(self.cc, "CPUCONV_CC", "cc"),
             repeats=pick(self.repeats, "CPUCONV_REPEATS", 5),
             extra_candidates=tuple(extra),
+            candidate_timeout_s=pick(
+                self.candidate_timeout_s, "CPUCONV_CANDIDATE_TIMEOUT_S", isolate.DEFAULT_LIMIT_S
+            ),
         )
 
     def candidates(self, problem: ConvProblem, solver: str, step: str, knobs: Knobs) -> list[str]:
@@ -254,14 +263,17 @@ class CpuConvBackend(Backend):
         with run.loaded(list(by_name.values()), f"cpuconv-{work.job_id}-{work.attempt}-") as libs:
             candidates = run.candidates(problem, solver, table, libs)
             try:
-                measured = run.measure(
+                measured = isolate.measure_isolated(
                     problem,
                     candidates,
+                    limit_s=knobs.candidate_timeout_s,
                     tolerance=run.tolerance(solver),
                     repeats=knobs.repeats,
                     deadline=started + knobs.time_budget_s,
                     reference=run.Reference.get(knobs.cc),
                 )
+            except isolate.IsolationError as e:
+                return EvalOutcome.failed(str(e))
             except run.TimeBudgetExceeded as e:
                 return EvalOutcome.failed(
                     f"time budget of {knobs.time_budget_s:g} s exceeded after {e.done} of "
@@ -289,12 +301,17 @@ class CpuConvBackend(Backend):
         failed = [m for m in measured if not m.ok]
         if failed:
             log.warning(
-                "job %d: %d of %d candidate(s) of %s failed verification: %s",
+                "job %d: %d of %d candidate(s) of %s failed: %s",
                 work.job_id, len(failed), len(measured), work.solver,
-                ", ".join(f"{m.params or '-'} (max error {m.error:g})" for m in failed[:5]),
+                ", ".join(f"{m.params or '-'} ({_why(m)})" for m in failed[:5]),
             )  # fmt: skip
         if not passed:
             worst = failed[0]
+            if worst.error is None:  # it crashed or hung: nothing was verified
+                return EvalOutcome.failed(
+                    f"no candidate ran: {len(failed)} of {len(measured)} failed, the first "
+                    f"({worst.params or 'no parameters'}) {worst.reason}"
+                )
             return EvalOutcome.failed(
                 f"verification failed: {len(failed)} of {len(measured)} candidate(s) wrong, "
                 f"max error {worst.error:g} with parameters {worst.params or '(none)'}"
@@ -313,3 +330,10 @@ class CpuConvBackend(Backend):
         tunable = sv.BY_NAME[work.solver].tunable
         perf = PerfResult(best.params) if work.step == "perf" and tunable else None
         return EvalOutcome(perf=perf, find=find, kernels=(units[best.params],))
+
+
+def _why(m: run.Measured) -> str:
+    """Why a candidate failed, for the log: its reason, and its error when it was verified."""
+    if m.error is None:
+        return m.reason or "failed"
+    return f"{m.reason or 'failed'}, max error {m.error:g}"

@@ -229,9 +229,12 @@ def measure(
     race_after: int = 1,
     deadline: float | None = None,
     reference: Reference | None = None,
+    starting: Callable[[int, list[Measured]], None] | None = None,
 ) -> list[Measured]:
     """Verify and time ``candidates`` in order; raises :class:`TimeBudgetExceeded` when the
-    ``time.monotonic()`` deadline passes with candidates left."""
+    ``time.monotonic()`` deadline passes with candidates left. ``starting(i, results)``,
+    if given, is called before candidate ``i`` runs, with the results so far (what
+    :mod:`~tuna.backends.cpuconv.isolate` reports from its child process)."""
     ref = reference or Reference.get()
     a, b, expected = ref.case(p)
     nout = len(expected)
@@ -244,6 +247,8 @@ def measure(
     for i, cand in enumerate(candidates):
         if deadline is not None and time.monotonic() > deadline:
             raise TimeBudgetExceeded(i, len(candidates), results)
+        if starting is not None:
+            starting(i, results)
         ref.fill_value(out, nout, float("nan"))
         cand.fn(a, b, out, ws)
         error = ref.max_error(out, expected, nout)
