@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import time
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
+
+from tests.support.databases import MysqlPool, copy_sqlite_template, read_schema
+from tests.support.seed import seed
+from tuna.db import migrate, open_database
+from tuna.db.models import TuningSession
 
 _metadata = sa.MetaData()
 _jobs = sa.Table(
@@ -89,6 +95,94 @@ def test_skip_locked_between_two_connections(mysql_url: str) -> None:
         engine.dispose()
 
 
+def _rows_and_next_ids(url: str) -> tuple[dict[str, int], int]:
+    engine = sa.create_engine(url)
+    try:
+        with engine.begin() as conn:
+            tables = [
+                r[0]
+                for r in conn.exec_driver_sql("SHOW FULL TABLES WHERE Table_type = 'BASE TABLE'")
+            ]
+            counts = {
+                t: conn.exec_driver_sql(f"SELECT COUNT(*) FROM `{t}`").scalar_one() for t in tables
+            }
+            conn.execute(
+                sa.insert(TuningSession).values(arch="a", num_cu=1, backend="noop", fingerprint="f")
+            )
+            first_id = conn.exec_driver_sql("SELECT MAX(id) FROM session").scalar_one()
+            conn.rollback()
+    finally:
+        engine.dispose()
+    return counts, first_id
+
+
+def test_a_pooled_mysql_database_comes_back_as_a_fresh_migration_leaves_it(
+    mysql_server_url: str, _mysql_admin_engine: sa.Engine, mysql_url: str
+) -> None:
+    engine = sa.create_engine(mysql_url)
+    try:
+        with engine.begin() as conn:
+            migrate.upgrade(conn)
+        with engine.connect() as conn:
+            fresh = read_schema(conn, make_url(mysql_url).database or "")
+    finally:
+        engine.dispose()
+    fresh_counts, fresh_id = _rows_and_next_ids(mysql_url)
+    assert fresh_counts["alembic_version"] == 1 and fresh_id == 1
+
+    pool = MysqlPool(mysql_server_url, _mysql_admin_engine)
+    try:
+        with pool.database() as db:
+            name = db.url.database
+            seed(db, configs=5)
+        with pool.database() as db:
+            assert db.url.database == name, "the database was not reused"
+            with _mysql_admin_engine.connect() as conn:
+                assert read_schema(conn, name) == fresh
+            assert _rows_and_next_ids(str(db.url.render_as_string(hide_password=False))) == (
+                fresh_counts,
+                fresh_id,
+            )
+        assert pool.stats.migrated == 1 and pool.stats.reused == 1 and not pool.stats.dropped
+    finally:
+        pool.close()
+
+
+def test_a_pooled_mysql_database_with_a_changed_schema_or_a_leftover_connection_is_dropped(
+    mysql_server_url: str, _mysql_admin_engine: sa.Engine
+) -> None:
+    pool = MysqlPool(mysql_server_url, _mysql_admin_engine)
+
+    def exists(name: str) -> bool:
+        with _mysql_admin_engine.connect() as conn:
+            rows = conn.exec_driver_sql("SHOW DATABASES LIKE %s", (name,)).fetchall()
+        return bool(rows)
+
+    try:
+        with pool.database() as db:
+            changed = db.url.database
+            with db.engine.begin() as conn:
+                conn.exec_driver_sql("ALTER TABLE job ADD COLUMN extra INT")
+        assert not exists(changed)
+        left_open = sa.create_engine(pool.url(pool.take()))
+        name = left_open.url.database
+        try:
+            with left_open.connect() as conn:
+                conn.exec_driver_sql("SELECT 1")
+            pool.give_back(name)  # left_open's pool still holds the connection
+        finally:
+            left_open.dispose()
+        assert not exists(name)
+        assert pool.stats.dropped == {
+            "the test changed its schema": 1,
+            "a connection to it was left open": 1,
+        }
+        with pool.database() as db:
+            assert db.url.database not in (changed, name)
+    finally:
+        pool.close()
+
+
 # --- SQLite tier ----------------------------------------------------------------------------------
 
 
@@ -106,6 +200,27 @@ def test_sqlite_url_points_into_tmp_path(sqlite_url: str, tmp_path: Path) -> Non
     finally:
         engine.dispose()
     assert (tmp_path / "tuna.db").is_file()
+
+
+def test_a_sqlite_copy_of_the_template_is_what_migrating_gives(tmp_path: Path) -> None:
+    def schema(path: Path) -> list[tuple[object, ...]]:
+        with sqlite3.connect(path) as conn:
+            rows = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY name")
+            # Alembic's batch mode writes a rebuilt table's constraints in no fixed order.
+            found = [
+                (*r[:3], sorted(x.strip(" ,") for x in (r[3] or "").splitlines())) for r in rows
+            ]
+            found.append(
+                tuple(r[0] for r in conn.execute("SELECT version_num FROM alembic_version"))
+            )
+            found.append((conn.execute("PRAGMA journal_mode").fetchone()[0],))
+        return found
+
+    migrated = open_database(f"sqlite:///{tmp_path / 'migrated.db'}")
+    migrated.dispose()
+    copy_sqlite_template(tmp_path / "copy.db")
+    assert schema(tmp_path / "copy.db") == schema(tmp_path / "migrated.db")
+    assert len(schema(tmp_path / "copy.db")) > 20
 
 
 def test_db_url_round_trip_on_each_backend(db_url: str) -> None:

@@ -8,14 +8,13 @@ PyMySQL's public connection methods (``query``, ``commit``, ``rollback``, ``ping
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 
 import pymysql
 import pytest
 from sqlalchemy import select, text, update
 from sqlalchemy.dialects import mysql
 
-from tests.support.seed import job_row, open_test_db, seed
+from tests.support.seed import job_row, seed
 from tuna.backends import CompileOutcome
 from tuna.db import Database
 from tuna.db import engine as db_engine
@@ -29,10 +28,8 @@ S = JobState
 
 
 @pytest.fixture
-def my(mysql_url: str) -> Iterator[Database]:
-    database = open_test_db(mysql_url)
-    yield database
-    database.dispose()
+def my(mysql_db: Database) -> Database:
+    return mysql_db
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ import pytest
 from sqlalchemy import insert, select
 from sqlalchemy.engine import make_url
 
-from tests.conftest import _drop_database
+from tests.support.databases import drop_database
 from tuna.catalog.importer import import_configs
 from tuna.db import Database, migrate, open_database
 from tuna.db.engine import make_engine
@@ -127,7 +127,7 @@ def seeded_database(request: pytest.FixtureRequest, folder: Path) -> Iterator[Da
         url = make_url(server).set(database=name).render_as_string(hide_password=False)
 
         def drop() -> None:
-            _drop_database(admin, name)
+            drop_database(admin, name)
 
     try:
         engine = make_engine(url)
