@@ -32,7 +32,17 @@ LAYERS: dict[str, tuple[int, set[str]]] = {
     "top": (6, {"report", "dashboard"}),
     "services": (
         5,
-        {"catalog", "sessions", "jobs", "results", "worker", "fleet", "library", "searches"},
+        {
+            "catalog",
+            "sessions",
+            "jobs",
+            "results",
+            "worker",
+            "fleet",
+            "library",
+            "searches",
+            "platforms",
+        },  # fmt: skip
     ),
     "backends": (4, {"backends"}),
     "pure": (3, {"problems", "search"}),

@@ -72,6 +72,9 @@ def test_compile_then_evaluate_is_deterministic():
     assert params in b.tuning_space(problem(), "NoopTunable")
     ev = b.evaluate(work("NoopTunable", problem(), "eval", kernels=c1.kernels, payload=c1.payload))
     assert ev.ok and ev.perf.params == params and ev.find.algorithm == "implicit_gemm"
+    assert [(m.params, m.time_ms, m.valid) for m in ev.measurements] == [
+        (params, ev.find.time_ms, True)
+    ]
     assert ev == b.evaluate(
         work("NoopTunable", problem(), "eval", kernels=c1.kernels, payload=c1.payload)
     )

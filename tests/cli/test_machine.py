@@ -92,3 +92,60 @@ def test_a_malformed_worker_database_url_is_named(runner, monkeypatch):
     monkeypatch.setenv("TUNA_WORKER_DB_URL", "not a url")
     r = runner.invoke(main, ["go_fish", "--session", "1", "--compile", "--image", "x"])
     assert r.exit_code == 1 and "TUNA_WORKER_DB_URL is not a database URL" in r.output, r.output
+
+
+def test_machine_platform_json_is_kept_shown_and_replaced(runner, tmp_path):
+    first = tmp_path / "node.json"
+    first.write_text('{"cooling": "liquid", "rack": 7}')
+    r = runner.invoke(main, ["machine", "add", "gpu-01", "--platform-json", str(first)])
+    assert r.exit_code == 0, r.output
+    shown = runner.invoke(main, ["machine", "show", "gpu-01"])
+    assert shown.exit_code == 0, shown.output
+    assert '"cooling": "liquid"' in shown.output
+    assert "platform: none reported yet" in shown.output
+    second = tmp_path / "again.json"
+    second.write_text('{"cooling": "air"}')
+    r = runner.invoke(main, ["machine", "set", "1", "--platform-json", str(second)])
+    assert r.exit_code == 0, r.output
+    data = json.loads(runner.invoke(main, ["machine", "show", "1", "--json"]).output)
+    assert data["user_platform"] == {"cooling": "air"}
+    assert data["platform"] is None and data["platform_info"] is None
+
+
+def test_machine_show_shows_the_platform_its_worker_reported(runner):
+    from tuna.db import open_database
+    from tuna.platforms import report_platform
+
+    assert runner.invoke(main, ["machine", "add", "gpu-01"]).exit_code == 0
+    db = open_database()
+    try:
+        pid = report_platform(db, {"cpu": {"model": "EPYC 9654"}}, machine=1)
+    finally:
+        db.dispose()
+    shown = runner.invoke(main, ["machine", "show", "1"])
+    assert shown.exit_code == 0, shown.output
+    assert f"platform {pid}:" in shown.output and '"model": "EPYC 9654"' in shown.output
+
+
+def test_malformed_machine_platform_json_names_the_file_and_position(runner, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"cooling": liquid}')
+    r = runner.invoke(main, ["machine", "add", "gpu-01", "--platform-json", str(bad)])
+    assert r.exit_code == 1
+    assert f"Error: {bad}:1:13: malformed platform JSON" in r.output
+    assert "Traceback" not in r.output
+    assert "gpu-01" not in runner.invoke(main, ["machine", "list"]).output
+
+
+def test_session_create_takes_platform_json_and_refuses_a_malformed_one(runner, tmp_path):
+    create = ["session", "create", "--arch", "cpu", "--num-cu", "2", "--backend", "noop"]
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"cooling": "liquid"')
+    r = runner.invoke(main, [*create, "--platform-json", str(bad)])
+    assert r.exit_code == 1 and f"Error: {bad}:1:21: malformed platform JSON" in r.output
+    good = tmp_path / "good.json"
+    good.write_text('{"cooling": "liquid"}')
+    r = runner.invoke(main, [*create, "--platform-json", str(good)])
+    assert r.exit_code == 0, r.output
+    listed = json.loads(runner.invoke(main, ["session", "list", "--json"]).output)
+    assert [s["user_platform"] for s in listed] == [{"cooling": "liquid"}]

@@ -66,3 +66,11 @@ def test_a_session_records_its_runtime(db):
     assert get_session(db, create_session(db, SPEC).id).runtime is None  # HIP, MIOpen's default
     with pytest.raises(TunaError, match="runtime 'CUDA' is not one of HIP, OpenCL"):
         create_session(db, SessionSpec(arch="gfx906", num_cu=60, backend="noop", runtime="CUDA"))
+
+
+def test_a_session_keeps_the_user_s_platform_additions_outside_its_fingerprint(db):
+    spec = SessionSpec(**{**SPEC.__dict__, "user_platform": {"cooling": "liquid"}})
+    assert fingerprint(spec) == fingerprint(SPEC)
+    row = create_session(db, spec)
+    assert get_session(db, row.id).user_platform == {"cooling": "liquid"}
+    assert get_session(db, create_session(db, SPEC).id).user_platform == {}

@@ -354,3 +354,36 @@ def test_a_database_outage_is_ridden_out_and_no_job_is_lost(lite, monkeypatch):
     assert failures == {"claim_jobs": 0, "record_and_claim": 0}
     assert (r.claimed, r.done, r.lost, r.stopped) == (4, 4, 0, "drained")
     assert states(lite, sd.session) == {S.COMPILED: 4}
+
+
+def test_an_evaluation_worker_records_what_it_measured_on_its_machine_s_platform(db):
+    from sqlalchemy import update
+
+    from tuna.db.models import Measurement, TuningSession
+    from tuna.fleet.machines import add_machine, get_machine
+    from tuna.platforms import platform_info
+
+    sd = seed(db, configs=3, solvers=["NoopDirect", "NoopTunable"])
+    with db.session() as s:
+        s.execute(
+            update(TuningSession)
+            .where(TuningSession.id == sd.session)
+            .values(user_platform={"note": "retune"})
+        )
+    m = add_machine(db, "node1", user_platform={"cooling": "liquid"})
+    assert run(db, sd.session, "compile", machine=m.id).done == 6
+    assert count(db, Measurement) == 0  # compiling measures nothing
+    assert run(db, sd.session, "eval", machine=m.id).done == 6
+    with db.session() as s:
+        rows = s.execute(
+            select(Measurement.job, Measurement.platform, Measurement.machine, Measurement.valid)
+        ).all()
+        jobs = set(s.scalars(select(FindDb.job)))
+    platform = get_machine(db, m.id).platform
+    assert platform is not None
+    assert sorted(r.job for r in rows) == sorted(jobs)
+    assert {(r.platform, r.machine, r.valid) for r in rows} == {(platform, m.id, True)}
+    info = platform_info(db, platform)
+    assert info is not None
+    assert info["user"] == {"cooling": "liquid", "note": "retune"}
+    assert info["cpu"]["cores"] == os.cpu_count()

@@ -20,7 +20,7 @@ from __future__ import annotations
 import abc
 import datetime as dt
 import enum
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
@@ -57,6 +57,7 @@ class SessionInfo:
     label: str | None = None
     ticket: str | None = None
     environment: Mapping[str, Any] = field(default_factory=dict)
+    user_platform: Mapping[str, Any] = field(default_factory=dict)
     fingerprint: str = ""
     created: dt.datetime | None = None
     runtime: str | None = None  # MIOpen's GPU runtime, HIP or OpenCL; None: HIP, its default
@@ -75,12 +76,41 @@ class KernelBinary:
 
 
 @dataclass(frozen=True)
+class Measurement:
+    """One candidate timed: a ``measurement`` row (the worker adds where and for whom).
+
+    ``params`` is the candidate's parameter string as a perf-db row holds it (``""``: the
+    solver has none). ``valid`` means it gave the right result and ``time_ms`` is its
+    time; otherwise ``reason`` says what happened (``verification failed``, ``crashed``,
+    ``timed out``...) and ``time_ms`` is None. A valid one may have a ``reason`` too, a
+    note on how it was timed (``raced``). ``strategy`` names what proposed it.
+    """
+
+    params: str
+    time_ms: float | None
+    valid: bool
+    reason: str | None = None
+    strategy: str | None = None
+
+
+Checkpoint = Callable[[Sequence[Measurement]], bool]
+
+
+@dataclass(frozen=True)
 class JobWork:
     """Everything a backend needs for one job's phase, taken from the database.
 
     ``attempt`` is the job's fence for this claim (a backend may use it to name scratch
     directories uniquely). In the evaluate phase, ``kernels`` and ``payload`` are what the
     job's compile phase produced; in the compile phase they are empty.
+
+    ``measured`` (evaluate phase) holds what was measured before for this problem and
+    solver in this session on this platform: a resumed job (its worker was killed, its
+    time budget ran out) must not time those candidates again, only reuse them.
+    ``checkpoint``, when set, saves measurements taken so far (fenced by the job's lease):
+    a backend that times many candidates calls it now and then with the new ones, so
+    that a worker killed midway loses little. It returns False once the job is no
+    longer held (the backend may stop: nothing more it does will be recorded).
     """
 
     job_id: int
@@ -93,6 +123,14 @@ class JobWork:
     step: str
     kernels: tuple[KernelBinary, ...] = ()
     payload: str | None = None
+    measured: tuple[Measurement, ...] = ()
+    checkpoint: Checkpoint | None = field(default=None, compare=False, repr=False)
+
+    def save_progress(self, measurements: Sequence[Measurement]) -> bool:
+        """:attr:`checkpoint` ``measurements`` if there is a checkpoint; True while held."""
+        if self.checkpoint is None or not measurements:
+            return True
+        return self.checkpoint(measurements)
 
 
 @dataclass(frozen=True)
@@ -148,7 +186,11 @@ class CompileOutcome(_Outcome):
 
 @dataclass(frozen=True)
 class EvalOutcome(_Outcome):
-    """The evaluate phase's result: the perf-db and/or find-db row to upsert.
+    """The evaluate phase's result: the perf-db and/or find-db row to upsert, and every
+    candidate this evaluation timed (``measurements``; also on a failed outcome, whose
+    measurements are recorded all the same). Those passed in ``JobWork.measured`` are
+    not repeated here; those already saved through ``JobWork.checkpoint`` may be, and
+    are written once.
 
     ``kernels`` says which of the job's compiled kernels the chosen solution runs (the
     winning candidate's, for a tunable solver's perf step): items of ``JobWork.kernels``,
@@ -160,6 +202,7 @@ class EvalOutcome(_Outcome):
     perf: PerfResult | None = None
     find: FindResult | None = None
     kernels: tuple[KernelBinary, ...] = ()
+    measurements: tuple[Measurement, ...] = ()
 
 
 Outcome = CompileOutcome | EvalOutcome

@@ -4,7 +4,8 @@ It has a handful of solvers with simple applicability rules (one only for 1x1 fi
 one only for 3x3 stride-1 filters, one tunable), builds one tiny "kernel" per solver
 (identical for every problem, so the kernel cache stores it once) and reports times
 derived from a hash of the problem, so every run gives the same results. Evaluate names
-the kernel it compiled as the solution's (``EvalOutcome.kernels``), as a real backend does.
+the kernel it compiled as the solution's (``EvalOutcome.kernels``), as a real backend does,
+and reports the one candidate it "timed" as a measurement.
 
 Test knobs, as fields of an instance or as the session's environment (which reaches a
 worker in another process): ``sleep_s`` / ``NOOP_SLEEP_S`` sleeps in every phase;
@@ -29,6 +30,7 @@ from tuna.backends.base import (
     FindResult,
     JobWork,
     KernelBinary,
+    Measurement,
     PerfResult,
     SolverInfo,
 )
@@ -116,7 +118,12 @@ class NoopBackend(Backend):
             params=params,
         )
         own = tuple(k for k in work.kernels if k.name == _kernel_name(work.solver))
-        return EvalOutcome(find=find, perf=PerfResult(params) if params else None, kernels=own)
+        return EvalOutcome(
+            find=find,
+            perf=PerfResult(params) if params else None,
+            kernels=own,
+            measurements=(Measurement(params or "", time_ms, True),),
+        )
 
     def _enter(self, work: JobWork) -> None:
         log_path = self.log_path or work.session.environment.get("NOOP_LOG")

@@ -60,6 +60,14 @@ def _docker(pairs: tuple[str, ...], *, allow_unset: bool = False) -> dict[str, A
     return settings
 
 
+def _user_platform(path: str | None) -> dict[str, Any] | None:
+    if path is None:
+        return None
+    from tuna.platforms import read_user_platform
+
+    return read_user_platform(path)
+
+
 def machine_table(rows: list[MachineRow]) -> Table:
     table = Table(title_justify="left")
     cols = ("id", "host", "port", "user", "arch", "num_cu", "gpus", "available", "key", "docker")
@@ -98,6 +106,7 @@ def machine_group() -> None:
       tuna machine list -a gfx90a
       tuna machine set 3 --unavailable
       tuna machine trust 3
+      tuna machine show 3
       tuna machine remove 3
     """
 
@@ -121,6 +130,13 @@ _KEYS = ", ".join(DOCKER_SETTINGS)
     help=f"Docker setting (repeatable): {_KEYS}.",
 )
 @click.option("--unavailable", is_flag=True, help="Register it, but let go_fish skip it.")
+@click.option(
+    "--platform-json",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help='A JSON object added (under "user") to the platform of every measurement '
+    'taken on it, e.g. {"cooling": "liquid"}.',
+)
 def add(
     hostname: str,
     port: int,
@@ -131,6 +147,7 @@ def add(
     key_file: str | None,
     docker: tuple[str, ...],
     unavailable: bool,
+    platform_json: str | None,
 ) -> None:
     """Register a worker machine.
 
@@ -138,7 +155,9 @@ def add(
     Examples:
       tuna machine add gpu-node-01 --user tuna --arch gfx90a --num-cu 104 --gpus 0,1,2,3
       tuna machine add 10.0.0.7 --port 2222 --docker "docker=sudo docker"
+      tuna machine add gpu-node-02 --platform-json node02.json
     """
+    user_platform = _user_platform(platform_json)
     db = database()
     try:
         m = add_machine(
@@ -152,6 +171,7 @@ def add(
             available=not unavailable,
             key_file=str(Path(key_file).expanduser()) if key_file else None,
             docker_settings=_docker(docker),
+            user_platform=user_platform,
         )
     finally:
         db.dispose()
@@ -201,6 +221,13 @@ def list_cmd(arch: str | None, num_cu: int | None, output: str | None) -> None:
     metavar="KEY=VALUE",
     help=f"Docker setting to change (KEY= removes it): {_KEYS}.",
 )
+@click.option(
+    "--platform-json",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help='A JSON object added (under "user") to the platform of every measurement '
+    'taken on it, e.g. {"cooling": "liquid"}; replaces what it added before ({} for nothing).',
+)
 def set_cmd(
     machine: str,
     hostname: str | None,
@@ -212,6 +239,7 @@ def set_cmd(
     key_file: str | None,
     available: bool | None,
     docker: tuple[str, ...],
+    platform_json: str | None,
 ) -> None:
     """Change a machine (by id or host name).
 
@@ -219,6 +247,7 @@ def set_cmd(
     Examples:
       tuna machine set 3 --unavailable
       tuna machine set gpu-node-01 --gpus 0,1 --docker compile_workers=8
+      tuna machine set 3 --platform-json node03.json
     """
     changes: dict[str, Any] = {
         k: v
@@ -238,6 +267,8 @@ def set_cmd(
         changes["key_file"] = str(Path(key_file).expanduser()) if key_file else None
     if docker:
         changes["docker_settings"] = _docker(docker, allow_unset=True)
+    if platform_json is not None:
+        changes["user_platform"] = _user_platform(platform_json)
     if not changes:
         raise click.UsageError("say what to change, e.g. --unavailable or --gpus 0,1")
     db = database()
@@ -246,6 +277,45 @@ def set_cmd(
     finally:
         db.dispose()
     console.print(machine_table([m]))
+
+
+@machine_group.command("show")
+@click.argument("machine")
+@output_options(csv_too=False)
+def show(machine: str, output: str | None) -> None:
+    """Show a machine and the platform its latest evaluation worker reported.
+
+    The platform is what the worker collected (CPU, kernel, compiler, GPUs, image) and,
+    under "user", what `--platform-json` added on the machine and on the session.
+
+    \b
+    Examples:
+      tuna machine show 3
+      tuna machine show gpu-node-01 --json
+    """
+    from tuna.platforms import platform_info
+
+    db = database()
+    try:
+        m = get_machine(db, machine)
+        info = platform_info(db, m.platform) if m.platform is not None else None
+    finally:
+        db.dispose()
+    doc = {**m.__dict__, "platform_info": info}
+    if emit([doc], output, document=doc):
+        return
+    console.print(machine_table([m]))
+    if m.user_platform:
+        console.print("user's additions (--platform-json):", markup=False)
+        console.print(json.dumps(dict(m.user_platform), indent=2, sort_keys=True), markup=False)
+    if info is None:
+        console.print(
+            "platform: none reported yet (an evaluation worker reports it when it starts)",
+            markup=False,
+        )
+    else:
+        console.print(f"platform {m.platform}:", markup=False)
+        console.print(json.dumps(info, indent=2, sort_keys=True), markup=False)
 
 
 @machine_group.command("remove")

@@ -61,6 +61,13 @@ def session_group() -> None:
     metavar="KEY=VALUE",
     help="Environment the tuning runs with (repeatable); part of the fingerprint.",
 )
+@click.option(
+    "--platform-json",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help='A JSON object added (under "user") to the platform of every measurement of '
+    "the session, over the machine's own additions; not part of the fingerprint.",
+)
 def create(
     arch: str,
     num_cu: int,
@@ -74,15 +81,21 @@ def create(
     ticket: str | None,
     runtime: str | None,
     env: tuple[str, ...],
+    platform_json: str | None,
 ) -> None:
     """Create a session and print its id.
 
     \b
-    Example:
+    Examples:
       tuna session create --arch gfx90a --num-cu 104 --backend miopen \\
           --library-version 3.3.0 --library-commit 2d1fd997 -l "resnet50 retune"
       tuna session create --arch gfx906 --num-cu 60 --backend miopen --runtime OpenCL
+      tuna session create --arch x86_64 --num-cu 1 --backend cpuconv \\
+          --platform-json cooling.json
     """
+    from tuna.platforms import read_user_platform
+
+    user_platform = read_user_platform(platform_json) if platform_json else None
     spec = SessionSpec(
         arch=arch,
         num_cu=num_cu,
@@ -96,6 +109,7 @@ def create(
         ticket=ticket,
         environment=_environment(env),
         runtime=runtime,
+        user_platform=user_platform,
     )
     db = database()
     try:

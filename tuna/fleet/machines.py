@@ -41,7 +41,10 @@ DOCKER_SETTINGS = {
 }
 DEFAULT_SCRATCH = "/tmp/tuna-go_fish"
 DEFAULT_LOCK_DIR = "/tmp/tuna-locks"  # tuna.worker.exclusive's default on Linux
-EDITABLE = ("hostname", "port", "user", "arch", "num_cu", "gpus", "available", "key_file")
+EDITABLE = (
+    "hostname", "port", "user", "arch", "num_cu", "gpus", "available", "key_file",
+    "user_platform",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,8 @@ class MachineRow:
     key_file: str | None = None
     docker_settings: Mapping[str, Any] = field(default_factory=dict)
     last_seen: dt.datetime | None = None
+    user_platform: Mapping[str, Any] = field(default_factory=dict)  # --platform-json
+    platform: int | None = None  # what its latest evaluation worker reported
 
     @property
     def label(self) -> str:
@@ -103,6 +108,8 @@ def _row(m: Machine) -> MachineRow:
         key_file=m.key_file,
         docker_settings=dict(m.docker_settings or {}),
         last_seen=m.last_seen,
+        user_platform=dict(m.user_platform or {}),
+        platform=m.platform,
     )
 
 
@@ -131,8 +138,11 @@ def add_machine(
     available: bool = True,
     key_file: str | None = None,
     docker_settings: Mapping[str, Any] | None = None,
+    user_platform: Mapping[str, Any] | None = None,
 ) -> MachineRow:
-    """Register a machine; a second one with the same host name and port is refused."""
+    """Register a machine; a second one with the same host name and port is refused.
+
+    ``user_platform`` is added to the platform of every measurement taken on it."""
     m = Machine(
         hostname=hostname,
         port=port,
@@ -143,6 +153,7 @@ def add_machine(
         available=available,
         key_file=key_file,
         docker_settings=check_docker_settings(docker_settings or {}),
+        user_platform=dict(user_platform) if user_platform else None,
     )
     try:
         with db.session() as s:
@@ -211,6 +222,8 @@ def set_machine(db: Database, machine: int | str, **changes: Any) -> MachineRow:
                     else:
                         merged[k] = v
                 m.docker_settings = check_docker_settings(merged)
+            elif key == "user_platform":
+                m.user_platform = dict(value) if value else None
             elif key in EDITABLE:
                 setattr(m, key, list(value) if key == "gpus" else value)
             else:

@@ -70,6 +70,7 @@ from tuna.db.models import Job
 from tuna.db.retry import with_retry
 from tuna.errors import DatabaseError
 from tuna.jobs.errors import IllegalTransition, LostLease
+from tuna.jobs.measurements import MeasuredOn, measured_here, measurement_rows, write_measurements
 from tuna.jobs.results import write_compile_results, write_eval_results
 
 log = logging.getLogger(__name__)
@@ -563,6 +564,7 @@ def record_outcomes(
     outcomes: Sequence[tuple[ClaimedJob, Outcome]],
     *,
     max_retries: int = DEFAULT_MAX_RETRIES,
+    measured_on: MeasuredOn | None = None,
 ) -> Recorded:
     """Record phase outcomes and their result rows in one fenced transaction.
 
@@ -574,13 +576,21 @@ def record_outcomes(
     * not applicable: to ``not_applicable`` with the reason;
     * failed: back to ``new`` / ``compiled`` with ``retries + 1`` and the reason, or
       ``errored`` once that exceeds ``max_retries``.
+
+    The measurements of evaluate outcomes (ok or failed) are written for every job not
+    lost, taken ``measured_on`` a platform: the worker's; this process's (collected now)
+    when not given.
     """
     if not outcomes:
         return Recorded()
+    if measured_on is None and any(
+        isinstance(o, EvalOutcome) and o.measurements for _, o in outcomes
+    ):
+        measured_on = measured_here(db)
 
     def record() -> Recorded:
         with db.transaction(immediate=True) as conn:
-            return _record(conn, outcomes, max_retries)
+            return _record(conn, outcomes, max_retries, measured_on)
 
     rec = with_retry(record, what=f"{owner}: record {len(outcomes)} outcome(s)")
     for job_id in rec.lost:
@@ -600,6 +610,7 @@ def record_and_claim(
     gpu: int | None = None,
     machine: int | None = None,
     max_retries: int = DEFAULT_MAX_RETRIES,
+    measured_on: MeasuredOn | None = None,
 ) -> tuple[Recorded, list[ClaimedJob]]:
     """:func:`record_outcomes`, then :func:`claim_jobs`, in one transaction.
 
@@ -607,8 +618,9 @@ def record_and_claim(
     once instead of twice: at one job per claim, 4 round trips per job instead of 5 (the
     record's UPDATE, the claim's SELECT and UPDATE, one COMMIT), one durable log flush
     instead of two, and one connection checkout instead of two.
-    The record is fenced exactly as on its own, and both halves commit or roll back
-    together (a retried transaction repeats both).
+    The record is fenced exactly as on its own (measurements included, ``measured_on`` as
+    there), and both halves commit or roll back together (a retried transaction repeats
+    both).
     """
     if not outcomes:
         claimed = claim_jobs(
@@ -616,10 +628,14 @@ def record_and_claim(
             gpu=gpu, machine=machine,
         )  # fmt: skip
         return Recorded(), claimed
+    if measured_on is None and any(
+        isinstance(o, EvalOutcome) and o.measurements for _, o in outcomes
+    ):
+        measured_on = measured_here(db)
 
     def record_claim() -> tuple[Recorded, list[ClaimedJob]]:
         with db.transaction(immediate=True) as conn:
-            rec = _record(conn, outcomes, max_retries)
+            rec = _record(conn, outcomes, max_retries, measured_on)
             claimed = _claim(conn, session_id, phase, owner, limit, lease_seconds, gpu, machine)
             return rec, claimed
 
@@ -654,7 +670,10 @@ def _states_of() -> Select[int, JobState, int]:
 
 
 def _record(
-    conn: Connection, outcomes: Sequence[tuple[ClaimedJob, Outcome]], max_retries: int
+    conn: Connection,
+    outcomes: Sequence[tuple[ClaimedJob, Outcome]],
+    max_retries: int,
+    measured_on: MeasuredOn | None = None,
 ) -> Recorded:
     rec = Recorded()
     failed = [(j, o) for j, o in outcomes if not o.ok and not o.not_applicable]
@@ -701,6 +720,18 @@ def _record(
     done = [(j, o) for j, o in settled if o.ok and j.id in moved]
     write_compile_results(conn, [(j, o) for j, o in done if isinstance(o, CompileOutcome)])
     write_eval_results(conn, [(j, o) for j, o in done if isinstance(o, EvalOutcome)])
+    if measured_on is not None:
+        measured = [
+            row
+            for j, o in outcomes
+            if isinstance(o, EvalOutcome)
+            and o.measurements
+            and j.id in moved
+            and j.config is not None
+            and j.solver is not None
+            for row in measurement_rows(j, o.measurements, measured_on)
+        ]
+        write_measurements(conn, measured)
     return rec
 
 

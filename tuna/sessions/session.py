@@ -43,6 +43,9 @@ class SessionSpec:
     runtime: str | None = None  # MIOpen's GPU runtime: HIP or OpenCL; None is HIP
     # Which history counts (``HistoryRules.to_json()``); not part of the fingerprint.
     history_rules: dict[str, Any] = field(default_factory=dict)
+    # added to the platform of every measurement of the session (not to its fingerprint:
+    # which platforms count as the same is for the compatibility rules to say)
+    user_platform: dict[str, Any] | None = None
 
 
 RUNTIMES = ("HIP", "OpenCL")
@@ -111,6 +114,7 @@ def session_info(row: TuningSession) -> SessionInfo:
         label=row.label,
         ticket=row.ticket,
         environment=dict(row.environment or {}),
+        user_platform=dict(row.user_platform or {}),
         fingerprint=row.fingerprint,
         created=row.created,
         runtime=row.runtime,

@@ -27,6 +27,7 @@ and records the outcomes through the state machine, fenced by the claim's attemp
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import random
@@ -46,11 +47,15 @@ from tuna.db import Database
 from tuna.db.enums import JobState
 from tuna.db.retry import through_outages
 from tuna.jobs import states
+from tuna.jobs.measurements import MeasuredOn, save_progress
 from tuna.jobs.states import ClaimedJob, Phase
 from tuna.jobs.status import count_jobs
+from tuna.platforms import report_platform
+from tuna.platforms.collect import Probe
 from tuna.sessions import get_session
 from tuna.worker.exclusive import owning
 from tuna.worker.hooks import Hook, TimeLimit
+from tuna.worker.progress import Progress
 from tuna.worker.settings import WorkerSettings
 from tuna.worker.work import WorkLoader
 
@@ -178,8 +183,13 @@ class Worker:
         self.stop = stop or threading.Event()
         self.handle_signals = handle_signals
         session = get_session(db, session_id)
+        self.session = session
         self.backend = backend or get_backend(session.backend)
         self.loader = WorkLoader(db, session)
+        # What an evaluation worker measures on: collected from a thread started now,
+        # stored when its first jobs are loaded (never on the claim path).
+        self._probe = Probe() if phase is Phase.EVAL else None
+        self._measured_on: MeasuredOn | None = None
         self.heartbeat = _Heartbeat(
             db,
             self.owner,
@@ -256,6 +266,7 @@ class Worker:
                 gpu=self.settings.gpu,
                 machine=self.settings.machine,
                 max_retries=self.settings.max_retries,
+                measured_on=self._measured_on,
             ),
             "record and claim" if pending else "claim",
         )
@@ -273,8 +284,29 @@ class Worker:
         )
         return not any(counts.values())
 
+    def _platform(self) -> MeasuredOn | None:
+        """Where this worker measures (evaluation workers), stored once."""
+        if self._probe is None:
+            return None
+        if self._measured_on is None:
+            facts = self._probe.facts()
+            pid = self._db(
+                lambda: report_platform(
+                    self.db,
+                    facts,
+                    machine=self.settings.machine,
+                    session_user=self.session.user_platform,
+                ),
+                "report platform",
+            )
+            self._measured_on = MeasuredOn(pid, self.settings.machine)
+            log.info("%s: measuring on platform %d", self.owner, pid)
+        return self._measured_on
+
     def _work(self, jobs: list[ClaimedJob]) -> None:
-        works = self._db(lambda: self.loader.load(jobs), "load jobs")
+        on = self._platform()
+        platform = on.platform if on is not None else None
+        works = self._db(lambda: self.loader.load(jobs, platform=platform), "load jobs")
         pending: list[tuple[ClaimedJob, Outcome]] = []
         last_record = time.monotonic()
         for job in jobs:
@@ -284,7 +316,7 @@ class Worker:
                 continue  # recorded as lost below, without running it
             work = works[job.id]
             if isinstance(work, JobWork):
-                outcome = self._execute(work)
+                outcome = self._execute(work, job)
             else:
                 outcome = _outcome_type(job.phase).failed(work)
             pending.append((job, outcome))
@@ -302,7 +334,10 @@ class Worker:
         self.heartbeat.forget([j.id for j in lost])
         self._release(self.heartbeat.held())  # claimed but not started: we are stopping
 
-    def _execute(self, work: JobWork) -> Outcome:
+    def _execute(self, work: JobWork, job: ClaimedJob) -> Outcome:
+        progress = self._progress(job)
+        if progress is not None:
+            work = dataclasses.replace(work, checkpoint=progress)
         for hook in self.hooks:
             hook.before_job(work)
         started = time.monotonic()
@@ -325,7 +360,18 @@ class Worker:
             self.report.backend_seconds += elapsed
             for hook in reversed(self.hooks):
                 hook.after_job(work, outcome, elapsed)
-        return outcome
+        return progress.unsaved(outcome) if progress is not None else outcome
+
+    def _progress(self, job: ClaimedJob) -> Progress | None:
+        """The checkpoint of an evaluation: its measurements saved while it runs."""
+        on = self._measured_on
+        if on is None:
+            return None
+        return Progress(
+            lambda ms: save_progress(self.db, self.owner, job, ms, on),
+            interval=self.settings.record_interval,
+            lost=lambda: self.heartbeat.is_lost(job.id),
+        )
 
     def _record(self, pending: list[tuple[ClaimedJob, Outcome]]) -> None:
         if not pending:
@@ -334,7 +380,11 @@ class Worker:
         self.heartbeat.forget([j.id for j, _ in pending])
         rec = self._db(
             lambda: states.record_outcomes(
-                self.db, self.owner, pending, max_retries=self.settings.max_retries
+                self.db,
+                self.owner,
+                pending,
+                max_retries=self.settings.max_retries,
+                measured_on=self._measured_on,
             ),
             "record",
         )

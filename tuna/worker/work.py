@@ -13,12 +13,13 @@ from collections.abc import Sequence
 from sqlalchemy import select
 from sqlalchemy.orm import aliased
 
-from tuna.backends.base import JobWork, KernelBinary, SessionInfo
+from tuna.backends.base import JobWork, KernelBinary, Measurement, SessionInfo
 from tuna.catalog.records import conv_problem
 from tuna.db import Database
 from tuna.db.blobs import unpack_kernel
 from tuna.db.models import ConvConfig, JobKernel, KernelCache, Solver, Tensor
 from tuna.errors import TunaError
+from tuna.jobs.measurements import measured_before
 from tuna.jobs.states import ClaimedJob, Phase
 from tuna.problems.conv import ConvProblem
 
@@ -34,14 +35,29 @@ class WorkLoader:
         self._problems: dict[int, ConvProblem | str] = {}
         self._solvers: dict[int, str] = {}
 
-    def load(self, jobs: Sequence[ClaimedJob]) -> dict[int, JobWork | str]:
-        """job id -> its work, or the reason it cannot be built (e.g. an invalid config)."""
+    def load(
+        self, jobs: Sequence[ClaimedJob], *, platform: int | None = None
+    ) -> dict[int, JobWork | str]:
+        """job id -> its work, or the reason it cannot be built (e.g. an invalid config).
+
+        Evaluate-phase work carries what was measured before for its (config, solver) in
+        the session on ``platform`` (the worker's), which a resumed job does not repeat.
+        """
         self._fetch_problems(
             {j.config for j in jobs if j.config is not None} - self._problems.keys()
         )
         self._fetch_solvers({j.solver for j in jobs if j.solver is not None} - self._solvers.keys())
         evals = [j.id for j in jobs if j.phase is Phase.EVAL]
         kernels = self._fetch_kernels(evals) if evals else {}
+        measured: dict[tuple[int, int], tuple[Measurement, ...]] = {}
+        pairs = {
+            (j.config, j.solver)
+            for j in jobs
+            if j.phase is Phase.EVAL and j.config is not None and j.solver is not None
+        }
+        if pairs and platform is not None:
+            with self.db.transaction() as conn:
+                measured = measured_before(conn, self.session.id, platform, pairs)
         out: dict[int, JobWork | str] = {}
         for j in jobs:
             if j.config is None or j.solver is None:
@@ -65,6 +81,7 @@ class WorkLoader:
                     step=j.step.value,
                     kernels=tuple(kernels.get(j.id, ())),
                     payload=j.payload,
+                    measured=measured.get((j.config, j.solver), ()),
                 )
         return out
 

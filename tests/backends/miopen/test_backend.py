@@ -17,7 +17,7 @@ import pytest
 
 from tests.backends.miopen.recorded import recorded_problem, script
 from tuna.backends import ApplicabilityAnswer, LibraryQueries, get_backend
-from tuna.backends.base import JobWork, KernelBinary, SessionInfo
+from tuna.backends.base import JobWork, KernelBinary, Measurement, SessionInfo
 from tuna.backends.miopen import MiopenBackend
 from tuna.backends.miopen.runner import FinNotStartedError
 from tuna.problems.driver import parse_driver_line
@@ -104,6 +104,8 @@ def test_perf_step_gives_the_tuned_parameters(session):
     assert e.perf is not None and e.perf.params == "32,1,16,2,1,1,2,4,4,1"
     assert e.kernels == c.kernels and len(c.kernels) == 1
     assert e.find is not None and e.find.time_ms == TIME
+    # fin times the solution it tuned: that one measurement, kept
+    assert e.measurements == (Measurement("32,1,16,2,1,1,2,4,4,1", TIME, True),)
 
 
 def test_perf_step_names_the_tuned_solutions_kernels_among_the_candidates(session, tmp_path):

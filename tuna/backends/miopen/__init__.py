@@ -61,6 +61,7 @@ from tuna.backends.base import (
     FindResult,
     JobWork,
     KernelBinary,
+    Measurement,
     OutcomeT,
     Owns,
     PerfResult,
@@ -258,7 +259,11 @@ class MiopenBackend(Backend):
             return EvalOutcome()
         bad_time = usable_time(result)
         if bad_time is not None:
-            return EvalOutcome.failed(f"fin {step}: {work.solver}: {bad_time}")
+            return EvalOutcome(
+                ok=False,
+                reason=f"fin {step}: {work.solver}: {bad_time}",
+                measurements=(Measurement(result.params or "", None, False, bad_time),),
+            )
         workspace = result.workspace if result.workspace is not None else compiled.get("workspace")
         algorithm = result.algorithm or compiled.get("algorithm")
         if not isinstance(workspace, int) or workspace < 0 or not algorithm:
@@ -273,7 +278,13 @@ class MiopenBackend(Backend):
         perf = None
         if work.step == "perf" and result.tunable and params:
             perf = PerfResult(params)
-        return EvalOutcome(perf=perf, find=find, kernels=_solution_kernels(work, result, compiled))
+        # fin times the solution it found (its own search stays inside MIOpen): one measurement
+        return EvalOutcome(
+            perf=perf,
+            find=find,
+            kernels=_solution_kernels(work, result, compiled),
+            measurements=(Measurement(params or "", result.time_ms, True),),
+        )
 
     def _run_job(
         self,
