@@ -41,6 +41,7 @@ def test_worker_containers_get_the_url_from_a_file_never_argv(lite, options, mon
     )
     m = MachineRow(1, "gpu-01", gpus=(0, 3), docker_settings={"run_args": ["--ipc", "host"]})
     run = fleet_run(lite, Task.RUN_PERF, [m], options)
+    run._by_host[m.host].image_id = "sha256:1d"  # what `docker image inspect` said there
     slots = run._plan(HostState(m))
     assert [(s.worker, s.gpu) for s in slots] == [("eval-gpu0", 0), ("eval-gpu3", 3)]
     assert slots[1].log == options.log_dir / "eval" / "gfx-noop" / "gpu-01" / "eval-gpu3.log"
@@ -57,6 +58,8 @@ def test_worker_containers_get_the_url_from_a_file_never_argv(lite, options, mon
         "TUNA_DB_URL_FILE=/run/tuna/db_url",
         "TUNA_LOCK_DIR=/run/tuna/locks",
         "TUNA_WORKER_NAME=gpu-01/eval-gpu3",
+        "TUNA_IMAGE=tuna-worker:ci",  # the platform's container, as the worker records it
+        "TUNA_IMAGE_ID=sha256:1d",
         "CACHE=/scratch/cache",
         "GPU=3",
     } <= env

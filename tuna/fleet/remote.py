@@ -89,6 +89,7 @@ class HostState:
     last_loss: str = ""  # why it stopped answering the last time
     prepared: bool = False  # go_fish made its run directory (and db_url file) there
     start_error: str | None = None  # why (some of) its workers could not be started
+    image_id: str = ""  # the worker image's id there (``docker image inspect``)
 
 
 @dataclass(frozen=True)
@@ -173,6 +174,11 @@ class RemoteWorkers:
             self.backend.worker_environment(self.session, phase, slot.gpu, CONTAINER_SCRATCH)
         )
         env["TUNA_WORKER_NAME"] = f"{m.hostname}/{slot.worker}"
+        # what the workers record as their platform's container (tuna.platforms.collect)
+        env["TUNA_IMAGE"] = self.opt.image
+        image_id = self._by_host[m.host].image_id
+        if image_id:
+            env["TUNA_IMAGE_ID"] = image_id
         return shlex.join(
             docker_run_argv(
                 docker=shlex.split(m.docker),
@@ -224,6 +230,7 @@ class RemoteWorkers:
                 f"image {self.opt.image} is not there; load it with `docker save "
                 f"{self.opt.image} | ssh {m.hostname} docker load` (go_fish --status checks)",
             )
+        host.image_id = inspect.stdout.strip()
         slots = self._plan(host)
         run_dir = shlex.quote(self._run_dir(m))
         dirs = " ".join(shlex.quote(f"{self._run_dir(m)}/{s.worker}") for s in slots)

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.backends.cpuconv.cases import conv, work
+from tuna.backends.base import Measurement
 from tuna.backends.cpuconv import CpuConvBackend, isolate, run
 from tuna.backends.cpuconv import solvers as sv
 
@@ -116,3 +117,17 @@ def test_the_backend_evaluates_in_isolation(
     assert e.ok, e.reason
     assert e.perf is not None and e.perf.params != crashed[0]
     assert f"{crashed[0]} (crashed (SIGSEGV))" in caplog.text
+    # every candidate is a measurement, the crashed one saying what happened
+    rows = {m.params: m for m in e.measurements}
+    assert len(rows) == len(e.measurements) == 4
+    assert rows[crashed[0]] == Measurement(crashed[0], None, False, "crashed (SIGSEGV)", "random")
+    assert all(m.valid and m.time_ms for p, m in rows.items() if p != crashed[0])
+
+
+def test_each_result_is_handed_on_in_the_worker_as_it_arrives(bad: ctypes.CDLL) -> None:
+    seen: list[tuple[str, int]] = []
+    cands = [good("g0"), native(bad, "crash"), good("g1")]
+    results = isolate.measure_isolated(
+        P, cands, repeats=2, limit_s=20, on_measured=lambda m: seen.append((m.params, os.getpid()))
+    )
+    assert seen == [(m.params, os.getpid()) for m in results]

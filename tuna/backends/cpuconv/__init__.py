@@ -42,6 +42,7 @@ or runs past ``candidate_timeout_s`` is recorded as such and costs only itself.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -58,6 +59,7 @@ from tuna.backends.base import (
     FindResult,
     JobWork,
     KernelBinary,
+    Measurement,
     Owns,
     PerfResult,
     SolverInfo,
@@ -260,10 +262,26 @@ class CpuConvBackend(Backend):
         if absent:
             return EvalOutcome.failed(f"compiled kernels missing: {', '.join(absent)}")
         started = time.monotonic()
+        strategy = _strategy(work.step, len(table), payload.get("space", 0))
+        # A resumed job: what this session measured on this platform is not timed again.
+        before = {m.params: m for m in work.measured if m.params in table}
+        if before:
+            log.info(
+                "job %d: %d of %d candidate(s) of %s measured before, not timed again",
+                work.job_id, len(before), len(table), solver,
+            )  # fmt: skip
+        fresh: list[run.Measured] = []
+
+        def checkpoint(m: run.Measured) -> None:
+            fresh.append(m)
+            work.save_progress([_measurement(m, strategy)])
+
         with run.loaded(list(by_name.values()), f"cpuconv-{work.job_id}-{work.attempt}-") as libs:
-            candidates = run.candidates(problem, solver, table, libs)
+            candidates = [
+                c for c in run.candidates(problem, solver, table, libs) if c.params not in before
+            ]
             try:
-                measured = isolate.measure_isolated(
+                fresh = isolate.measure_isolated(
                     problem,
                     candidates,
                     limit_s=knobs.candidate_timeout_s,
@@ -271,14 +289,22 @@ class CpuConvBackend(Backend):
                     repeats=knobs.repeats,
                     deadline=started + knobs.time_budget_s,
                     reference=run.Reference.get(knobs.cc),
+                    on_measured=checkpoint,
                 )
-            except isolate.IsolationError as e:
-                return EvalOutcome.failed(str(e))
-            except run.TimeBudgetExceeded as e:
-                return EvalOutcome.failed(
-                    f"time budget of {knobs.time_budget_s:g} s exceeded after {e.done} of "
-                    f"{e.total} candidates"
+            except (isolate.IsolationError, run.TimeBudgetExceeded) as e:
+                reason = str(e)
+                if isinstance(e, run.TimeBudgetExceeded):
+                    reason = (
+                        f"time budget of {knobs.time_budget_s:g} s exceeded after "
+                        f"{e.done + len(before)} of {e.total + len(before)} candidates"
+                    )
+                # what was measured before the failure is kept: a retry goes on from there
+                return EvalOutcome(
+                    ok=False,
+                    reason=reason,
+                    measurements=tuple(_measurement(m, strategy) for m in fresh),
                 )
+        measured = [_reused(m) for m in before.values()] + fresh
         raced = [m for m in measured if m.raced]
         if raced:
             log.info(
@@ -286,7 +312,13 @@ class CpuConvBackend(Backend):
                 work.job_id, len(raced), len(measured), solver, sum(m.saved_ms for m in raced),
             )  # fmt: skip
         units = {params: by_name[name] for params, (name, _symbol) in table.items()}
-        return self._outcome(work, measured, {c.params: c.workspace for c in candidates}, units)
+        workspace = {
+            p: sv.workspace_bytes(problem, solver, sv.parse_params(solver, p)) for p in table
+        }
+        outcome = self._outcome(work, measured, workspace, units)
+        return dataclasses.replace(
+            outcome, measurements=tuple(_measurement(m, strategy) for m in fresh)
+        )
 
     def _outcome(
         self,
@@ -337,3 +369,28 @@ def _why(m: run.Measured) -> str:
     if m.error is None:
         return m.reason or "failed"
     return f"{m.reason or 'failed'}, max error {m.error:g}"
+
+
+def _strategy(step: str, candidates: int, space: int) -> str:
+    """What chose a job's candidates: all of the space, a seeded sample, or the default."""
+    if step != "perf":
+        return "default"
+    return "exhaustive" if candidates >= space else "random"
+
+
+def _measurement(m: run.Measured, strategy: str) -> Measurement:
+    """A candidate's result as a measurement row: its time, or what went wrong."""
+    if m.ok:
+        note = "raced" if m.raced else ("pruned after its warm-up" if m.runs == 0 else None)
+        return Measurement(m.params, m.time_ms, True, note, strategy)
+    reason = m.reason or "failed"
+    if m.error is not None and m.error == m.error:  # not NaN
+        reason = f"{reason} (max error {m.error:g})"
+    return Measurement(m.params, None, False, reason, strategy)
+
+
+def _reused(m: Measurement) -> run.Measured:
+    """A measurement taken before, as a result of this evaluation (not timed again)."""
+    if m.valid and m.time_ms is not None:
+        return run.Measured(m.params, m.time_ms, 0.0, m.reason)
+    return run.Measured(m.params, None, float("nan"), m.reason or "failed before")

@@ -26,7 +26,7 @@ import os
 import signal
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from typing import Any
@@ -51,22 +51,27 @@ def measure_isolated(
     candidates: Sequence[run.Candidate],
     *,
     limit_s: float = DEFAULT_LIMIT_S,
+    on_measured: Callable[[run.Measured], object] | None = None,
     **how: Any,
 ) -> list[run.Measured]:
     """:func:`run.measure` of ``candidates`` in child processes (see the module docstring);
-    raises :class:`run.TimeBudgetExceeded` as it does, counting every candidate."""
+    raises :class:`run.TimeBudgetExceeded` as it does, counting every candidate.
+    ``on_measured`` is called here, in the worker, with each result as it arrives (the
+    backend's checkpoint)."""
+    note = on_measured or (lambda m: None)
     results: list[run.Measured] = []
     if how.get("reference") is None:
         how["reference"] = run.Reference.get()
     how["reference"].case(p)  # the reference output, computed once here, inherited by children
     while len(results) < len(candidates):
         start = len(results)
-        done, failure = _horse(p, candidates, start, limit_s, how)
+        done, failure = _horse(p, candidates, start, limit_s, how, note)
         results += done
         if isinstance(failure, run.TimeBudgetExceeded):
             raise run.TimeBudgetExceeded(len(results), len(candidates), results)
         if failure is not None:
             results.append(run.Measured(candidates[len(results)].params, None, None, failure))
+            note(results[-1])
     return results
 
 
@@ -76,6 +81,7 @@ def _horse(
     start: int,
     limit_s: float,
     how: dict[str, Any],
+    note: Callable[[run.Measured], object],
 ) -> tuple[list[run.Measured], str | run.TimeBudgetExceeded | None]:
     """Run ``candidates[start:]`` in one child: their results until it stopped, and why it
     stopped early (a crash or hang of the candidate after those, the deadline) or None."""
@@ -105,6 +111,7 @@ def _horse(
             kind = message[0]
             if kind == "result":
                 done.append(message[1])
+                note(message[1])
             elif kind == "start":
                 in_flight = message[1]
             elif kind == "budget":
