@@ -585,3 +585,11 @@ ALTER TABLE session ADD COLUMN retired_reason VARCHAR(255);
 
 UPDATE alembic_version SET version_num='0009' WHERE alembic_version.version_num = '0008';
 
+-- Running upgrade 0009 -> 0010
+
+CREATE INDEX ix_measurement_session_config_solver_platform_taken ON measurement (session, config, solver, platform, taken);
+
+DROP INDEX ix_measurement_session_config_solver ON measurement;
+
+UPDATE alembic_version SET version_num='0010' WHERE alembic_version.version_num = '0009';
+

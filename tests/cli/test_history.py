@@ -143,3 +143,19 @@ def test_export_and_golden_refuse_a_retired_session(runner, tmp_path):
     assert f"tuna session unretire {sid}" in out.output
     gold = runner.invoke(main, ["update_golden", "--golden_v", "1", "-s", str(sid)])
     assert gold.exit_code == 1 and "leave every golden version" in gold.output
+
+
+def test_session_create_stores_its_rules(runner):
+    args = ["session", "create", "--arch", ARCH, "--num-cu", str(NUM_CU), "--backend", "noop"]
+    result = runner.invoke(main, [*args, "--library", "version", "--max-age", "30d"])
+    assert result.exit_code == 0, result.output
+    assert "history that counts: library version, max age 30d" in result.output
+    sid = int(result.output.split(":", 1)[0].removeprefix("session "))
+    shown = runner.invoke(main, ["session", "rules", str(sid)])
+    assert shown.output == f"session {sid}: library version, max age 30d\n"
+    plain = runner.invoke(main, args)
+    assert "history that counts" not in plain.output
+    bad = runner.invoke(main, [*args, "--max-age", "forever"])
+    assert bad.exit_code == 1 and "--max-age 'forever' does not parse" in bad.output
+    listed = json.loads(runner.invoke(main, ["session", "list", "--json"]).output)
+    assert [r["id"] for r in listed] == [sid, sid + 1]  # the refused one was not created

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 
 from tests.support.history import (
     add_measurements,
@@ -10,7 +10,7 @@ from tests.support.history import (
 )
 from tuna.db.models import Measurement
 from tuna.jobs.load import load_jobs
-from tuna.library.effort import session_effort, tuned_enough
+from tuna.library.effort import counting_measurements, session_effort, tuned_enough
 from tuna.sessions import get_session
 from tuna.sessions.history import eligibility, retire, set_rules
 from tuna.sessions.rules import HistoryRules, parse_max_age
@@ -88,3 +88,56 @@ def test_load_jobs_min_trials_skips_what_is_tuned_enough_unless_forced(db):
     assert (forced.tuned_enough, forced.inserted) == (0, 3)
     with db.session() as s:
         assert s.scalar(select(func.count()).select_from(Measurement)) == 5
+
+
+def test_counting_measurements_are_what_resume_and_transfer_read(db):
+    h = make_configs(db)
+    a, b, old = session(db), session(db), session(db, library_commit="old")
+    p1 = add_platform(db, MI250)
+    direct, tunable = h.solvers["NoopDirect"], h.solvers["NoopTunable"]
+    add_measurements(db, a, h.configs[0], tunable, [2.0, None], platform=p1)
+    add_measurements(db, b, h.configs[1], tunable, [1.0], platform=p1, age_s=7200)
+    add_measurements(db, old, h.configs[2], tunable, [0.5], platform=p1)
+    add_measurements(db, b, h.configs[1], direct, [0.1], platform=p1)
+
+    def rows(rules=None, **kw):
+        with db.session() as s:
+            history = eligibility(s, get_session(db, a), rules)
+            return list(counting_measurements(s, history, tunable, **kw))
+
+    assert rows() == [(h.configs[0], "p0", 2.0, True), (h.configs[0], "p1", None, False),
+                      (h.configs[1], "p0", 1.0, True)]  # fmt: skip
+    assert rows(valid_only=True, configs=[h.configs[1]]) == [(h.configs[1], "p0", 1.0, True)]
+    assert rows(HistoryRules(max_age=parse_max_age("1h")), valid_only=True) == [
+        (h.configs[0], "p0", 2.0, True)
+    ]
+    assert len(rows(HistoryRules(library="version"))) == 4  # the old commit counts too
+    retire(db, b)
+    assert [r[0] for r in rows()] == [h.configs[0], h.configs[0]]
+
+
+def test_the_effort_count_reads_the_covering_index_alone(mysql_url):
+    """On MariaDB the count is an index-only scan (EXPLAIN: the effort index, 'Using index'),
+    also under max_age and platform rules: no row of 10^7 is looked up in the table."""
+    from tests.support.seed import open_test_db
+    from tuna.library.effort import tuned_query
+
+    db = open_test_db(mysql_url)
+    try:
+        h = make_configs(db)
+        a = session(db)
+        p1 = add_platform(db, MI250)
+        for config in h.configs:
+            add_measurements(db, a, config, h.solvers["NoopDirect"], [1.0] * 20, platform=p1)
+        rules = HistoryRules(max_age=parse_max_age("1d"), platform={"gpu.model": "MI250X"})
+        with db.session() as s:
+            history = eligibility(s, get_session(db, a), rules)
+            for ids in (None, h.configs[:2]):
+                q = tuned_query(history, 10, ids)
+                sql = str(q.compile(s.get_bind(), compile_kwargs={"literal_binds": True}))
+                plan = s.execute(text("EXPLAIN " + sql)).mappings().all()
+                assert len(plan) == 1, plan
+                assert plan[0]["key"] == "ix_measurement_session_config_solver_platform_taken"
+                assert "Using index" in plan[0]["Extra"], plan
+    finally:
+        db.dispose()

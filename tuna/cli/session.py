@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 from rich.markup import escape
 from rich.table import Table
 
 from tuna.cli.base import TunaGroup, console, database, emit, output_options
-from tuna.cli.history import retire_cmd, rules_cmd, unretire_cmd
+from tuna.cli.history import retire_cmd, rules_cmd, rules_options, unretire_cmd
 from tuna.errors import TunaError
 from tuna.sessions import RUNTIMES, SessionSpec, create_session, list_sessions
+from tuna.sessions.rules import HistoryRules
 
 
 def _environment(pairs: tuple[str, ...]) -> dict[str, str]:
@@ -54,6 +57,7 @@ def session_group() -> None:
     help="MIOpen's GPU runtime the results are for (default HIP); an export of the session "
     "names its find db .HIP.fdb.txt or .OpenCL.fdb.txt after it.",
 )
+@rules_options
 @click.option(
     "--env",
     "env",
@@ -80,6 +84,7 @@ def create(
     label: str | None,
     ticket: str | None,
     runtime: str | None,
+    rule_changes: dict[str, Any],
     env: tuple[str, ...],
     platform_json: str | None,
 ) -> None:
@@ -92,6 +97,8 @@ def create(
       tuna session create --arch gfx906 --num-cu 60 --backend miopen --runtime OpenCL
       tuna session create --arch x86_64 --num-cu 1 --backend cpuconv \\
           --platform-json cooling.json
+      tuna session create --arch gfx90a --num-cu 104 --backend miopen --library-version 3.3.0 \\
+          --library version --max-age 30d
     """
     from tuna.platforms import read_user_platform
 
@@ -110,6 +117,7 @@ def create(
         environment=_environment(env),
         runtime=runtime,
         user_platform=user_platform,
+        history_rules=HistoryRules(**rule_changes).to_json(),
     )
     db = database()
     try:
@@ -121,6 +129,9 @@ def create(
         f"fingerprint {row.fingerprint[:12]}" + (f", runtime {row.runtime}" if row.runtime else ""),
         markup=False,
     )
+    if row.history_rules:
+        rules = HistoryRules.from_json(row.history_rules).describe()
+        console.print(f"history that counts: {rules}", markup=False)
 
 
 @session_group.command("list")
@@ -141,7 +152,8 @@ def list_cmd(output: str | None) -> None:
     if emit([dict(r.__dict__) for r in rows], output):
         return
     table = Table(title="Sessions", title_justify="left")
-    for col in ("id", "arch", "CUs", "backend", "library", "label", "fingerprint", "created"):
+    for col in ("id", "arch", "CUs", "backend", "library", "label", "fingerprint", "created",
+                "retired"):  # fmt: skip
         table.add_column(col)
     for r in rows:
         lib = " ".join(v for v in (r.library_version, r.library_commit) if v) or "-"
@@ -154,6 +166,7 @@ def list_cmd(output: str | None) -> None:
             escape(r.label or "-"),
             r.fingerprint[:12],
             f"{r.created:%Y-%m-%d %H:%M}" if r.created else "-",
+            f"{r.retired:%Y-%m-%d %H:%M}" if r.retired else "-",
         )
     console.print(table)
 

@@ -498,7 +498,15 @@ class Measurement(Base):
 
     __tablename__ = "measurement"
     __table_args__ = (
-        Index("ix_measurement_session_config_solver", "session", "config", "solver"),
+        # Covers the effort count under the history rules (tuna.library.effort).
+        Index(
+            "ix_measurement_session_config_solver_platform_taken",
+            "session",
+            "config",
+            "solver",
+            "platform",
+            "taken",
+        ),
         Index("ix_measurement_config_solver_platform", "config", "solver", "platform"),
         TABLE_OPTIONS,
     )

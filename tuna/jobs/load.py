@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session as OrmSession
@@ -26,13 +27,13 @@ from tuna.catalog.records import configs_with_tensors, conv_problem
 from tuna.db import Database
 from tuna.db.bulk import chunks, insert_missing
 from tuna.db.enums import JobState, JobStep
-from tuna.db.models import Job, Solver
+from tuna.db.models import ConfigTag, ConvConfig, Job, Solver
 from tuna.errors import NotFoundError, TunaError
 from tuna.library.effort import tuned_enough
 from tuna.problems.conv import ConvProblem
 from tuna.sessions import session_info, session_row, sync_solvers
 from tuna.sessions.applicability import stored_applicability
-from tuna.sessions.history import eligibility
+from tuna.sessions.history import Eligibility, eligibility
 
 
 @dataclass
@@ -94,18 +95,20 @@ def load_jobs(
         if only_tunable:
             chosen = [s for s in chosen if infos[s].tunable]
 
-        query = configs_with_tensors(tag)
-        configs = session.execute(query).all()
-        if tag is not None and not configs:
-            raise NotFoundError(f"no config is tagged {tag!r}; import_configs -t {tag} -f FILE")
-        report.configs = len(configs)
-
+        history = eligibility(session, session_info(sess), include_target=False)
+        report.rules = history.rules.describe()
+        configs, tuned = _configs_to_weigh(
+            session, report, tag, history, min_trials if not force else None, chosen, solver_ids
+        )
         stored = stored_applicability(session, sess.id, [cfg.id for cfg, _x, _w in configs])
         wanted: list[tuple[int, int]] = []
         for cfg, xt, wt in configs:
             problem = conv_problem(cfg, xt, wt)
             for name in chosen:
                 report.candidates += 1
+                if (cfg.id, solver_ids[name]) in tuned:
+                    report.tuned_enough += 1
+                    continue
                 reason = _applicability(
                     backend, library, stored.get(cfg.id), problem, solver_ids[name], name, sess.id
                 )
@@ -118,8 +121,6 @@ def load_jobs(
         # (config, solver): never NULL here, where jobs are picked by config.
         queued: set[tuple[int | None, int | None]] = set()
         done: dict[tuple[int | None, int | None], int] = {}
-        history = eligibility(session, session_info(sess), include_target=False)
-        report.rules = history.rules.describe()
         # Sessions of the same target whose work does not count: reported, never skipped.
         near = {
             sid: rule
@@ -148,11 +149,6 @@ def load_jobs(
                     done[(cfg_id, solver_id)] = other
                 else:
                     uncounted[(cfg_id, solver_id)] = near.get(other, "max_age")
-        if min_trials is not None and not force:
-            tuned = tuned_enough(session, history, min_trials, config_ids)
-            report.min_trials = min_trials
-        else:
-            tuned = {}
         names = {v: k for k, v in solver_ids.items()}
         rows = []
         for pair in wanted:
@@ -160,8 +156,6 @@ def load_jobs(
                 report.already_queued += 1
             elif pair in done:
                 report.done_elsewhere[done[pair]] = report.done_elsewhere.get(done[pair], 0) + 1
-            elif pair in tuned:
-                report.tuned_enough += 1
             else:
                 if pair in uncounted:
                     report.not_counted[uncounted[pair]] += 1
@@ -179,6 +173,46 @@ def load_jobs(
         insert_missing(session, Job, rows)  # state: the column's default, "new"
         report.inserted = len(rows)
     return report
+
+
+def _configs_to_weigh(
+    session: OrmSession,
+    report: LoadReport,
+    tag: str | None,
+    history: Eligibility,
+    min_trials: int | None,
+    chosen: Sequence[str],
+    solver_ids: dict[str, int],
+) -> tuple[list[Any], dict[tuple[int, int], int]]:
+    """(config, x, w) of the configs whose pairs need a look, and the pairs tuned enough.
+
+    With ``min_trials``, the effort is counted first (one query over the measurements'
+    index) and a config whose every chosen solver is tuned enough is not even loaded: what
+    is tuned costs one count, not a problem rebuilt per pair.
+    """
+    if min_trials is None:
+        configs = list(session.execute(configs_with_tensors(tag)).all())
+        if tag is not None and not configs:
+            raise NotFoundError(f"no config is tagged {tag!r}; import_configs -t {tag} -f FILE")
+        report.configs = len(configs)
+        return configs, {}
+    ids = select(ConvConfig.id)
+    if tag is not None:
+        ids = ids.join(ConfigTag, ConfigTag.config == ConvConfig.id).where(ConfigTag.tag == tag)
+    all_ids = list(session.scalars(ids))
+    if tag is not None and not all_ids:
+        raise NotFoundError(f"no config is tagged {tag!r}; import_configs -t {tag} -f FILE")
+    report.configs, report.min_trials = len(all_ids), min_trials
+    tuned = tuned_enough(session, history, min_trials, all_ids)
+    wanted = [solver_ids[name] for name in chosen]
+    open_ids = [c for c in all_ids if any((c, sid) not in tuned for sid in wanted)]
+    skipped = len(all_ids) - len(open_ids)
+    report.candidates += skipped * len(wanted)
+    report.tuned_enough += skipped * len(wanted)
+    rows: list[Any] = []
+    for part in chunks(sorted(open_ids), 1000):
+        rows += session.execute(configs_with_tensors(tag).where(ConvConfig.id.in_(part))).all()
+    return rows, tuned
 
 
 def _stored_solvers(session: OrmSession, backend: str) -> dict[str, SolverInfo]:

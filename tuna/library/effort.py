@@ -10,10 +10,10 @@ unretired sessions, young enough, on a platform whose fields match). ``load_jobs
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import case, func, select
+from sqlalchemy import Select, case, func, null, select
 from sqlalchemy.orm import Session as OrmSession
 
 from tuna.db import Database
@@ -24,28 +24,55 @@ from tuna.sessions.history import Eligibility, eligibility
 from tuna.sessions.session import session_info, session_row
 
 _CONFIGS_PER_QUERY = 5_000
+_IDS_PER_QUERY = 900  # below MariaDB's in_predicate_conversion_threshold (1000): index ranges
+_ONE_PASS_FROM = 20_000  # configs from which one pass over the sessions' ranges is cheaper
+_EFFORT_INDEX = "ix_measurement_session_config_solver_platform_taken"
 
 
 def tuned_enough(
     s: OrmSession, history: Eligibility, min_trials: int, config_ids: Sequence[int]
 ) -> dict[tuple[int, int], int]:
     """(config, solver) -> measurements that count, for the pairs of ``config_ids`` that
-    have at least ``min_trials`` of them (valid or not: effort spent is effort spent)."""
-    m = Measurement
+    have at least ``min_trials`` of them (valid or not: effort spent is effort spent).
+
+    Read from the (session, config, solver, platform, taken) index alone. Many configs (a
+    network's tag) are counted in one pass over the counting sessions' index ranges and
+    picked here; a few are asked for by id, in lists short enough to stay index ranges.
+    """
     found: dict[tuple[int, int], int] = {}
-    if not history.sessions:
+    if not history.sessions or not config_ids:
         return found
-    counted = func.count()
-    for part in chunks(sorted(config_ids), _CONFIGS_PER_QUERY):
-        q = (
-            select(m.config, m.solver, counted)
-            .where(m.config.in_(part), *history.where(m.session, m.taken, m.platform))
-            .group_by(m.config, m.solver)
-            .having(counted >= min_trials)
-        )
-        for config, solver, n in s.execute(q):
+    if len(config_ids) >= _ONE_PASS_FROM:
+        wanted = set(config_ids)
+        for config, solver, n in s.execute(tuned_query(history, min_trials, None)):
+            if config in wanted:
+                found[(config, solver)] = n
+        return found
+    for part in chunks(sorted(config_ids), _IDS_PER_QUERY):
+        for config, solver, n in s.execute(tuned_query(history, min_trials, part)):
             found[(config, solver)] = n
     return found
+
+
+def tuned_query(
+    history: Eligibility, min_trials: int, config_ids: Sequence[int] | None
+) -> Select[int, int, int]:
+    """The effort count of the pairs of ``config_ids`` (None: all) with at least
+    ``min_trials`` measurements that count (``bench/library_min_trials.py`` explains it)."""
+    m = Measurement
+    counted = func.count()
+    q = (
+        select(m.config, m.solver, counted)
+        .where(*history.where(m.session, m.taken, m.platform))
+        .group_by(m.config, m.solver)
+        .having(counted >= min_trials)
+        .order_by(null())  # no order wanted: MariaDB sorts a GROUP BY's result unless told
+    )
+    # MariaDB otherwise walks (config, solver, platform) for the GROUP BY's order and looks
+    # every row up for its session and time: 10^7 random reads instead of an index scan.
+    for dialect in ("mysql", "mariadb"):
+        q = q.with_hint(m, f"FORCE INDEX ({_EFFORT_INDEX})", dialect)
+    return q if config_ids is None else q.where(m.config.in_(config_ids))
 
 
 @dataclass(frozen=True)
@@ -115,3 +142,32 @@ def session_effort(
             if not config_ids:
                 raise NotFoundError(f"no config is tagged {tag!r}; import_configs -t {tag} -f FILE")
         return effort(s, history, config_ids), history
+
+
+def counting_measurements(
+    s: OrmSession,
+    history: Eligibility,
+    solver: int,
+    configs: Sequence[int] | None = None,
+    *,
+    valid_only: bool = False,
+) -> Iterator[tuple[int, str, float | None, bool]]:
+    """(config, params, time_ms, valid) of the measurements of ``solver`` that count for
+    the target, by config and id: what a search resumes from (its own problem) and what a
+    model-based strategy transfers from (the other problems' rows), under the same rules
+    as every other decision."""
+    m = Measurement
+    q = (
+        select(m.config, m.params, m.time_ms, m.valid)
+        .where(m.solver == solver, *history.where(m.session, m.taken, m.platform))
+        .order_by(m.config, m.id)
+    )
+    if valid_only:
+        q = q.where(m.valid.is_(True))
+    if not history.sessions:
+        return
+    parts = [None] if configs is None else list(chunks(sorted(configs), _CONFIGS_PER_QUERY))
+    for part in parts:
+        query = q if part is None else q.where(m.config.in_(part))
+        for config, params, time_ms, valid in s.execute(query):
+            yield config, params, time_ms, bool(valid)
