@@ -159,3 +159,33 @@ def test_session_create_stores_its_rules(runner):
     assert bad.exit_code == 1 and "--max-age 'forever' does not parse" in bad.output
     listed = json.loads(runner.invoke(main, ["session", "list", "--json"]).output)
     assert [r["id"] for r in listed] == [sid, sid + 1]  # the refused one was not created
+
+
+def test_best_as_a_golden_version_exports_in_miopens_format(runner, tmp_path):
+    db = _db()
+    h = make_configs(db)
+    a, b, retired = session(db), session(db), session(db)
+    direct, tunable = h.solvers["NoopDirect"], h.solvers["NoopTunable"]
+    add_find(db, a, h.configs[0], direct, 2.0)
+    add_find(db, b, h.configs[0], direct, 1.5)
+    add_find(db, b, h.configs[0], tunable, 1.0, perf_params="tile=8")
+    add_find(db, a, h.configs[1], direct, 0.5)
+    add_find(db, retired, h.configs[1], direct, 0.1)
+    db.dispose()
+    runner.invoke(main, ["session", "retire", str(retired)])
+    args = ["best", "-a", ARCH, "-n", str(NUM_CU), "--golden_v", "7"]
+    result = runner.invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert "golden version 7 (gfx90a, 104 CUs): 3 rows, 2 keys, from session(s) " in result.output
+    again = runner.invoke(main, args)
+    assert again.exit_code == 1 and "golden version 7 exists" in again.output
+    out = runner.invoke(main, ["export_db", "--golden_v", "7", "-f", "-o", str(tmp_path)])
+    assert out.exit_code == 0, out.output
+    (fdb,) = tmp_path.glob("*.fdb.txt")
+    lines = dict(line.split("=", 1) for line in fdb.read_text().splitlines())
+    assert [e.split(",")[0] for e in lines[h.keys[0]].split(";")] == [
+        "NoopTunable:1", "NoopDirect:1.5",
+    ]  # fmt: skip
+    assert lines[h.keys[1]].startswith("NoopDirect:0.5,")  # not the retired session's 0.1
+    both = runner.invoke(main, [*args, "-o", str(tmp_path / "x.json")])
+    assert both.exit_code == 2 and "not both" in both.output

@@ -330,6 +330,15 @@ def prune_cmd(keep_best: int, session_id: int | None, dry_run: bool, output: str
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the JSON here (default: stdout).",
 )
+@click.option(
+    "--golden_v",
+    "--golden-v",
+    "golden_v",
+    type=int,
+    help="Instead of JSON, freeze the best rows into this new golden version, for "
+    "export_db --golden_v to write MIOpen's files.",
+)
+@click.option("--note", help="Why the golden version exists (with --golden_v).")
 @verbose_option
 def best_cmd(
     session_id: int | None,
@@ -339,21 +348,30 @@ def best_cmd(
     tag: str | None,
     rule_changes: dict[str, Any],
     out: Path | None,
+    golden_v: int | None,
+    note: str | None,
 ) -> None:
     """The best known configuration per problem for a target, across sessions, as JSON.
 
     History counts under the target session's rules (-s), changed by the rule options, or
     for -a/-n under the rule options alone (any library unless --library-min). Retired
-    sessions never count. For MIOpen's files, export_db writes a session's or a golden
-    version's results.
+    sessions never count. With --golden_v V the fastest row per (problem, solver) becomes
+    golden version V, and export_db writes it in MIOpen's formats.
 
     \b
     Examples:
       tuna best -s 3 -o best.json
       tuna best -a gfx90a -n 104 -t resnet50 --max-age 30d --library-min 3.2.0
+      tuna best -a gfx90a -n 104 --golden_v 7
+      export_db --golden_v 7 -f -p -k
     """
     from tuna.library.best import best_report
 
+    if golden_v is not None:
+        if out is not None:
+            raise click.UsageError("give -o (JSON) or --golden_v (a golden version), not both")
+        _best_golden(session_id, arch, num_cu, backend, tag, rule_changes, golden_v, note)
+        return
     db = database()
     try:
         report = best_report(
@@ -379,3 +397,31 @@ def _print_exclusions(lines: list[str]) -> None:
         for line in lines:
             hint = exclusion_hint(line.split(":", 1)[0])
             console.print(f"  {line}" + (f" ({hint})" if hint else ""), markup=False)
+
+
+def _best_golden(
+    session_id: int | None,
+    arch: str | None,
+    num_cu: int | None,
+    backend: str | None,
+    tag: str | None,
+    rule_changes: dict[str, Any],
+    version: int,
+    note: str | None,
+) -> None:
+    from tuna.results.golden import golden_from_best
+
+    db = database()
+    try:
+        report = golden_from_best(
+            db, version, session=session_id, arch=arch, num_cu=num_cu, backend=backend,
+            tag=tag, rule_changes=rule_changes, note=note,
+        )  # fmt: skip
+    finally:
+        db.dispose()
+    console.print(
+        f"golden version {report.version} ({report.arch}, {report.num_cu} CUs): {report.rows} "
+        f"rows, {report.keys} keys, from session(s) {', '.join(map(str, report.sessions))}; "
+        f"`export_db --golden_v {report.version} -f -p -k` writes MIOpen's files",
+        markup=False,
+    )

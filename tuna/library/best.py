@@ -88,8 +88,36 @@ def best_configs(
     return found
 
 
+def best_per_solver(
+    s: OrmSession, history: Eligibility, config_ids: Sequence[int] | None = None
+) -> list[dict[str, Any]]:
+    """The fastest row that counts per (config, solver), across sessions (the newer row on a
+    tie): what a golden version of the best holds, so that a find db of it lists each
+    key's fastest solvers (``tuna best --golden_v``). Dicts of the golden row's columns."""
+    best: dict[tuple[int, int], tuple[tuple[float, float], dict[str, Any]]] = {}
+    if not history.sessions:
+        return []
+    for row in _rows(s, history, config_ids, with_job=True):
+        config, key, _drv, solver_id, _name, params, time_ms, ws, alg, session, created, job = row
+        if time_ms is None or not math.isfinite(time_ms) or time_ms < 0:
+            continue
+        rank = (time_ms, -created.timestamp() if isinstance(created, dt.datetime) else 0.0)
+        pair = (config, solver_id)
+        if pair in best and best[pair][0] <= rank:
+            continue
+        best[pair] = (rank, {
+            "session": session, "config": config, "solver": solver_id, "fdb_key": key,
+            "params": params, "time_ms": time_ms, "workspace": ws, "algorithm": alg, "job": job,
+        })  # fmt: skip
+    return [v for _, v in (best[p] for p in sorted(best))]
+
+
 def _rows(
-    s: OrmSession, history: Eligibility, config_ids: Sequence[int] | None
+    s: OrmSession,
+    history: Eligibility,
+    config_ids: Sequence[int] | None,
+    *,
+    with_job: bool = False,
 ) -> Iterator[tuple[Any, ...]]:
     f, p = FindDb, PerfDb
     q = (
@@ -105,6 +133,7 @@ def _rows(
             f.algorithm,
             f.session,
             f.created,
+            *([f.job] if with_job else []),
         )
         .join(ConvConfig, ConvConfig.id == f.config)
         .join(Solver, Solver.id == f.solver)

@@ -19,6 +19,7 @@ threshold, so a regression is seen before the version is exported.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +39,14 @@ from tuna.db.models import (
     Solver,
 )
 from tuna.errors import NotFoundError, TunaError
+from tuna.library.best import (
+    best_per_solver,
+    config_ids_for,
+    no_history_message,
+    target_history,
+    target_label,
+    why_none,
+)
 from tuna.results.export import check_session_find
 from tuna.results.formats import db_arch
 from tuna.sessions import session_info, session_row
@@ -304,3 +313,72 @@ def _slower(
         if time_ms > parent_ms * (1 + threshold):
             slower.append(SlowerKey(key, parent_solver, parent_ms, solver, time_ms))
     return sorted(slower, key=lambda k: (-k.slowdown, k.key))
+
+
+@dataclass
+class BestGoldenReport:
+    """A golden version made of the best rows of every session that counts for a target."""
+
+    version: int
+    arch: str
+    num_cu: int
+    rows: int
+    keys: int
+    sessions: list[int]
+
+
+def golden_from_best(
+    db: Database,
+    version: int,
+    *,
+    session: int | None = None,
+    arch: str | None = None,
+    num_cu: int | None = None,
+    backend: str | None = None,
+    tag: str | None = None,
+    rule_changes: Mapping[str, Any] | None = None,
+    note: str | None = None,
+) -> BestGoldenReport:
+    """Create golden version ``version`` from the fastest row per (config, solver) among the
+    find rows that count for a target (``tuna best --golden_v``): ``export_db --golden_v``
+    then writes MIOpen's files of the best known configurations, checked like any export.
+
+    The chosen kernels of each row's job are frozen with it, as ``update_golden`` does.
+    """
+    with db.session() as s:
+        if s.get(GoldenVersion, version) is not None:
+            raise _exists(version)
+        history = target_history(
+            s, session=session, arch=arch, num_cu=num_cu, backend=backend,
+            rule_changes=rule_changes,
+        )  # fmt: skip
+        config_ids = config_ids_for(s, tag)
+        if config_ids is not None and not config_ids:
+            raise NotFoundError(f"no config is tagged {tag!r}; import_configs -t {tag} -f FILE")
+        rows = best_per_solver(s, history, config_ids)
+        if not rows:
+            raise NotFoundError(no_history_message(history, why_none(s, history, config_ids), tag))
+        target = history.target
+        s.add(
+            GoldenVersion(
+                version=version, parent=None, arch=target.arch, num_cu=target.num_cu,
+                note=note or f"best of {target_label(history)} ({history.rules.describe()})",
+            )
+        )  # fmt: skip
+        try:
+            s.flush()
+        except sa_exc.IntegrityError as e:  # another one created it since the check
+            raise _exists(version) from e
+        for i in range(0, len(rows), 1000):
+            s.execute(insert(Golden), [{"golden_v": version, **r} for r in rows[i : i + 1000]])
+        frozen = (
+            select(Golden.id, JobKernel.kernel)
+            .join(JobKernel, and_(JobKernel.job == Golden.job, JobKernel.chosen))
+            .where(Golden.golden_v == version)
+        )
+        s.execute(insert(GoldenKernel).from_select(["golden", "kernel"], frozen))
+        log.info("golden %d: best of %s, %d rows", version, target_label(history), len(rows))
+        return BestGoldenReport(
+            version, target.arch, target.num_cu, len(rows), len({r["config"] for r in rows}),
+            sorted({r["session"] for r in rows}),
+        )  # fmt: skip
