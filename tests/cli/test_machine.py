@@ -119,12 +119,17 @@ def test_machine_show_shows_the_platform_its_worker_reported(runner):
     assert runner.invoke(main, ["machine", "add", "gpu-01"]).exit_code == 0
     db = open_database()
     try:
-        pid = report_platform(db, {"cpu": {"model": "EPYC 9654"}}, machine=1)
+        pid = report_platform(
+            db, {"cpu": {"model": "EPYC 9654", "flags": ["avx2", "fma"]}}, machine=1
+        )
     finally:
         db.dispose()
     shown = runner.invoke(main, ["machine", "show", "1"])
     assert shown.exit_code == 0, shown.output
     assert f"platform {pid}:" in shown.output and '"model": "EPYC 9654"' in shown.output
+    assert '"flags": "avx2 fma"' in shown.output  # on one line for a person
+    data = json.loads(runner.invoke(main, ["machine", "show", "1", "--json"]).output)
+    assert data["platform_info"]["cpu"]["flags"] == ["avx2", "fma"]  # a list for a program
 
 
 def test_malformed_machine_platform_json_names_the_file_and_position(runner, tmp_path):

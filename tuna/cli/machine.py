@@ -68,6 +68,14 @@ def _user_platform(path: str | None) -> dict[str, Any] | None:
     return read_user_platform(path)
 
 
+def _readable(info: dict[str, Any]) -> dict[str, Any]:
+    """The platform as a person reads it: the CPU flags on one line (--json keeps the list)."""
+    cpu = info.get("cpu")
+    if isinstance(cpu, dict) and isinstance(cpu.get("flags"), list):
+        return {**info, "cpu": {**cpu, "flags": " ".join(map(str, cpu["flags"]))}}
+    return info
+
+
 def machine_table(rows: list[MachineRow]) -> Table:
     table = Table(title_justify="left")
     cols = ("id", "host", "port", "user", "arch", "num_cu", "gpus", "available", "key", "docker")
@@ -315,7 +323,7 @@ def show(machine: str, output: str | None) -> None:
         )
     else:
         console.print(f"platform {m.platform}:", markup=False)
-        console.print(json.dumps(info, indent=2, sort_keys=True), markup=False)
+        console.print(json.dumps(_readable(info), indent=2, sort_keys=True), markup=False)
 
 
 @machine_group.command("remove")

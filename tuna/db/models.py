@@ -488,8 +488,9 @@ class Measurement(Base):
     ``reason`` says what happened otherwise: wrong result, crashed, timed out ...).
 
     Built to hold 10^8 rows: compact columns and only the indexes the queries need,
-    (session, config, solver) to resume a job and export a session, (config, solver,
-    platform) for the effort spent on a problem. ``job``, ``solver``, ``platform`` and
+    (session, config, solver, platform, taken) to resume a job, export a session and count
+    its effort (migration 0010), (config, solver, platform) for the effort spent on a
+    problem. ``job``, ``solver``, ``platform`` and
     ``machine`` carry no foreign-key constraint: on InnoDB each would add an index of its
     own (about 85 bytes a row for the four, measured), and the rows they name are never
     deleted (jobs, solvers, platforms) or, for a removed machine, the id stays as history.
