@@ -83,6 +83,7 @@ def test_the_table_is_the_documented_machine():
     assert {to for (frm, to) in TRANSITIONS if frm is S.NEW} == {S.COMPILE_START}
     assert {to for (frm, to) in TRANSITIONS if frm is S.COMPILE_START} == {
         S.COMPILED,
+        S.EVALUATED,  # a search's build: compile-phase work only
         S.NEW,
         S.ERRORED,
         S.NOT_APPLICABLE,

@@ -52,6 +52,7 @@ _BUILT_IN: dict[str, str] = {
     "noop": "tuna.backends.noop:NoopBackend",
     "cpuconv": "tuna.backends.cpuconv:CpuConvBackend",
     "miopen": "tuna.backends.miopen:MiopenBackend",
+    "bench": "tuna.backends.bench.backend:BenchBackend",
 }
 _registered: dict[str, Callable[[], Backend]] = {}
 

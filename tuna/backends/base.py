@@ -205,6 +205,55 @@ class EvalOutcome(_Outcome):
     measurements: tuple[Measurement, ...] = ()
 
 
+@dataclass(frozen=True)
+class SearchWork:
+    """One build or run of a search, as its job's worker hands it to the backend.
+
+    ``step`` is ``build`` or ``run``; ``config`` the merged config (a build's: the config of
+    its first run, whose build-time values are the build's); ``spec`` the search's backend
+    settings (``search.spec``). A run gets ``build_dir``: its build's artifact, unpacked
+    where the worker caches it (None when the search has no build step); a build gets
+    there the search's sources, unpacked the same way (None when it has none). ``scratch`` is
+    where the backend may make its per-job directories (None: the system's temp dir).
+    """
+
+    job_id: int
+    attempt: int
+    step: str
+    search_id: int
+    spec: Mapping[str, Any]
+    config: Mapping[str, Any]
+    build_dir: Any = None  # pathlib.Path of the unpacked artifact (runs)
+    scratch: Any = None
+
+
+@dataclass(frozen=True)
+class BuildOutcome(CompileOutcome):
+    """A search build's result. ``ok`` says the job is done (not retried); whether it
+    built is ``built``: ``artifact`` holds the build directory as a compressed tar, else
+    ``failure`` says why it did not build (its runs become invalid with that reason)."""
+
+    artifact: bytes | None = None
+    failure: str | None = None
+
+    @property
+    def built(self) -> bool:
+        return self.ok and self.failure is None and self.artifact is not None
+
+
+@dataclass(frozen=True)
+class RunOutcome(EvalOutcome):
+    """A search run's result: the stats it printed, and whether the Run counts.
+
+    ``ok`` says the job is done; an invalid Run (non-zero exit, timeout, crash, missing
+    stats) is ``valid=False`` with its ``failure``, recorded as such, not retried.
+    """
+
+    stats: Mapping[str, Any] = field(default_factory=dict)
+    valid: bool = True
+    failure: str | None = None
+
+
 Outcome = CompileOutcome | EvalOutcome
 
 
@@ -266,6 +315,16 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def evaluate(self, work: JobWork) -> EvalOutcome:
         """Check and time the job's compiled kernels; pick the best parameters."""
+
+    # -- Searches (issue #15): a backend that runs benchmarks overrides these -------------
+
+    def build(self, work: SearchWork) -> BuildOutcome:
+        """Build one build tuple of a search (compile phase); see :class:`BuildOutcome`."""
+        return BuildOutcome.failed(f"backend {self.name} does not run searches")
+
+    def run(self, work: SearchWork) -> RunOutcome:
+        """Run one point of a search on its build (evaluate phase); see :class:`RunOutcome`."""
+        return RunOutcome.failed(f"backend {self.name} does not run searches")
 
     # -- What a worker container of this backend needs (go_fish on a fleet) -------------
 

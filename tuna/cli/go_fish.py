@@ -302,6 +302,13 @@ class IdList(click.ParamType):
     help="Evaluate compiled kernel jobs: winners' binaries for the kernel db.",
 )
 @click.option(
+    "--search",
+    "search",
+    is_flag=True,
+    help="Drive the session's active searches (tuna search create): run their builds and "
+    "runs until every search is over.",
+)
+@click.option(
     "--fin_steps",
     metavar="STEPS",
     help="MITuna's steps, e.g. miopen_perf_compile,miopen_perf_eval (= --compile --run_perf).",
@@ -369,6 +376,7 @@ def go_fish_cmd(
     run_perf: bool,
     run_find: bool,
     bin_cache: bool,
+    search: bool,
     fin_steps: str | None,
     command: str | None,
     status: bool,
@@ -395,7 +403,9 @@ def go_fish_cmd(
     --progress-every seconds), reports machines it loses and carries on, ends when the
     phase's queue is drained and prints what this run did, with the top failure reasons.
     --compile with an evaluation flag runs both, in that order. Ctrl-C or SIGTERM stops the workers:
-    each finishes its current job and hands the rest back.
+    each finishes its current job and hands the rest back. Every evaluation also drives the
+    session's active searches (--search does only that): their builds and runs are jobs, and
+    the run lasts until every search is over.
 
     Remote workers get the database from TUNA_WORKER_DB_URL (default TUNA_DB_URL) through
     a file only root can read, never on a command line. MITuna's spelling works too: an
@@ -408,6 +418,7 @@ def go_fish_cmd(
       go_fish --session 3 --run_perf -a gfx90a -n 104
       go_fish --session 3 --run_find -f 3 -m 1,2
       go_fish --session 3 --compile --local -w 2
+      go_fish --session 5 --search --local -w 4
       go_fish miopen --fin_steps miopen_perf_compile,miopen_perf_eval --session_id 3
       go_fish -e "docker images" -a gfx90a
       go_fish --status --image tuna-worker:latest
@@ -421,6 +432,7 @@ def go_fish_cmd(
             (Task.RUN_PERF, run_perf),
             (Task.RUN_FIND, run_find),
             (Task.BIN_CACHE, bin_cache),
+            (Task.SEARCH, search),
         )
         if on
     ]
@@ -449,8 +461,8 @@ def go_fish_cmd(
         return
     if not asked:
         raise click.UsageError(
-            "say what to run: --compile, --run_perf, --run_find, --bin_cache (or --fin_steps), "
-            "-e CMD or --status"
+            "say what to run: --compile, --run_perf, --run_find, --bin_cache, --search (or "
+            "--fin_steps), -e CMD or --status"
         )
     tasks = plan_tasks(asked)
     if session_id is None:

@@ -6,6 +6,12 @@ phase's jobs (progress, rate, ETA), reaps expired leases, decides when the run i
 machines left), turns SIGINT and SIGTERM into a clean stop, and rides out database
 outages. Where and how workers run is a :class:`Launcher`'s business: local processes
 (:mod:`tuna.fleet.local`) or containers on machines over SSH (:mod:`tuna.fleet.remote`).
+
+It also drives the session's active searches (issue #15, :mod:`tuna.searches.drive`): once
+before the run starts, so that a search's first builds and runs are queued, and for an
+evaluation, from a thread of its own for as long as the run lasts (a Run that lands gets
+the searcher's next point queued within milliseconds). An evaluation is not over while a
+search of the session is active.
 """
 
 from __future__ import annotations
@@ -27,7 +33,8 @@ from tuna.db import Database
 from tuna.db.clock import db_now
 from tuna.db.retry import through_outages
 from tuna.fleet.phase import FishReport, Progress, Task, check_steps, remaining_jobs
-from tuna.jobs import JobCounts, job_counts, reap_expired
+from tuna.jobs import JobCounts, Phase, job_counts, reap_expired
+from tuna.searches import SessionSearches
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +158,25 @@ def dispatch(
         with db.session() as s:
             return s.execute(select(db_now())).scalar_one()
 
+    searches = SessionSearches(db, session_id)
+    through_outages(searches.tick, what="go_fish: drive searches")
+    for search_id, (state, reason) in searches.ended.items():
+        event(f"search {search_id} {state}" + (f": {reason}" if reason else ""))
+    searches.ended.clear()
+    drive = phase is Phase.EVAL and searches.active > 0
+    stop_driving = threading.Event()
+
+    def driver() -> None:
+        while not stop_driving.is_set():
+            try:
+                searches.run(stop_driving)
+                return
+            except Exception as e:  # the run goes on; the next round starts the drivers again
+                log.warning("go_fish: driving searches failed", exc_info=True)
+                event(f"driving searches failed ({type(e).__name__}: {e}); retrying")
+                searches.drivers.clear()
+                stop_driving.wait(pace.interval)
+
     start_counts = counts()
     start_remaining = remaining_jobs(start_counts, phase)
     run_started = db_clock()
@@ -190,24 +216,34 @@ def dispatch(
                 start_remaining = remaining_jobs(start_counts, phase)
                 run_started = db_clock()
                 started = time.monotonic()
-            if start_remaining == 0:  # starting workers would only wait for them to exit
+            if start_remaining == 0 and not drive:  # workers would only wait to exit
                 event("nothing to do: no job of this phase is ready or in flight")
             else:
                 launcher.start(event)
                 polling.start()
+                driving = threading.Thread(target=driver, name="go_fish-searches", daemon=True)
+                if drive:
+                    driving.start()
                 last_reap, drained_at = started, None
                 while True:
                     progress = look()
                     if on_progress:
                         on_progress(progress)
                     now = time.monotonic()
-                    if progress.remaining == 0:
+                    for search_id, (state, reason) in list(searches.ended.items()):
+                        event(f"search {search_id} {state}" + (f": {reason}" if reason else ""))
+                        del searches.ended[search_id]
+                    searching = drive and driving.is_alive()  # its driver proposes more
+                    if progress.remaining == 0 and not searching:
                         drained_at = drained_at or now
                         poll_now.set()  # burst workers exit now: collect them without delay
                         if progress.workers_alive == 0 or now - drained_at > pace.drain_grace:
                             break
                     elif progress.workers_alive == 0:
-                        event("every worker has exited with work left")
+                        event(
+                            "every worker has exited with work left"
+                            + (" (a search is still active)" if searching else "")
+                        )
                         break
                     elif why := launcher.stuck(now):
                         event(why)
@@ -224,6 +260,7 @@ def dispatch(
             event(f"{why}interrupted: stopping the workers (each finishes its current job)")
         finally:
             stopping.set()  # from here on a signal cannot cut the clean-up short
+            stop_driving.set()
             stop_polling.set()
             poll_now.set()
             if polling.is_alive():

@@ -26,6 +26,7 @@ class Task(str, enum.Enum):
     RUN_PERF = "run_perf"
     RUN_FIND = "run_find"
     BIN_CACHE = "bin_cache"
+    SEARCH = "search"  # a session's searches: runs (and builds) while their driver proposes
 
     @property
     def phase(self) -> Phase:
@@ -116,7 +117,12 @@ def check_steps(db: Database, session_id: int, task: Task) -> None:
     with db.session() as s:
         others = s.execute(
             select(Job.step, func.count())
-            .where(Job.session == session_id, Job.state == JobState.COMPILED, Job.step != step)
+            .where(
+                Job.session == session_id,
+                Job.state == JobState.COMPILED,
+                Job.step != step,
+                Job.step != JobStep.RUN,  # a search's runs: any evaluation takes them
+            )
             .group_by(Job.step)
         ).all()
     if others:

@@ -7,6 +7,17 @@
      +------------------+                         +--------------------+
     a failure past the retry cap -> errored        the solver does not apply -> not_applicable
 
+A search's jobs (issue #15) use the same machine: a **build** job (step ``build``) is
+compile-phase work only: ``new -> compile_start -> evaluated`` (built or not, it is done:
+its artifact is stored and linked from ``search_build``, or the build is recorded as
+failed); a **run** job (step ``run``) is evaluate-phase work only: it is inserted
+``compiled`` (:func:`insert_run_jobs`) once its build is stored, in the transaction that
+stores the build or, for a build stored earlier, in the driver's transaction that adds the
+run (both lock the ``search_build`` row, so one of them always sees the other). A run that
+failed as a benchmark (non-zero exit, timeout, missing stats) is a recorded invalid Run
+(``evaluated``), not a failed job; only a worker's own trouble (an exception, an expired
+lease) is retried, and a search job that gives up ends its build or Run invalid too.
+
 The allowed (from, to) pairs are data (:data:`TRANSITIONS`); every write is a
 compare-and-set built by one function, which refuses any other pair and is an
 ``UPDATE job SET state=... WHERE id IN (...) AND state=? [AND attempt=?]``
@@ -57,12 +68,13 @@ from sqlalchemy import (
     Select,
     Update,
     bindparam,
+    insert,
     select,
     update,
 )
 from sqlalchemy.orm import Session
 
-from tuna.backends.base import CompileOutcome, EvalOutcome, Outcome
+from tuna.backends.base import BuildOutcome, CompileOutcome, EvalOutcome, Outcome, RunOutcome
 from tuna.db import Database
 from tuna.db.clock import db_now
 from tuna.db.enums import JobState, JobStep
@@ -72,6 +84,13 @@ from tuna.errors import DatabaseError
 from tuna.jobs.errors import IllegalTransition, LostLease
 from tuna.jobs.measurements import MeasuredOn, measured_here, measurement_rows, write_measurements
 from tuna.jobs.results import write_compile_results, write_eval_results
+from tuna.jobs.search_results import (
+    GaveUp,
+    runs_awaiting,
+    store_builds,
+    store_gave_up,
+    store_runs,
+)
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +106,7 @@ TRANSITIONS: dict[tuple[JobState, JobState], str] = {
     (S.COMPILE_START, S.NEW): "retry",  # failed, lease expired or released
     (S.COMPILE_START, S.ERRORED): "give_up",
     (S.COMPILE_START, S.NOT_APPLICABLE): "not_applicable",
+    (S.COMPILE_START, S.EVALUATED): "complete",  # a search's build: done in one phase
     (S.COMPILED, S.EVAL_START): "claim",
     (S.EVAL_START, S.EVALUATED): "complete",
     (S.EVAL_START, S.COMPILED): "retry",
@@ -147,10 +167,12 @@ class ClaimedJob:
     attempt: int
     phase: Phase
     session: int
-    config: int
-    solver: int
+    config: int | None
+    solver: int | None
     step: JobStep
     payload: str | None = None
+    search_build: int | None = None  # a search's build job
+    search_run: int | None = None  # a search's run job
 
 
 @dataclass
@@ -353,27 +375,40 @@ def _leaving_running(from_state: JobState, to_state: JobState) -> dict[str, Any]
 # --- workers --------------------------------------------------------------------------------------
 
 
-def claim_query(session_id: int, phase: Phase, limit: int) -> Select[Any]:
+def claim_query(
+    session_id: int, phase: Phase, limit: int, step: JobStep | None = None
+) -> Select[Any]:
     """The claim's SELECT: ready jobs of the session, lowest (priority, id) first, skipping
     rows other claims hold. ``ix_job_claim`` (session, state, priority, id) serves it
-    without a sort, whatever the table's size."""
-    return _claim_select(phase).params(session=session_id, limit=limit)
+    without a sort, whatever the table's size. ``step`` takes only jobs of that step.
+
+    A search's run jobs are inserted a build at a time (:func:`insert_run_jobs`), so the id
+    order claims the runs of one build together.
+    """
+    return _claim_select(phase, step).params(session=session_id, limit=limit)
 
 
 @functools.cache
-def _claim_select(phase: Phase) -> Select[Any]:
+def _claim_select(phase: Phase, step: JobStep | None = None) -> Select[Any]:
     """:func:`claim_query` with ``session`` and ``limit`` as bound parameters, built once."""
-    cols: list[Any] = [Job.id, Job.attempt, Job.config, Job.solver, Job.step]
+    cols: list[Any] = [
+        Job.id,
+        Job.attempt,
+        Job.config,
+        Job.solver,
+        Job.step,
+        Job.search_build,
+        Job.search_run,
+    ]
     if phase is Phase.EVAL:
         cols.append(Job.result)
     limit: BindParameter[int] = bindparam("limit", type_=Integer)
-    return (
-        select(*cols)
-        .where(Job.session == bindparam("session", type_=Integer), Job.state == phase.ready)
-        .order_by(Job.priority, Job.id)
-        .limit(limit)
-        .with_for_update(skip_locked=True)
+    q = select(*cols).where(
+        Job.session == bindparam("session", type_=Integer), Job.state == phase.ready
     )
+    if step is not None:
+        q = q.where(Job.step == step)
+    return q.order_by(Job.priority, Job.id).limit(limit).with_for_update(skip_locked=True)
 
 
 @functools.lru_cache(maxsize=64)
@@ -404,9 +439,11 @@ def _claim(
     lease_seconds: float,
     gpu: int | None,
     machine: int | None,
+    step: JobStep | None = None,
 ) -> list[ClaimedJob]:
     """The claim's SELECT and UPDATE on ``conn``, inside the caller's transaction."""
-    rows = conn.execute(_claim_select(phase), {"session": session_id, "limit": limit}).all()
+    select_ready = _claim_select(phase, step)
+    rows = conn.execute(select_ready, {"session": session_id, "limit": limit}).all()
     if not rows:
         return []
     move = _claim_update(phase, float(lease_seconds))
@@ -431,6 +468,8 @@ def _claim(
             solver=r.solver,
             step=r.step,
             payload=r.result if phase is Phase.EVAL else None,
+            search_build=r.search_build,
+            search_run=r.search_run,
         )
         for r in rows
     ]
@@ -446,17 +485,19 @@ def claim_jobs(
     lease_seconds: float = DEFAULT_LEASE_SECONDS,
     gpu: int | None = None,
     machine: int | None = None,
+    step: JobStep | None = None,
 ) -> list[ClaimedJob]:
     """Claim up to ``limit`` jobs of ``session_id`` ready for ``phase``, lowest priority first.
 
     One transaction: the claim query skips rows other claims hold locked, then the rows
     move (by primary key) to the phase's running state with a new attempt, the lease
-    and the phase's start time, all on the database clock.
+    and the phase's start time, all on the database clock. ``step`` claims only jobs of
+    that step (an evaluate worker takes a search's builds this way).
     """
 
     def claim() -> list[ClaimedJob]:
         with db.transaction(immediate=True) as conn:
-            return _claim(conn, session_id, phase, owner, limit, lease_seconds, gpu, machine)
+            return _claim(conn, session_id, phase, owner, limit, lease_seconds, gpu, machine, step)
 
     claimed = with_retry(claim, what=f"session {session_id}: claim {phase.value} jobs")
     if claimed:
@@ -695,9 +736,17 @@ def _record(
     for job, outcome in settled:
         if outcome.ok:
             values = {"reason": None, "retries": 0}
-            if isinstance(outcome, CompileOutcome):
+            done_state = job.phase.done
+            if isinstance(outcome, BuildOutcome):
+                done_state = S.EVALUATED  # a build has no evaluate phase
+                if not outcome.built:
+                    values["reason"] = outcome.failure
+            elif isinstance(outcome, RunOutcome):
+                if not outcome.valid:
+                    values["reason"] = outcome.failure
+            elif isinstance(outcome, CompileOutcome):
                 values["result"] = outcome.payload
-            changes.append((job.id, job.attempt, job.phase.running, job.phase.done, values))
+            changes.append((job.id, job.attempt, job.phase.running, done_state, values))
         else:
             values = {"reason": outcome.reason}
             changes.append((job.id, job.attempt, job.phase.running, S.NOT_APPLICABLE, values))
@@ -718,8 +767,11 @@ def _record(
             raise DatabaseError(f"recording {len(changes)} job(s) changed {changed}; rolled back")
     rec.states = moved
     done = [(j, o) for j, o in settled if o.ok and j.id in moved]
-    write_compile_results(conn, [(j, o) for j, o in done if isinstance(o, CompileOutcome)])
-    write_eval_results(conn, [(j, o) for j, o in done if isinstance(o, EvalOutcome)])
+    builds = [(j, o) for j, o in done if isinstance(o, BuildOutcome)]
+    runs = [(j, o) for j, o in done if isinstance(o, RunOutcome)]
+    plain = [(j, o) for j, o in done if not isinstance(o, BuildOutcome | RunOutcome)]
+    write_compile_results(conn, [(j, o) for j, o in plain if isinstance(o, CompileOutcome)])
+    write_eval_results(conn, [(j, o) for j, o in plain if isinstance(o, EvalOutcome)])
     if measured_on is not None:
         measured = [
             row
@@ -732,7 +784,57 @@ def _record(
             for row in measurement_rows(j, o.measurements, measured_on)
         ]
         write_measurements(conn, measured)
+    if builds:
+        insert_run_jobs(conn, runs_awaiting(conn, store_builds(conn, builds)))
+    store_runs(conn, runs)
+    by_id = {j.id: j for j, _ in outcomes}
+    _gave_up(
+        conn,
+        [
+            (by_id[c[0]].search_build, by_id[c[0]].search_run, c[4].get("reason") or "errored")
+            for c in changes
+            if c[3] is S.ERRORED and c[0] in moved
+        ],
+    )
     return rec
+
+
+def _gave_up(conn: Connection, jobs: Sequence[tuple[int | None, int | None, str]]) -> None:
+    """End the builds and Runs of search jobs that just errored (see search_results)."""
+    gave_up = [GaveUp(b, r, why) for b, r, why in jobs if b is not None or r is not None]
+    if gave_up:
+        store_gave_up(conn, gave_up)
+
+
+@functools.cache
+def _insert_job() -> Any:
+    return insert(Job)
+
+
+def insert_run_jobs(conn: Connection, runs: Sequence[tuple[int, int]]) -> int:
+    """Insert, ``compiled``, the run jobs of ``runs`` (``(session, search_run id)`` pairs):
+    their build is stored, or they need none. Part of the caller's transaction."""
+    if not runs:
+        return 0
+    rows = [
+        {"session": session, "search_run": run, "step": JobStep.RUN, "state": S.COMPILED}
+        for session, run in runs
+    ]
+    conn.execute(_insert_job(), rows)
+    return len(rows)
+
+
+def insert_build_jobs(conn: Connection, builds: Sequence[tuple[int, int]]) -> int:
+    """Insert, ``new``, the build jobs of ``builds`` (``(session, search_build id)``
+    pairs). Part of the caller's transaction."""
+    if not builds:
+        return 0
+    rows = [
+        {"session": session, "search_build": build, "step": JobStep.BUILD, "state": S.NEW}
+        for session, build in builds
+    ]
+    conn.execute(_insert_job(), rows)
+    return len(rows)
 
 
 def _failed(
@@ -780,9 +882,17 @@ def reap_expired(
     def reap() -> Reaped:
         with db.session(immediate=True) as s:
             changes: list[_Change] = []
+            searched: list[tuple[int | None, int | None, str]] = []
             for phase in Phase:
                 q = (
-                    select(Job.id, Job.attempt, Job.retries, Job.lease_owner)
+                    select(
+                        Job.id,
+                        Job.attempt,
+                        Job.retries,
+                        Job.lease_owner,
+                        Job.search_build,
+                        Job.search_run,
+                    )
                     .where(Job.state == phase.running, Job.lease_expires < db_now())
                     .limit(limit)
                     .with_for_update(skip_locked=True)
@@ -793,9 +903,12 @@ def reap_expired(
                     reason = f"lease expired; last owner {r.lease_owner}"
                     to, values = _failed(phase, r.retries, reason, max_retries)
                     changes.append((r.id, r.attempt, phase.running, to, values))
+                    if to is S.ERRORED:
+                        searched.append((r.search_build, r.search_run, values["reason"]))
             changed = _apply(s, changes)
             if changed != len(changes):
                 raise DatabaseError(f"reaping {len(changes)} locked job(s) changed {changed}")
+            _gave_up(s.connection(), searched)
             return Reaped(
                 returned=[c[0] for c in changes if c[3] is not S.ERRORED],
                 errored=[c[0] for c in changes if c[3] is S.ERRORED],
@@ -830,7 +943,9 @@ def _operator_move(
         check_transition(st, to_state, event)  # refuse before writing anything
     moved = 0
     for st in states:
-        conds = [Job.state == st, *flt.where(), *extra_where(st)]
+        # A search's jobs are its driver's: an operator's reset or requeue would measure a
+        # recorded Run again or send a run job to the compile phase.
+        conds = [Job.state == st, Job.config.is_not(None), *flt.where(), *extra_where(st)]
         after: int | None = 0
         while after is not None:
             n, after = with_retry(

@@ -12,8 +12,8 @@ from sqlalchemy import func, select
 
 from tuna.db import Database
 from tuna.db.clock import db_now
-from tuna.db.enums import JobState
-from tuna.db.models import Job
+from tuna.db.enums import JobState, JobStep
+from tuna.db.models import Job, Search
 from tuna.sessions import session_row
 
 S = JobState
@@ -52,6 +52,31 @@ def count_jobs(db: Database, session_id: int, states: Iterable[JobState]) -> dic
         )
     found = {JobState(r[0]): int(r[1]) for r in rows}
     return {st: found.get(st, 0) for st in wanted}
+
+
+@dataclass(frozen=True)
+class SearchWaiting:
+    """Search work of a session not (yet) for an evaluate worker: builds to do, and active
+    searches whose driver may propose more."""
+
+    builds: int
+    active_searches: int
+
+
+def search_work_waiting(db: Database, session_id: int) -> SearchWaiting:
+    """Builds waiting or in flight, and active searches, of session ``session_id``."""
+    with db.session() as s:
+        builds = s.execute(
+            select(func.count()).where(
+                Job.session == session_id,
+                Job.state.in_([JobState.NEW, JobState.COMPILE_START]),
+                Job.step == JobStep.BUILD,
+            )
+        ).scalar_one()
+        active = s.execute(
+            select(func.count()).where(Search.session == session_id, Search.state == "active")
+        ).scalar_one()
+    return SearchWaiting(int(builds), int(active))
 
 
 def job_counts(db: Database, session_id: int, *, top_reasons: int = 20) -> JobCounts:

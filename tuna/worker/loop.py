@@ -17,6 +17,11 @@ and records the outcomes through the state machine, fenced by the claim's attemp
   (a restart, a cut network), for up to ``outage_patience`` seconds; the heartbeat keeps
   trying too. A job whose lease ran out meanwhile is handed to another worker and this
   worker's late write is fenced out.
+* **Searches** (issue #15): a search's build and run jobs go to the search's backend
+  (``bench``) instead of the session's; an evaluate worker with no run to do takes a
+  build (compile-phase work) so a search needs no separate compile workers, and in burst
+  mode it waits for the session's active searches (their driver proposes more) until
+  ``search_patience`` seconds pass without work.
 * **Batches**: outcomes are recorded when the batch is done or ``record_interval``
   seconds after the last record, whichever comes first, so fast jobs share transactions
   and slow jobs are recorded as soon as they finish. The outcomes of a batch's last jobs
@@ -42,26 +47,40 @@ from types import FrameType
 from typing import Any, TypeVar
 
 from tuna.backends import Backend, get_backend
-from tuna.backends.base import CompileOutcome, EvalOutcome, JobWork, Outcome
+from tuna.backends.base import (
+    BuildOutcome,
+    CompileOutcome,
+    EvalOutcome,
+    JobWork,
+    Outcome,
+    RunOutcome,
+    SearchWork,
+)
 from tuna.db import Database
-from tuna.db.enums import JobState
+from tuna.db.enums import JobState, JobStep
 from tuna.db.retry import through_outages
 from tuna.jobs import states
 from tuna.jobs.measurements import MeasuredOn, save_progress
 from tuna.jobs.states import ClaimedJob, Phase
-from tuna.jobs.status import count_jobs
+from tuna.jobs.status import count_jobs, search_work_waiting
 from tuna.platforms import report_platform
 from tuna.platforms.collect import Probe
 from tuna.sessions import get_session
 from tuna.worker.exclusive import owning
 from tuna.worker.hooks import Hook, TimeLimit
 from tuna.worker.progress import Progress
+from tuna.worker.searchwork import SearchLoader
 from tuna.worker.settings import WorkerSettings
 from tuna.worker.work import WorkLoader
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+SEARCH_PATIENCE_S = 30.0
+"""How long a burst evaluate worker waits for an active search's driver to propose more."""
+SEARCH_IDLE_S = 0.02
+"""How long it sleeps between claims meanwhile."""
 
 
 def make_owner() -> str:
@@ -190,6 +209,10 @@ class Worker:
         # stored when its first jobs are loaded (never on the claim path).
         self._probe = Probe() if phase is Phase.EVAL else None
         self._measured_on: MeasuredOn | None = None
+        self.searches = SearchLoader(db)
+        self._search_backends: dict[str, Backend] = {session.backend: self.backend}
+        self._last_work = time.monotonic()
+        self._searching = False  # the session had an active search at the last look
         self.heartbeat = _Heartbeat(
             db,
             self.owner,
@@ -218,6 +241,7 @@ class Worker:
                     self._record_now()
                 finally:
                     self._release(self.heartbeat.held())
+                self.searches.cache.close()
         self.report.seconds = time.monotonic() - started
         log.info("%s: stopped (%s): %s", self.owner, self.report.stopped, self.report)
         return self.report
@@ -237,7 +261,9 @@ class Worker:
             elif self.settings.burst and self._drained():
                 return "drained"
             else:
-                self.stop.wait(self.settings.idle_sleep)
+                # An active search's next point comes as soon as its driver sees a Run land.
+                idle = self.settings.idle_sleep
+                self.stop.wait(min(idle, SEARCH_IDLE_S) if self._searching else idle)
 
     def _reap(self, *, now: bool = False) -> int:
         if not now and time.monotonic() < self._next_reap:
@@ -271,8 +297,26 @@ class Worker:
             "record and claim" if pending else "claim",
         )
         self._count(rec)
+        if self.phase is Phase.EVAL and len(jobs) < limit:
+            # No run (or not enough) to do: take a search's build, compile-phase work.
+            jobs += self._db(
+                lambda: states.claim_jobs(
+                    self.db,
+                    self.session_id,
+                    Phase.COMPILE,
+                    owner=self.owner,
+                    limit=limit - len(jobs),
+                    lease_seconds=self.settings.lease_seconds,
+                    gpu=self.settings.gpu,
+                    machine=self.settings.machine,
+                    step=JobStep.BUILD,
+                ),
+                "claim builds",
+            )
         self.heartbeat.hold(jobs)
         self.report.claimed += len(jobs)
+        if jobs:
+            self._last_work = time.monotonic()
         return jobs
 
     def _drained(self) -> bool:
@@ -282,7 +326,16 @@ class Worker:
             lambda: count_jobs(self.db, self.session_id, [self.phase.ready, self.phase.running]),
             "count jobs",
         )
-        return not any(counts.values())
+        if any(counts.values()):
+            return False
+        if self.phase is not Phase.EVAL:
+            return True
+        waiting = self._db(lambda: search_work_waiting(self.db, self.session_id), "searches")
+        self._searching = bool(waiting.active_searches or waiting.builds)
+        if waiting.builds:
+            return False
+        patience = SEARCH_PATIENCE_S
+        return not waiting.active_searches or time.monotonic() - self._last_work > patience
 
     def _platform(self) -> MeasuredOn | None:
         """Where this worker measures (evaluation workers), stored once."""
@@ -304,9 +357,15 @@ class Worker:
         return self._measured_on
 
     def _work(self, jobs: list[ClaimedJob]) -> None:
-        on = self._platform()
-        platform = on.platform if on is not None else None
-        works = self._db(lambda: self.loader.load(jobs, platform=platform), "load jobs")
+        searched = [j for j in jobs if j.search_build is not None or j.search_run is not None]
+        plain = [j for j in jobs if j.search_build is None and j.search_run is None]
+        works: dict[int, JobWork | SearchWork | str] = {}
+        if plain:
+            on = self._platform()
+            platform = on.platform if on is not None else None
+            works.update(self._db(lambda: self.loader.load(plain, platform=platform), "load jobs"))
+        if searched:
+            works.update(self._db(lambda: self.searches.load(searched), "load search jobs"))
         pending: list[tuple[ClaimedJob, Outcome]] = []
         last_record = time.monotonic()
         for job in jobs:
@@ -315,7 +374,9 @@ class Worker:
             if self.heartbeat.is_lost(job.id):
                 continue  # recorded as lost below, without running it
             work = works[job.id]
-            if isinstance(work, JobWork):
+            if isinstance(work, SearchWork):
+                outcome = self._execute_search(work, job.phase)
+            elif isinstance(work, JobWork):
                 outcome = self._execute(work, job)
             else:
                 outcome = _outcome_type(job.phase).failed(work)
@@ -373,6 +434,33 @@ class Worker:
             lost=lambda: self.heartbeat.is_lost(job.id),
         )
 
+    def _execute_search(self, work: SearchWork, phase: Phase) -> Outcome:
+        """A search's build or run, on the search's backend (its own timeouts apply)."""
+        started = time.monotonic()
+        self._in_backend = True
+        try:
+            backend = self._search_backend(self.searches.backend_of(work.search_id))
+            if work.step == "build":
+                return backend.build(work)
+            from tuna.backends.bench.backend import run_owns
+
+            with owning(run_owns(work.spec), self.settings.gpu, owner=self.owner) as waited:
+                self.report.waited_seconds += waited
+                return backend.run(work)
+        except Exception as e:  # the worker's trouble, not the benchmark's: retried
+            log.warning("job %d: search %s raised", work.job_id, work.step, exc_info=True)
+            failed = BuildOutcome if phase is Phase.COMPILE else RunOutcome
+            return failed.failed(f"{type(e).__name__}: {e}")
+        finally:
+            self._in_backend = False
+            self.report.backend_seconds += time.monotonic() - started
+
+    def _search_backend(self, name: str) -> Backend:
+        backend = self._search_backends.get(name)
+        if backend is None:
+            backend = self._search_backends[name] = get_backend(name)
+        return backend
+
     def _record(self, pending: list[tuple[ClaimedJob, Outcome]]) -> None:
         if not pending:
             return
@@ -398,6 +486,8 @@ class Worker:
     def _count(self, rec: states.Recorded) -> None:
         r = self.report
         r.done += rec.count(self.phase.done)
+        if self.phase is Phase.COMPILE:  # a search's build ends evaluated (no second phase)
+            r.done += rec.count(JobState.EVALUATED)
         r.retried += rec.count(self.phase.ready)
         r.errored += rec.count(JobState.ERRORED)
         r.not_applicable += rec.count(JobState.NOT_APPLICABLE)

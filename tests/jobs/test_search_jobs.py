@@ -1,0 +1,143 @@
+"""A search's build and run jobs in the state machine (issue #15), on SQLite and MariaDB.
+
+A build is compile-phase work that ends ``evaluated`` with its artifact stored; its runs'
+jobs appear ``compiled`` in the same transaction. A failed build, an invalid run and a job
+that gives up are recorded as invalid builds and Runs, never left for a driver to wait on.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import func, select
+
+from tests.searches.helpers import bench_session, builds, jobs_by_step_state, new_search, runs
+from tests.support.seed import expire_leases, job_row
+from tuna.backends.base import BuildOutcome, RunOutcome
+from tuna.db import Database
+from tuna.db.enums import JobState, JobStep
+from tuna.db.models import Artifact
+from tuna.jobs import JobFilter, Phase, claim_jobs, reap_expired, record_outcomes, reset_jobs
+from tuna.searches import SearchDriver
+
+S = JobState
+
+
+def _enqueued(db: Database) -> tuple[int, int]:
+    session = bench_session(db)
+    search = new_search(db, session)
+    SearchDriver(db, search).start()
+    return session, search
+
+
+def _claim(db: Database, session: int, phase: Phase, n: int = 10, **kw: object) -> list:
+    return claim_jobs(db, session, phase, owner="w", limit=n, **kw)  # type: ignore[arg-type]
+
+
+def test_builds_are_compile_work_and_runs_wait_for_them(db):
+    session, search = _enqueued(db)
+    assert jobs_by_step_state(db, session) == {("build", "new"): 2}
+    assert len(runs(db, search)) == 6
+    assert _claim(db, session, Phase.EVAL) == []  # no run is claimable before its build
+    claimed = _claim(db, session, Phase.COMPILE)
+    assert [j.step for j in claimed] == [JobStep.BUILD, JobStep.BUILD]
+    assert all(j.search_build is not None and j.config is None for j in claimed)
+
+
+def test_a_stored_build_ends_evaluated_and_releases_its_runs_as_compiled(db):
+    session, search = _enqueued(db)
+    first, second = _claim(db, session, Phase.COMPILE)
+    rec = record_outcomes(db, "w", [(first, BuildOutcome(artifact=b"tar bytes"))])
+    assert rec.states == {first.id: S.EVALUATED}
+    b = {x.id: x for x in builds(db, search)}[first.search_build]
+    assert b.valid is True and b.artifact is not None
+    assert jobs_by_step_state(db, session) == {
+        ("build", "evaluated"): 1,
+        ("build", "compile_start"): 1,
+        ("run", "compiled"): 3,
+    }
+    ready = _claim(db, session, Phase.EVAL)
+    assert {j.search_run for j in ready} == {r.id for r in runs(db, search) if r.build == b.id}
+    # the same bytes from another build are stored once
+    record_outcomes(db, "w", [(second, BuildOutcome(artifact=b"tar bytes"))])
+    with db.session() as s:
+        assert s.execute(select(func.count()).select_from(Artifact)).scalar_one() == 1
+    assert jobs_by_step_state(db, session)[("run", "compiled")] == 3
+
+
+def test_a_failed_build_makes_its_runs_invalid_with_its_reason(db):
+    session, search = _enqueued(db)
+    first, _ = _claim(db, session, Phase.COMPILE)
+    record_outcomes(db, "w", [(first, BuildOutcome(failure="build exited with status 2"))])
+    assert job_row(db, first.id).state is S.EVALUATED
+    assert job_row(db, first.id).reason == "build exited with status 2"
+    mine = [r for r in runs(db, search) if r.build == first.search_build]
+    assert len(mine) == 3
+    assert all(r.valid is False for r in mine)
+    assert {r.reason for r in mine} == {"not run: build exited with status 2"}
+    assert ("run", "compiled") not in jobs_by_step_state(db, session)
+
+
+def test_an_invalid_run_is_recorded_not_retried(db):
+    session, search = _enqueued(db)
+    for b in _claim(db, session, Phase.COMPILE):
+        record_outcomes(db, "w", [(b, BuildOutcome(artifact=b"x"))])
+    good, bad, *_ = _claim(db, session, Phase.EVAL)
+    rec = record_outcomes(
+        db,
+        "w",
+        [
+            (good, RunOutcome(stats={"t": 30, "other": "x"})),
+            (bad, RunOutcome(stats={}, valid=False, failure="run timed out after 30 s")),
+        ],
+    )
+    assert rec.states == {good.id: S.EVALUATED, bad.id: S.EVALUATED}
+    by_id = {r.id: r for r in runs(db, search)}
+    assert (by_id[good.search_run].valid, by_id[good.search_run].value) == (True, 30.0)
+    assert by_id[good.search_run].stats == {"t": 30, "other": "x"}
+    assert by_id[good.search_run].finished is not None
+    assert (by_id[bad.search_run].valid, by_id[bad.search_run].reason) == (
+        False,
+        "run timed out after 30 s",
+    )
+    assert job_row(db, bad.id).retries == 0
+
+
+def test_a_run_job_that_gives_up_ends_its_run_invalid(db):
+    session, search = _enqueued(db)
+    for b in _claim(db, session, Phase.COMPILE):
+        record_outcomes(db, "w", [(b, BuildOutcome(artifact=b"x"))])
+    target = _claim(db, session, Phase.EVAL, 1)[0]
+    for _ in range(2):  # max_retries=1: the second failure gives up
+        rec = record_outcomes(
+            db, "w", [(target, RunOutcome.failed("OSError: disk full"))], max_retries=1
+        )
+        if rec.states[target.id] is S.COMPILED:
+            target = _claim(db, session, Phase.EVAL, 1)[0]
+    assert job_row(db, target.id).state is S.ERRORED
+    run = {r.id: r for r in runs(db, search)}[target.search_run]
+    assert run.valid is False
+    assert run.reason.startswith("run job errored: OSError: disk full")
+
+
+def test_a_build_whose_lease_expires_too_often_fails_its_runs(db):
+    session, search = _enqueued(db)
+    claimed = _claim(db, session, Phase.COMPILE)
+    expire_leases(db, [j.id for j in claimed])
+    reaped = reap_expired(db, max_retries=0)
+    assert sorted(reaped.errored) == sorted(j.id for j in claimed)
+    assert all(b.valid is False for b in builds(db, search))
+    assert all(r.valid is False and "lease expired" in r.reason for r in runs(db, search))
+
+
+def test_evaluate_workers_may_claim_builds_only(db):
+    session, _ = _enqueued(db)
+    taken = _claim(db, session, Phase.COMPILE, step=JobStep.BUILD)
+    assert len(taken) == 2
+    assert _claim(db, session, Phase.COMPILE, step=JobStep.PERF) == []
+
+
+def test_operators_leave_search_jobs_to_their_driver(db):
+    session, _ = _enqueued(db)
+    b = _claim(db, session, Phase.COMPILE, 1)[0]
+    record_outcomes(db, "w", [(b, BuildOutcome(failure="no"))])
+    assert reset_jobs(db, JobFilter(session=session, states=(S.EVALUATED,))) == 0
+    assert job_row(db, b.id).state is S.EVALUATED

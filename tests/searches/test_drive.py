@@ -1,0 +1,195 @@
+"""The driver through the queue (issue #15): static and dynamic searches, budgets, failures,
+and resuming a driver killed mid-search, with real bench jobs run by a worker."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from tests.searches.helpers import (
+    SPEC,
+    bench_session,
+    builds,
+    drain,
+    driving,
+    jobs_by_step_state,
+    new_search,
+    runs,
+    search_state,
+)
+from tests.support.wait import wait_until
+from tuna.backends.bench import BenchSpec, LocalBench, run_search
+from tuna.db import Database
+from tuna.search import Proposer
+from tuna.searches import SearchDriver
+from tuna.searches.create import load_space, make_searcher
+from tuna.worker.loop import run_worker
+
+# a dynamic search: Bisect the largest a whose run stays under a bound, b from the base
+BISECT = """\
+a = []
+b = [10]
+
+def META_get_no_rebuild_params():
+    return ["a"]
+"""
+BISECT_SEARCHER = "Bisect('a', 1, 40, 1, lambda r: r.valid and r.stats['t'] <= 170)"
+
+
+def test_a_static_search_builds_once_per_build_tuple(db: Database) -> None:
+    session = bench_session(db)
+    search = new_search(db, session)
+    with driving(db, session):
+        report = drain(db, session, claim_batch=4)
+    assert search_state(db, search) == ("done", None)
+    assert len(builds(db, search)) == 2  # 6 runs, 2 distinct values of b
+    assert all(b.valid for b in builds(db, search))
+    got = sorted((r.config["a"], r.config["b"], r.value) for r in runs(db, search))
+    assert got == sorted((a, b, float(a * b)) for a in (1, 2, 3) for b in (10, 20))
+    assert jobs_by_step_state(db, session) == {("build", "evaluated"): 2, ("run", "evaluated"): 6}
+    assert report.done == 8
+
+
+def test_a_budget_bounds_the_runs_and_meta_refusals_are_never_built(db: Database) -> None:
+    session = bench_session(db)
+    space = "a = [1, 2, 3]\nb = [10, 20, 30]\ndef META_get_no_rebuild_params():\n    return ['a']\n"
+    space += "def META_is_config_valid(c):\n    return c['b'] != 20\n"
+    search = new_search(db, session, space=space, budget=4)
+    with driving(db, session):
+        drain(db, session)
+    # product order (a, then b); b = 20 refused before anything is built; 4 of 6 runs
+    assert [(r.seq, r.config["a"], r.config["b"]) for r in runs(db, search)] == [
+        (0, 1, 10),
+        (1, 1, 30),
+        (2, 2, 10),
+        (3, 2, 30),
+    ]
+    assert sorted(b.params["b"] for b in builds(db, search)) == [10, 30]
+
+
+def test_a_dynamic_search_takes_the_path_the_local_runner_takes(db: Database, tmp_path) -> None:
+    session = bench_session(db)
+    search = new_search(db, session, space=BISECT, searcher=BISECT_SEARCHER, base={"b": 10})
+    with driving(db, session):
+        drain(db, session)
+    assert search_state(db, search) == ("done", None)
+    queued = [(r.seq, r.point, r.valid) for r in runs(db, search)]
+    space = load_space("p.py", BISECT)
+    proposer = Proposer(space, make_searcher(BISECT_SEARCHER, space), {"b": 10})
+    spec = BenchSpec.of(SPEC["run"], build=SPEC["build"])
+    with LocalBench(spec, space, scratch_root=tmp_path) as bench:
+        local = run_search(proposer, bench)
+    assert [(r.point, r.valid) for r in runs(db, search)] == [
+        ({"a": r.config["a"]}, r.valid) for r in local
+    ]
+    assert [q[0] for q in queued] == list(range(len(local)))
+    assert max(r.config["a"] for r in local if r.stats["t"] <= 170) == 17  # 170 <= 170 < 180
+    assert len(builds(db, search)) == 1
+
+
+def test_failures_are_invalid_runs_and_the_search_still_ends(db: Database) -> None:
+    session = bench_session(db)
+    spec = {**SPEC, "run": "if [ {a} = 2 ]; then exit 3; fi; echo t: {a}"}
+    search = new_search(db, session, spec=spec)
+    with driving(db, session):
+        drain(db, session)
+    assert search_state(db, search) == ("done", None)
+    bad = [r for r in runs(db, search) if not r.valid]
+    assert [r.config["a"] for r in bad] == [2, 2]
+    assert all(r.reason.startswith("run exited with status 3") for r in bad)
+    assert jobs_by_step_state(db, session)[("run", "evaluated")] == 6
+
+
+def test_a_failed_build_fails_its_runs_not_the_search(db: Database) -> None:
+    session = bench_session(db)
+    spec = {**SPEC, "build": "test {b} = 10 && echo {b} > built.txt"}
+    search = new_search(db, session, spec=spec)
+    with driving(db, session):
+        drain(db, session)
+    assert search_state(db, search)[0] == "done"
+    by_b = {b: [r for r in runs(db, search) if r.config["b"] == b] for b in (10, 20)}
+    assert all(r.valid for r in by_b[10])
+    assert all(not r.valid and r.reason.startswith("not run: build exited") for r in by_b[20])
+
+
+def test_an_objective_no_run_prints_fails_the_search_with_the_stats_it_saw(db: Database) -> None:
+    session = bench_session(db)
+    search = new_search(db, session, objective="qps")
+    with driving(db, session):
+        drain(db, session)
+    state, reason = search_state(db, search)
+    assert state == "failed"
+    assert "the objective's stat 'qps' is in no run's output (the runs printed: t)" in reason
+
+
+def test_a_killed_driver_resumes_without_measuring_anything_twice(
+    db: Database, db_url: str, tmp_path: Path
+) -> None:
+    session = bench_session(db)
+    log = tmp_path / "measured.log"
+    spec = {**SPEC, "run": f'echo {{a}} >> {log}; echo "t: $(( {{a}} * 10 ))"'}
+    search = new_search(
+        db, session, space=BISECT, searcher=BISECT_SEARCHER, base={"b": 10}, spec=spec
+    )
+    stop = threading.Event()
+    worker = threading.Thread(
+        target=run_worker,
+        args=(db, session, "eval"),
+        kwargs={"stop": stop, "handle_signals": False, "idle_sleep": 0.02},
+    )
+    worker.start()
+    driver = subprocess.Popen(
+        [sys.executable, "-c", DRIVER, str(session)],
+        env={**os.environ, "TUNA_DB_URL": db_url},
+        start_new_session=True,
+    )
+    try:
+        wait_until(
+            lambda: sum(r.valid is not None for r in runs(db, search)) >= 2,
+            "two runs recorded while the first driver runs",
+        )
+        driver.send_signal(signal.SIGKILL)
+        driver.wait()
+        before = len(runs(db, search))
+        with driving(db, session):  # a new driver replays the recorded Runs and goes on
+            wait_until(lambda: search_state(db, search)[0] != "active", "the search to end")
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+        stop.set()
+        worker.join()
+    assert search_state(db, search) == ("done", None)
+    measured = [int(x) for x in log.read_text().split()]
+    assert len(measured) == len(set(measured)) == len(runs(db, search)) > before
+    assert max(r.config["a"] for r in runs(db, search) if r.value <= 170) == 17
+    assert [r.seq for r in runs(db, search)] == list(range(len(measured)))
+
+
+DRIVER = """
+import sys, threading
+from tuna.config import load_settings
+from tuna.db import open_database
+from tuna.searches import SessionSearches
+db = open_database(load_settings().db_url)
+SessionSearches(db, int(sys.argv[1])).run(threading.Event(), poll_s=0.01)
+"""
+
+
+@pytest.mark.parametrize("static", [True, False])
+def test_starting_a_driver_twice_enqueues_nothing_twice(lite: Database, static: bool) -> None:
+    session = bench_session(lite)
+    if static:
+        search = new_search(lite, session)
+    else:
+        search = new_search(lite, session, space=BISECT, searcher=BISECT_SEARCHER, base={"b": 10})
+    SearchDriver(lite, search).start()
+    first = [(r.seq, r.point) for r in runs(lite, search)]
+    SearchDriver(lite, search).start()
+    assert [(r.seq, r.point) for r in runs(lite, search)] == first
+    assert len(first) == (6 if static else 1)

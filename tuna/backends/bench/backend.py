@@ -1,0 +1,172 @@
+"""``bench``: the backend of searches over any benchmark, registered with the job queue.
+
+A search's build job calls :meth:`BenchBackend.build`: the build command runs in a per-job
+scratch directory (:func:`~tuna.backends.bench.execute.build`) and the directory comes back
+packed (:mod:`~tuna.backends.bench.artifact`) for the database. A run job calls
+:meth:`BenchBackend.run` with its build's artifact already unpacked by the worker (cached
+per worker by digest): the run command runs on a fresh copy with the search's timeout and
+its stats are parsed (:mod:`~tuna.backends.bench.stats`). A failed build, a non-zero exit,
+a timeout, a crash or missing stats are outcomes, not exceptions: the job is done and the
+build or Run is recorded invalid with the reason.
+
+``search.spec`` (what :func:`spec_from_dict` reads)::
+
+    {"run": "./bench {n}", "build": "cc -DT={tile} -o bench bench.c" | null,
+     "stats": {"mode": "auto|json|lines|regex", "patterns": [...]},
+     "required_stats": ["gflops"], "run_timeout_s": 600, "build_timeout_s": 3600,
+     "source_dir": "/path/copied/into/each/build" | null,
+     "source_artifact": "<sha256 of the sources, packed and stored when the search was made>",
+     "artifact_max_bytes": 67108864, "owns": "machine|device|nothing"}
+
+The sources reach a build on any machine as an artifact: ``tuna search create`` packs
+``source_dir`` into ``artifact`` and names it in ``source_artifact``; the worker unpacks it
+(cached by digest) and hands the directory to :meth:`BenchBackend.build` as
+``SearchWork.build_dir``.
+
+``owns`` is what one run must have to itself (default ``machine``: two timed runs on one
+machine would disturb each other); the worker takes it around the run.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from tuna.backends.base import (
+    Backend,
+    BuildOutcome,
+    CompileOutcome,
+    EvalOutcome,
+    JobWork,
+    Owns,
+    RunOutcome,
+    SearchWork,
+    SolverInfo,
+)
+from tuna.backends.bench.artifact import DEFAULT_MAX_BYTES, pack
+from tuna.backends.bench.execute import BenchSpec, BuildResult, build, new_scratch, run
+from tuna.backends.bench.stats import StatsFormat
+from tuna.backends.bench.templates import BenchError, CommandTemplate
+from tuna.problems.conv import ConvProblem
+
+SPEC_KEYS = frozenset(
+    {
+        "run",
+        "build",
+        "stats",
+        "required_stats",
+        "run_timeout_s",
+        "build_timeout_s",
+        "source_dir",
+        "artifact_max_bytes",
+        "owns",
+        "source_artifact",
+    }
+)
+
+
+def spec_from_dict(data: Mapping[str, Any]) -> BenchSpec:
+    """The :class:`BenchSpec` a search's ``spec`` describes; :class:`BenchError` if malformed."""
+    unknown = sorted(set(data) - SPEC_KEYS)
+    if unknown:
+        raise BenchError(
+            f"bench spec: unknown setting(s) {', '.join(unknown)}; the settings are "
+            f"{', '.join(sorted(SPEC_KEYS))}"
+        )
+    if not isinstance(data.get("run"), str) or not data["run"].strip():
+        raise BenchError("bench spec: a run command is needed (e.g. './bench --n {n}')")
+    stats = data.get("stats") or {}
+    try:
+        return BenchSpec(
+            run=CommandTemplate(data["run"], "run command"),
+            build=CommandTemplate(data["build"], "build command") if data.get("build") else None,
+            stats=StatsFormat(stats.get("mode", "auto"), tuple(stats.get("patterns", ()))),
+            required_stats=tuple(data.get("required_stats", ())),
+            run_timeout_s=float(data.get("run_timeout_s", 600.0)),
+            build_timeout_s=float(data.get("build_timeout_s", 3600.0)),
+            source_dir=Path(data["source_dir"]) if data.get("source_dir") else None,
+        )
+    except (TypeError, ValueError, AttributeError) as e:
+        raise BenchError(f"bench spec {dict(data)!r} is malformed: {e}") from e
+
+
+def spec_to_dict(
+    spec: BenchSpec, *, artifact_max_bytes: int = DEFAULT_MAX_BYTES, owns: str = "machine"
+) -> dict[str, Any]:
+    """``spec`` as the JSON a search stores."""
+    return {
+        "run": spec.run.text,
+        "build": spec.build.text if spec.build else None,
+        "stats": {"mode": spec.stats.mode, "patterns": list(spec.stats.patterns)},
+        "required_stats": list(spec.required_stats),
+        "run_timeout_s": spec.run_timeout_s,
+        "build_timeout_s": spec.build_timeout_s,
+        "source_dir": str(spec.source_dir) if spec.source_dir else None,
+        "artifact_max_bytes": artifact_max_bytes,
+        "owns": owns,
+    }
+
+
+def needs_build(spec: Mapping[str, Any]) -> bool:
+    """True when a search's runs need a build job: a build command or sources to ship."""
+    return bool(spec.get("build") or spec.get("source_dir"))
+
+
+def run_owns(spec: Mapping[str, Any]) -> Owns:
+    try:
+        return Owns(spec.get("owns", Owns.MACHINE.value))
+    except ValueError as e:
+        raise BenchError(
+            f"bench spec: owns {spec.get('owns')!r}: use machine, device or nothing"
+        ) from e
+
+
+class BenchBackend(Backend):
+    """Searches over benchmarks; it tunes no convolution (no solvers, compiles nothing)."""
+
+    name = "bench"
+
+    def solvers(self) -> list[SolverInfo]:
+        return []
+
+    def applicability(self, problem: ConvProblem, solver: str) -> str | None:
+        return "the bench backend runs searches, not convolution solvers"
+
+    def compile(self, work: JobWork) -> CompileOutcome:
+        return CompileOutcome.failed("the bench backend runs searches, not convolution jobs")
+
+    def evaluate(self, work: JobWork) -> EvalOutcome:
+        return EvalOutcome.failed("the bench backend runs searches, not convolution jobs")
+
+    def build(self, work: SearchWork) -> BuildOutcome:
+        spec = spec_from_dict(work.spec)
+        if work.build_dir is not None:  # the sources, unpacked from their artifact
+            spec = replace(spec, source_dir=Path(work.build_dir))
+        scratch = new_scratch(work.scratch, f"build-{work.job_id}")
+        try:
+            built = build(spec, work.config, scratch / "build")
+            if not built.ok:
+                return BuildOutcome(failure=built.reason or "build failed")
+            cap = int(work.spec.get("artifact_max_bytes", DEFAULT_MAX_BYTES))
+            try:
+                return BuildOutcome(artifact=pack(built.directory, cap))
+            except BenchError as e:
+                return BuildOutcome(failure=str(e))
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    def run(self, work: SearchWork) -> RunOutcome:
+        spec = spec_from_dict(work.spec)
+        scratch = new_scratch(work.scratch, f"run-{work.job_id}")
+        try:
+            if work.build_dir is not None:
+                built = BuildResult(Path(work.build_dir), ok=True)
+            else:  # no build step: a fresh directory holding the config
+                built = build(spec, work.config, scratch / "build")
+            done = run(spec, work.config, built, scratch / "run").run
+            return RunOutcome(stats=dict(done.stats), valid=done.valid, failure=done.reason)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)

@@ -1,0 +1,207 @@
+"""``tuna search create`` and ``tuna search run``: the write side of searches (the driver).
+
+The ``tuna search`` group is :mod:`tuna.cli.search`; the read side, ``list`` and ``show``,
+is :mod:`tuna.cli.search_view`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import click
+
+from tuna.cli.base import TunaCommand, console, database, session_option, verbose_option
+from tuna.errors import TunaError
+from tuna.search import load_base_config
+from tuna.searches import SearchRequest, SessionSearches, check_request, create_search
+from tuna.searches.summary import SearchSummary, find_search, summarize
+
+
+@click.command("create", cls=TunaCommand)
+@click.argument("params", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("assignments", nargs=-1, metavar="[KEY=VALUE]...")
+@session_option("Session the search belongs to.")
+@click.option("--name", required=True, help="The search's name, unique in its session.")
+@click.option(
+    "--base",
+    "base_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="JSON file of the base config the points override (KEY=VALUE arguments win).",
+)
+@click.option("--searcher", help="Searcher expression, e.g. 'Random(space, 8, seed=1)'.")
+@click.option("--objective", "stat", required=True, help="The stat to optimise.")
+@click.option("--maximize/--minimize", default=False, help="Goal (default: minimise).")
+@click.option("--valid", "valid", help="A stat saying whether a run counts (e.g. result_validity).")
+@click.option("--budget", type=int, help="Most runs.")
+@click.option("--parallelism", type=int, default=1, show_default=True, help="Most runs in flight.")
+@click.option("--run", "run_cmd", required=True, help="Run command template, e.g. './bench {n}'.")
+@click.option("--build", "build_cmd", help="Build command template (build-time parameters).")
+@click.option(
+    "--source",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    help="Directory copied into every build (shipped to the workers in the artifact).",
+)
+@click.option(
+    "--stats",
+    "stats_mode",
+    type=click.Choice(["auto", "json", "lines", "regex"]),
+    default="auto",
+    show_default=True,
+    help="How to read stats from a run's output.",
+)
+@click.option("--stats-pattern", multiple=True, help="Regex with named groups (--stats regex).")
+@click.option("--run-timeout", type=float, default=600.0, show_default=True, help="Seconds.")
+@click.option("--build-timeout", type=float, default=3600.0, show_default=True, help="Seconds.")
+@click.option(
+    "--owns",
+    type=click.Choice(["machine", "device", "nothing"]),
+    default="machine",
+    show_default=True,
+    help="What one run must have to itself while it runs.",
+)
+@click.option(
+    "--dry-run", is_flag=True, help="Show the points, schedule and builds; store nothing."
+)
+@verbose_option
+def create_cmd(
+    params: Path,
+    assignments: tuple[str, ...],
+    session_id: int,
+    name: str,
+    base_file: Path | None,
+    searcher: str | None,
+    stat: str,
+    maximize: bool,
+    valid: str | None,
+    budget: int | None,
+    parallelism: int,
+    run_cmd: str,
+    build_cmd: str | None,
+    source: Path | None,
+    stats_mode: str,
+    stats_pattern: tuple[str, ...],
+    run_timeout: float,
+    build_timeout: float,
+    owns: str,
+    dry_run: bool,
+) -> None:
+    """Check a search and store it (nothing runs until go_fish or `tuna search run`).
+
+    Everything is checked first (the parameter file and its hooks, the searcher and its
+    proposals, the templates, the stats format); bad input is an error that stores nothing.
+
+    \b
+    Examples:
+      tuna search create examples/c_build_run/params.py cc=cc -s 5 --name c \\
+          --build '{cc} {opt} -DTILE={tile} -o bench bench.c' --run './bench {n} {reps}' \\
+          --source examples/c_build_run --stats json --objective gflops --maximize
+      tuna search create space.json -s 5 --name q --run './q {qps}' --objective p95 \\
+          --searcher "Bisect('qps', 100, 2000, 50, lambda r: r.valid)" --dry-run
+    """
+    try:
+        text = params.read_text(encoding="utf-8")
+    except OSError as e:
+        raise TunaError(f"{params}: cannot read the parameter file ({e.strerror or e})") from e
+    except UnicodeDecodeError as e:
+        raise TunaError(f"{params}: the parameter file is not UTF-8 text") from e
+    spec = {
+        "run": run_cmd,
+        "build": build_cmd,
+        "stats": {"mode": stats_mode, "patterns": list(stats_pattern)},
+        "run_timeout_s": run_timeout,
+        "build_timeout_s": build_timeout,
+        "source_dir": str(source.resolve()) if source else None,
+        "owns": owns,
+    }
+    request = SearchRequest(
+        session=session_id,
+        name=name,
+        space_file=str(params),
+        space_text=text,
+        spec=spec,
+        objective_stat=stat,
+        goal="max" if maximize else "min",
+        valid=valid,
+        base=load_base_config(base_file, assignments),
+        searcher=searcher,
+        budget=budget,
+        parallelism=parallelism,
+    )
+    if dry_run:
+        checked = check_request(request)
+        for line in checked.plan.render():
+            console.print(line, markup=False, highlight=False)
+        if budget is not None and not checked.plan.dynamic:
+            console.print(f"budget: the first {budget} runs", markup=False)
+        console.print("dry run: nothing stored", markup=False)
+        return
+    db = database()
+    try:
+        search_id = create_search(db, request)
+        checked = check_request(request)
+    finally:
+        db.dispose()
+    plan = checked.plan
+    if plan.dynamic:
+        what = "dynamic: its points depend on the runs"
+    else:
+        what = (
+            f"{len(plan.proposals)} runs, {len(plan.schedule.builds)} builds "
+            f"(naive order: {plan.schedule.naive_builds})"
+        )
+    console.print(
+        f"search {search_id} {name!r} in session {session_id}: {what}; run it with "
+        f"`go_fish -s {session_id} --search` or `tuna search run -s {session_id}`",
+        markup=False,
+    )
+
+
+def summary_line(s: SearchSummary) -> str:
+    best = "no run counts yet"
+    if s.best is not None:
+        point = " ".join(f"{k}={v}" for k, v in s.best["point"].items())
+        best = f"best {s.objective['stat']}={s.best['value']} at {point} (run {s.best['seq']})"
+    line = (
+        f"search {s.id} {s.name!r}: {s.state}; {s.finished}/{s.runs} runs finished "
+        f"({s.invalid} invalid), {s.builds} builds; {best}"
+    )
+    return line + (f"; {s.reason}" if s.reason else "")
+
+
+@click.command("run", cls=TunaCommand)
+@session_option("Session whose searches to drive.")
+@click.option("--search", "ref", help="Only this search (id or name).")
+@click.option("--poll", type=float, default=0.02, show_default=True, help="Seconds between looks.")
+@verbose_option
+def run_cmd(session_id: int, ref: str | None, poll: float) -> None:
+    """Drive the session's active searches until each is over (workers run elsewhere).
+
+    It turns each searcher's proposals into jobs and feeds finished runs back; killed at
+    any moment, run it again: it resumes from the recorded runs and measures nothing twice.
+    Start workers with `tuna worker -s N --phase eval` (they take builds too) or go_fish.
+
+    \b
+    Examples:
+      tuna search run -s 5
+      tuna search run -s 5 --search flags
+    """
+    db = database()
+    try:
+        only = find_search(db, session_id, ref) if ref is not None else None
+        searches = SessionSearches(db, session_id, only=only)
+        stop = threading.Event()
+        started = time.monotonic()
+        try:
+            searches.run(stop, poll_s=poll)
+        except KeyboardInterrupt:
+            console.print("interrupted: run `tuna search run` again to go on", markup=False)
+        ended = list(searches.ended)
+        if not ended and only is None:
+            console.print(f"session {session_id} has no active search", markup=False)
+        for search_id in ended or ([only] if only is not None else []):
+            console.print(summary_line(summarize(db, search_id)), markup=False)
+        console.print(f"wall: {time.monotonic() - started:.1f} s", markup=False)
+    finally:
+        db.dispose()

@@ -1,0 +1,180 @@
+"""What a search's build and run jobs write, inside the fenced transaction that ends them.
+
+* a **build** stores its artifact in ``artifact``, content-addressed by the sha256 of the
+  bytes (identical builds are stored once), and links it from its ``search_build`` row
+  (``valid`` true); a build that did not build is ``valid`` false with its reason, and every
+  unfinished run of it becomes an invalid Run with that reason;
+* a **run** writes its Run into its ``search_run`` row: stats, the objective's stat as
+  ``value``, ``valid`` and ``reason``, the machine and the finish time;
+* a build or run job that **gave up** (errored past its retries, or its lease expired too
+  often) ends its build or Run the same way, invalid with the job's reason, so a search
+  never waits for a job that will not come back.
+
+The run jobs of a stored build are inserted by :mod:`tuna.jobs.states` (the only module that
+assigns ``job.state``) from :func:`runs_awaiting`.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Connection, Update, and_, bindparam, exists, insert, select, update
+
+from tuna.backends.base import BuildOutcome, RunOutcome
+from tuna.db.clock import db_now
+from tuna.db.models import Artifact, Job, Search, SearchBuild, SearchRun
+
+if TYPE_CHECKING:
+    from tuna.jobs.states import ClaimedJob
+
+
+@dataclass(frozen=True)
+class GaveUp:
+    """A search job that ended errored: its build or run, and why."""
+
+    search_build: int | None
+    search_run: int | None
+    reason: str
+
+
+def artifact_digest(blob: bytes) -> str:
+    return hashlib.sha256(blob).hexdigest()
+
+
+def store_artifact(conn: Connection, blob: bytes) -> int:
+    """The id of the artifact holding ``blob``, inserted unless stored already."""
+    digest = artifact_digest(blob)
+    found = conn.execute(select(Artifact.id).where(Artifact.digest == digest)).scalar()
+    if found is not None:
+        return int(found)
+    result = conn.execute(insert(Artifact).values(digest=digest, size=len(blob), blob=blob))
+    key = result.inserted_primary_key
+    assert key is not None
+    return int(key[0])
+
+
+def store_builds(conn: Connection, done: Sequence[tuple[ClaimedJob, BuildOutcome]]) -> list[int]:
+    """Record finished builds; returns the ids of the builds that built (their runs may go)."""
+    built: list[int] = []
+    failed: list[tuple[int, str]] = []
+    for job, outcome in sorted(done, key=lambda d: d[0].search_build or 0):
+        assert job.search_build is not None
+        if outcome.built:
+            assert outcome.artifact is not None
+            artifact = store_artifact(conn, outcome.artifact)
+            conn.execute(
+                update(SearchBuild)
+                .where(SearchBuild.id == job.search_build)
+                .values(artifact=artifact, valid=True, reason=None, finished=db_now())
+            )
+            built.append(job.search_build)
+        else:
+            failed.append((job.search_build, outcome.failure or outcome.reason or "build failed"))
+    fail_builds(conn, failed)
+    return built
+
+
+def fail_builds(conn: Connection, failed: Sequence[tuple[int, str]]) -> None:
+    """Mark builds as not built, and their unfinished runs invalid with the build's reason."""
+    for build_id, reason in failed:
+        conn.execute(
+            update(SearchBuild)
+            .where(SearchBuild.id == build_id)
+            .values(valid=False, reason=reason, finished=db_now())
+        )
+        conn.execute(
+            update(SearchRun)
+            .where(SearchRun.build == build_id, SearchRun.valid.is_(None))
+            .values(valid=False, reason=f"not run: {reason}", finished=db_now())
+        )
+
+
+def runs_awaiting(conn: Connection, build_ids: Sequence[int]) -> list[tuple[int, int]]:
+    """``(session, search_run id)`` of the unfinished runs of ``build_ids`` that have no job
+    yet, locked (a driver adding a run to one of these builds waits, then sees it built)."""
+    if not build_ids:
+        return []
+    rows = conn.execute(
+        select(Search.session, SearchRun.id)
+        .join(Search, Search.id == SearchRun.search)
+        .where(
+            SearchRun.build.in_(sorted(build_ids)),
+            SearchRun.valid.is_(None),
+            ~exists().where(Job.search_run == SearchRun.id),
+        )
+        .order_by(SearchRun.build, SearchRun.seq)
+        .with_for_update()
+    ).all()
+    return [(int(r[0]), int(r[1])) for r in rows]
+
+
+def objective_value(objective: Mapping[str, Any], stats: Mapping[str, Any]) -> float | None:
+    """The objective's stat in ``stats`` as a number, or None."""
+    value = stats.get(str(objective.get("stat")))
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def store_runs(conn: Connection, done: Sequence[tuple[ClaimedJob, RunOutcome]]) -> None:
+    """Write each finished run's Run into its ``search_run`` row."""
+    if not done:
+        return
+    ids = sorted(j.search_run for j, _ in done if j.search_run is not None)
+    objectives = {
+        r.id: r.objective
+        for r in conn.execute(
+            select(SearchRun.id, Search.objective)
+            .join(Search, Search.id == SearchRun.search)
+            .where(SearchRun.id.in_(ids))
+        )
+    }
+    rows = []
+    for job, outcome in sorted(done, key=lambda d: d[0].search_run or 0):
+        assert job.search_run is not None
+        stats = dict(outcome.stats)
+        rows.append(
+            {
+                "rid": job.search_run,
+                "v_stats": stats,
+                "v_value": objective_value(objectives.get(job.search_run) or {}, stats),
+                "v_valid": outcome.valid,
+                "v_reason": None if outcome.valid else (outcome.failure or "invalid run"),
+            }
+        )
+    conn.execute(_store_run(), rows)
+
+
+@functools.cache
+def _store_run() -> Update:
+    """One run's Run into its row (an executemany over a batch), machine from its job."""
+    c = SearchRun.__table__.c
+    return (
+        update(SearchRun)
+        .where(SearchRun.id == bindparam("rid", type_=c.id.type))
+        .values(
+            stats=bindparam("v_stats", type_=c.stats.type),
+            value=bindparam("v_value", type_=c.value.type),
+            valid=bindparam("v_valid", type_=c.valid.type),
+            reason=bindparam("v_reason", type_=c.reason.type),
+            machine=select(Job.machine).where(Job.search_run == SearchRun.id).scalar_subquery(),
+            finished=db_now(),
+        )
+    )
+
+
+def store_gave_up(conn: Connection, gave_up: Sequence[GaveUp]) -> None:
+    """End the builds and runs of search jobs that errored, invalid with the job's reason."""
+    builds = [(g.search_build, g.reason) for g in gave_up if g.search_build is not None]
+    fail_builds(conn, [(b, f"build job errored: {r}") for b, r in builds])
+    for g in gave_up:
+        if g.search_run is not None:
+            conn.execute(
+                update(SearchRun)
+                .where(and_(SearchRun.id == g.search_run, SearchRun.valid.is_(None)))
+                .values(valid=False, reason=f"run job errored: {g.reason}", finished=db_now())
+            )

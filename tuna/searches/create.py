@@ -1,0 +1,184 @@
+"""Creating a search: everything checked first, then one row, so bad input changes nothing.
+
+What is checked before anything is written (issue #15, "Bad input"): the parameter file
+(JSON without nested values, Python that runs, hooks that do not raise, no-rebuild names
+that are parameters), the searcher expression, the searcher's proposals (a static
+searcher's every point, a dynamic one's first: no unknown parameter, ``META_is_config_valid``
+answers), the command templates (no unknown name; the build command names no runtime-only
+parameter, since one build serves every runtime value), the stats format, the objective,
+the budget and parallelism, the session and the name.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from tuna.backends.bench.artifact import DEFAULT_MAX_BYTES, pack
+from tuna.backends.bench.backend import spec_from_dict
+from tuna.backends.bench.templates import BenchError
+from tuna.db import Database
+from tuna.db.models import Search, TuningSession
+from tuna.errors import TunaError
+from tuna.jobs.search_results import artifact_digest, store_artifact
+from tuna.search import DryRun, ParameterSpace, SearchError, dry_run
+from tuna.search import __all__ as search_names
+from tuna.search.searchers import SearcherInterface
+from tuna.search.space import parse_json_space, parse_python_space
+
+GOALS = ("min", "max")
+STATES = ("active", "done", "failed", "stopped")
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """A search as asked for (``tuna search create``'s options, as values)."""
+
+    session: int
+    name: str
+    space_file: str
+    space_text: str
+    spec: Mapping[str, Any]
+    objective_stat: str
+    goal: str = "min"
+    valid: str | None = None
+    base: Mapping[str, Any] = field(default_factory=dict)
+    searcher: str | None = None
+    budget: int | None = None
+    parallelism: int = 1
+    backend: str = "bench"
+
+    @property
+    def objective(self) -> dict[str, Any]:
+        return {"stat": self.objective_stat, "goal": self.goal, "valid": self.valid}
+
+
+def load_space(space_file: str, space_text: str) -> ParameterSpace:
+    """The space of a parameter file's text (JSON by its ``.json`` name, else Python)."""
+    if Path(space_file).suffix.lower() == ".json":
+        return parse_json_space(space_text, source=space_file)
+    return parse_python_space(space_text, source=space_file)
+
+
+def make_searcher(expression: str | None, space: ParameterSpace) -> SearcherInterface | None:
+    """The searcher an expression such as ``Random(space, 8, seed=1)`` builds (None: the
+    file's own or the product). Names in scope: ``tuna.search``'s, ``space``, and each
+    parameter's list of values by its name."""
+    if expression is None or not expression.strip():
+        return None
+    import tuna.search as lib
+
+    scope: dict[str, Any] = {n: getattr(lib, n) for n in search_names}
+    scope.update({n: list(v) for n, v in space.parameters.items()})
+    scope["space"] = space
+    try:
+        searcher = eval(expression, {"__builtins__": __builtins__}, scope)  # the user's own code
+    except Exception as e:
+        raise SearchError(
+            f"searcher {expression!r}: {type(e).__name__}: {e}; write an expression such as "
+            "'Random(space, 8, seed=1)' or 'Step(\"threads\", 1, 8, lambda x: x * 2)'"
+        ) from e
+    if not (callable(getattr(searcher, "generate", None)) and hasattr(searcher, "is_dynamic")):
+        raise SearchError(
+            f"searcher {expression!r} is {searcher!r}, not a searcher; name one of "
+            "CartesianProduct, Random, Step, Bisect, Composer or your own"
+        )
+    return searcher
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A request that passed every check, and what the search would do (its dry run)."""
+
+    request: SearchRequest
+    space: ParameterSpace
+    plan: DryRun
+
+
+def check_request(request: SearchRequest) -> Checked:
+    """Every check of the module docstring; a :class:`~tuna.errors.TunaError` says what failed."""
+    if not request.name.strip() or len(request.name) > 128:
+        raise SearchError(f"search name {request.name!r}: give 1 to 128 characters")
+    if request.goal not in GOALS:
+        raise SearchError(f"objective goal {request.goal!r}: use min or max")
+    if not request.objective_stat.strip():
+        raise SearchError("objective: name the stat to minimise or maximise (--objective STAT)")
+    if request.budget is not None and request.budget < 1:
+        raise SearchError(f"budget {request.budget}: give at least 1 run, or no budget")
+    if request.parallelism < 1:
+        raise SearchError(f"parallelism {request.parallelism}: give at least 1")
+    if request.backend != "bench":
+        raise SearchError(f"backend {request.backend!r}: searches run on the bench backend")
+    try:
+        json.dumps(dict(request.base))
+    except (TypeError, ValueError) as e:
+        raise SearchError(f"the base config is not JSON data: {e}") from e
+    space = load_space(request.space_file, request.space_text)
+    spec = spec_from_dict(request.spec)
+    known = [*request.base, *space.names]
+    spec.check(known)
+    if spec.build is not None:
+        runtime = [n for n in spec.build.names() if n in space.runtime_params]
+        if runtime:
+            raise BenchError(
+                f"build command {spec.build.text!r} names runtime-only parameter(s) "
+                f"{', '.join(map(repr, runtime))}: one build serves every runtime value; move "
+                "them to the run command, or drop them from META_get_no_rebuild_params"
+            )
+    searcher = make_searcher(request.searcher, space)
+    plan = dry_run(space, searcher, request.base)
+    if not plan.proposals:
+        raise SearchError(
+            f"{request.space_file}: the searcher proposes nothing to run "
+            f"({len(plan.refused)} point(s) refused by META_is_config_valid)"
+        )
+    return Checked(request, space, plan)
+
+
+def create_search(db: Database, request: SearchRequest) -> int:
+    """Check ``request`` (:func:`check_request`), then store the search; returns its id."""
+    check_request(request)
+    with db.session(immediate=True) as s:
+        if s.get(TuningSession, request.session) is None:
+            raise TunaError(
+                f"session {request.session} does not exist; `tuna session list` shows them"
+            )
+        taken = s.execute(
+            select(Search.id).where(Search.session == request.session, Search.name == request.name)
+        ).scalar()
+        if taken is not None:
+            raise SearchError(
+                f"session {request.session} already has a search named {request.name!r} "
+                f"(search {taken}); choose another name, or `tuna search run` to resume it"
+            )
+        spec = dict(request.spec)
+        if spec.get("source_dir"):  # the sources travel to the build machines as an artifact
+            cap = int(spec.get("artifact_max_bytes") or DEFAULT_MAX_BYTES)
+            blob = pack(Path(spec["source_dir"]), cap)
+            store_artifact(s.connection(), blob)
+            spec["source_artifact"] = artifact_digest(blob)
+        required = list(spec.get("required_stats") or [])
+        if request.objective_stat not in required:
+            spec["required_stats"] = [*required, request.objective_stat]
+        row = Search(
+            session=request.session,
+            name=request.name,
+            space_file=request.space_file[:255],
+            space_text=request.space_text,
+            base=dict(request.base),
+            searcher=request.searcher or None,
+            objective=request.objective,
+            budget=request.budget,
+            parallelism=request.parallelism,
+            backend=request.backend,
+            spec=spec,
+            state="active",
+        )
+        s.add(row)
+        s.flush()
+        return row.id

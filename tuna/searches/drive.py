@@ -1,0 +1,425 @@
+"""The driver: a search's searcher turned into jobs, and finished Runs fed back to it.
+
+* A **static** searcher's points (the first ``budget`` of them) are all enqueued at once:
+  one ``search_run`` per point (``seq`` = its proposal index), one ``search_build`` and one
+  build job per distinct build tuple (the build-time values, hashed as ``build_key``), and
+  each run's job once its build is stored (:mod:`tuna.jobs.states`).
+  ``META_is_config_valid`` has already filtered the points: a refused one is never built.
+* A **dynamic** searcher is sent each finished Run in proposal order and its next point is
+  enqueued at once. Its next point depends on that Run, so one is in flight at a time;
+  ``parallelism`` bounds the points in flight of searchers that propose without waiting.
+* **Resume**: a driver keeps nothing it has not recorded. Started again (after a crash, or
+  by another go_fish), it rebuilds the searcher from the ``search_run`` rows with
+  :func:`tuna.search.replay` — a static one passes over recorded points, a dynamic one is
+  sent the recorded Runs in order — and continues: nothing is measured twice or lost.
+  Enqueueing is idempotent (a ``seq`` already recorded is skipped), so two drivers of one
+  search do no harm.
+* A search ends ``done`` when the searcher has nothing more (or the budget is spent) and
+  every run finished; ``failed`` (with the reason) when its searcher raises, its recorded
+  runs no longer replay, or the objective's stat is in no run's output.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, func, insert, select, update
+
+from tuna.backends.bench.backend import needs_build
+from tuna.db import Database
+from tuna.db.clock import db_now
+from tuna.db.models import Search, SearchBuild, SearchRun
+from tuna.db.retry import with_retry
+from tuna.errors import TunaError
+from tuna.jobs.states import insert_build_jobs, insert_run_jobs
+from tuna.search import Objective, Proposal, Run, build_key, replay
+from tuna.search.errors import ObjectiveError, SearchError
+from tuna.search.propose import Proposer
+from tuna.searches.create import load_space, make_searcher
+
+log = logging.getLogger(__name__)
+
+_CHUNK = 500  # proposals per enqueueing transaction
+
+
+def build_key_hash(key: Sequence[tuple[str, Any]]) -> str:
+    """``search_build.build_key``: sha256 of the build tuple as canonical JSON."""
+    text = json.dumps([[k, v] for k, v in key], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def run_of(row: Any) -> Run:
+    """The Run a recorded ``search_run`` row holds (finished or not)."""
+    valid = bool(row.valid) if row.valid is not None else True
+    reason = row.reason if not valid else None
+    return Run(
+        config=dict(row.config),
+        stats=dict(row.stats or {}),
+        valid=valid,
+        reason=reason or (None if valid else "invalid"),
+    )
+
+
+@dataclass
+class _Pending:
+    seq: int
+    run_id: int
+    proposal: Proposal
+
+
+class SearchDriver:
+    """Drives one search; :meth:`start` (or a resume) then :meth:`tick` until it is over."""
+
+    def __init__(self, db: Database, search_id: int) -> None:
+        self.db = db
+        self.id = search_id
+        with db.session() as s:
+            row = s.get(Search, search_id)
+            if row is None:
+                raise TunaError(f"search {search_id} does not exist; `tuna search list` shows them")
+            self.session = row.session
+            self.name = row.name
+            self.ended_as = row.state
+            self.budget = row.budget
+            self.parallelism = row.parallelism
+            self.spec = dict(row.spec)
+            self.base = dict(row.base)
+            self.expression = row.searcher
+            self.objective = Objective(
+                row.objective["stat"], row.objective.get("goal", "min"), row.objective.get("valid")
+            )
+            space_file, space_text = row.space_file, row.space_text
+        self.space = load_space(space_file, space_text)
+        self.builds = needs_build(self.spec)
+        self.proposer: Proposer | None = None
+        self.pending: list[_Pending] = []
+        self.exhausted = False
+        self.next_seq = 0
+        self.enqueued = 0  # proposals this driver enqueued (not counting a resume's)
+        self.landed_at: dict[int, float] = {}  # seq -> when its Run was seen (figures)
+
+    @property
+    def dynamic(self) -> bool:
+        return self.proposer is not None and self.proposer.dynamic
+
+    # -- start / resume ---------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Rebuild the searcher from the recorded runs and enqueue what comes next."""
+        rows = self._rows()
+        searcher = make_searcher(self.expression, self.space)
+        probe = Proposer(self.space, searcher, self.base)
+        self.next_seq = max((r.seq for r in rows), default=-1) + 1
+        if not probe.dynamic:
+            searcher = make_searcher(self.expression, self.space)
+            replayed = replay(self.space, [run_of(r) for r in rows], searcher, self.base)
+            self.proposer = replayed.proposer
+            fresh: list[Proposal] = []
+            proposal = replayed.next
+            while proposal is not None and self._within_budget(proposal.index):
+                fresh.append(proposal)
+                proposal = self.proposer.send(None)
+            for i in range(0, len(fresh), _CHUNK):
+                self._enqueue([(p.index, p) for p in fresh[i : i + _CHUNK]])
+            self.exhausted = True
+            return
+        finished = []
+        for r in rows:
+            if r.valid is None:
+                break
+            finished.append(r)
+        unfinished = rows[len(finished) :]
+        searcher = make_searcher(self.expression, self.space)
+        replayed = replay(self.space, [run_of(r) for r in finished], searcher, self.base)
+        self.proposer = replayed.proposer
+        proposal = replayed.next
+        for r in unfinished:  # in flight when the last driver stopped
+            if proposal is None or not run_of(r).matches(proposal.point):
+                raise SearchError(
+                    f"search {self.id}: recorded run {r.seq} ran {dict(r.point)}, which the "
+                    "searcher does not propose there on replay; the parameter file or searcher "
+                    "changed since — start a new search"
+                )
+            self.pending.append(_Pending(r.seq, r.id, proposal))
+            proposal = None  # a dynamic searcher waits for this Run
+        if proposal is not None:
+            self._propose(proposal)
+        elif not self.pending:
+            self.exhausted = True
+
+    def _within_budget(self, seq: int) -> bool:
+        return self.budget is None or seq < self.budget
+
+    def _propose(self, proposal: Proposal) -> None:
+        if not self._within_budget(self.next_seq):
+            self.exhausted = True
+            return
+        seq = self.next_seq
+        ids = self._enqueue([(seq, proposal)])
+        self.pending.append(_Pending(seq, ids[seq], proposal))
+        self.next_seq += 1
+
+    # -- driving ----------------------------------------------------------------------------
+
+    def tick(self) -> bool:
+        """Feed finished Runs to the searcher and enqueue what it proposes; True while the
+        search goes on."""
+        if self.proposer is None:
+            self.start()
+        assert self.proposer is not None
+        if self.dynamic and self.pending:
+            rows = self._rows_by_id([p.run_id for p in self.pending])
+            while self.pending:
+                row = rows.get(self.pending[0].run_id)  # None: proposed in this loop
+                if row is None or row.valid is None:
+                    break
+                done = self.pending.pop(0)
+                self.landed_at[done.seq] = time.monotonic()
+                proposal = self.proposer.send(run_of(row))
+                if proposal is None:
+                    self.exhausted = True
+                else:
+                    self._propose(proposal)
+        if not self.exhausted or self.pending:
+            return True
+        if self._unfinished():
+            return True
+        self._finish()
+        return False
+
+    def _finish(self) -> None:
+        runs = [run_of(r) for r in self._rows() if r.valid is not None]
+        state, reason = "done", None
+        try:
+            self.objective.best(runs)
+        except ObjectiveError as e:
+            state, reason = "failed", str(e)
+        self.end(state, reason)
+
+    def end(self, state: str, reason: str | None) -> None:
+        """Record the search as ended (``done``, ``failed`` or ``stopped``)."""
+
+        def write() -> None:
+            with self.db.transaction(immediate=True) as conn:
+                conn.execute(
+                    update(Search)
+                    .where(Search.id == self.id, Search.state == "active")
+                    .values({Search.state: state, Search.reason: reason, Search.finished: db_now()})
+                )
+
+        with_retry(write, what=f"search {self.id}: end")
+        self.ended_as = state
+        log.info("search %d (%s): %s%s", self.id, self.name, state, f": {reason}" if reason else "")
+
+    # -- the database -----------------------------------------------------------------------
+
+    def _rows(self) -> list[Any]:
+        with self.db.session() as s:
+            return list(
+                s.execute(
+                    select(
+                        SearchRun.id,
+                        SearchRun.seq,
+                        SearchRun.point,
+                        SearchRun.config,
+                        SearchRun.stats,
+                        SearchRun.valid,
+                        SearchRun.reason,
+                    )
+                    .where(SearchRun.search == self.id)
+                    .order_by(SearchRun.seq)
+                ).all()
+            )
+
+    def _rows_by_id(self, ids: list[int]) -> dict[int, Any]:
+        with self.db.session() as s:
+            return {
+                r.id: r
+                for r in s.execute(
+                    select(
+                        SearchRun.id, SearchRun.config, SearchRun.stats, SearchRun.valid,
+                        SearchRun.reason,
+                    ).where(SearchRun.id.in_(ids))
+                )
+            }  # fmt: skip
+
+    def _unfinished(self) -> int:
+        with self.db.session() as s:
+            return int(
+                s.execute(
+                    select(func.count()).where(
+                        SearchRun.search == self.id, SearchRun.valid.is_(None)
+                    )
+                ).scalar_one()
+            )
+
+    def _enqueue(self, proposals: list[tuple[int, Proposal]]) -> dict[int, int]:
+        """Record ``(seq, proposal)``s with their builds and jobs in one transaction;
+        returns seq -> search_run id (also for a seq another driver recorded already)."""
+
+        def write() -> dict[int, int]:
+            with self.db.transaction(immediate=True) as conn:
+                return self._enqueue_in(conn, proposals)
+
+        ids = with_retry(write, what=f"search {self.id}: enqueue {len(proposals)} run(s)")
+        self.enqueued += len(proposals)
+        return ids
+
+    def _enqueue_in(
+        self, conn: Connection, proposals: list[tuple[int, Proposal]]
+    ) -> dict[int, int]:
+        seqs = [seq for seq, _ in proposals]
+        present = {
+            r.seq: r.id
+            for r in conn.execute(
+                select(SearchRun.seq, SearchRun.id).where(
+                    SearchRun.search == self.id, SearchRun.seq.in_(seqs)
+                )
+            )
+        }
+        todo = [(seq, p) for seq, p in proposals if seq not in present]
+        if not todo:
+            return present
+        builds: dict[str, Any] = {}
+        keys: dict[int, str] = {}
+        if self.builds:
+            tuples = {}
+            for seq, p in todo:
+                key = build_key(self.space, p.config)
+                keys[seq] = build_key_hash(key)
+                tuples[keys[seq]] = key
+            cols = (SearchBuild.id, SearchBuild.build_key, SearchBuild.valid, SearchBuild.reason)
+            builds = {
+                r.build_key: r
+                for r in conn.execute(
+                    select(*cols)
+                    .where(SearchBuild.search == self.id, SearchBuild.build_key.in_(sorted(tuples)))
+                    .order_by(SearchBuild.id)
+                    .with_for_update()
+                )
+            }
+            new = [k for k in tuples if k not in builds]
+            if new:
+                conn.execute(
+                    insert(SearchBuild),
+                    [{"search": self.id, "build_key": k, "params": dict(tuples[k])} for k in new],
+                )
+                for r in conn.execute(
+                    select(*cols).where(
+                        SearchBuild.search == self.id, SearchBuild.build_key.in_(new)
+                    )
+                ):
+                    builds[r.build_key] = r
+                insert_build_jobs(conn, [(self.session, builds[k].id) for k in new])
+        conn.execute(
+            insert(SearchRun),
+            [
+                {
+                    "search": self.id,
+                    "seq": seq,
+                    "point": dict(p.point),
+                    "config": dict(p.config),
+                    "build": builds[keys[seq]].id if self.builds else None,
+                }
+                for seq, p in todo
+            ],
+        )
+        ids = {
+            r.seq: r.id
+            for r in conn.execute(
+                select(SearchRun.seq, SearchRun.id).where(
+                    SearchRun.search == self.id, SearchRun.seq.in_([s for s, _ in todo])
+                )
+            )
+        }
+        ready: list[tuple[int, int]] = []
+        for seq, _ in todo:
+            build = builds[keys[seq]] if self.builds else None
+            if build is None or build.valid:
+                ready.append((self.session, ids[seq]))
+            elif build.valid is False:
+                conn.execute(
+                    update(SearchRun)
+                    .where(SearchRun.id == ids[seq])
+                    .values(valid=False, reason=f"not run: {build.reason}", finished=db_now())
+                )
+        insert_run_jobs(conn, ready)
+        return {**present, **ids}
+
+
+class SessionSearches:
+    """Drives every active search of one session (go_fish's and ``tuna search run``'s)."""
+
+    def __init__(self, db: Database, session_id: int, only: int | None = None) -> None:
+        self.db = db
+        self.session_id = session_id
+        self.only = only
+        self.drivers: dict[int, SearchDriver] = {}
+        self.ended: dict[int, tuple[str, str | None]] = {}
+        self.active = 0
+
+    def active_ids(self) -> list[int]:
+        with self.db.session() as s:
+            q = select(Search.id).where(Search.session == self.session_id, Search.state == "active")
+            if self.only is not None:
+                q = q.where(Search.id == self.only)
+            return list(s.execute(q.order_by(Search.id)).scalars())
+
+    def tick(self, *, look: bool = True) -> int:
+        """One round over the active searches; returns how many are still active.
+
+        ``look=False`` skips the look for searches started meanwhile (a fast round for a
+        Run awaited)."""
+        ids = self.active_ids() if look or not self.drivers else list(self.drivers)
+        for gone in set(self.drivers) - set(ids):
+            del self.drivers[gone]  # ended elsewhere (another driver, an operator)
+        for search_id in ids:
+            driver = self.drivers.get(search_id)
+            try:
+                if driver is None:
+                    driver = self.drivers[search_id] = SearchDriver(self.db, search_id)
+                if not driver.tick():
+                    self.ended[search_id] = (driver.ended_as, None)
+                    del self.drivers[search_id]
+            except TunaError as e:  # the search's trouble (its searcher, its replay)
+                log.warning("search %d: %s", search_id, e)
+                self._fail(search_id, str(e))
+        self.active = len(self.drivers)
+        return self.active
+
+    def _fail(self, search_id: int, reason: str) -> None:
+        driver = self.drivers.pop(search_id, None)
+        if driver is not None:
+            driver.end("failed", reason)
+        else:
+            with self.db.transaction(immediate=True) as conn:
+                conn.execute(
+                    update(Search)
+                    .where(Search.id == search_id, Search.state == "active")
+                    .values(
+                        {Search.state: "failed", Search.reason: reason, Search.finished: db_now()}
+                    )
+                )
+        self.ended[search_id] = ("failed", reason)
+
+    def run(self, stop: threading.Event, *, poll_s: float = 0.02, idle_s: float = 0.5) -> None:
+        """Tick until ``stop`` is set or nothing is active; every ``poll_s`` while a
+        dynamic search waits for a Run (its next point goes out as soon as the Run lands),
+        every ``idle_s`` otherwise."""
+        last_look = 0.0
+        while not stop.is_set():
+            now = time.monotonic()
+            look = now - last_look >= idle_s
+            if look:
+                last_look = now
+            if self.tick(look=look) == 0:
+                return
+            waiting = any(d.dynamic and d.pending for d in self.drivers.values())
+            stop.wait(poll_s if waiting else idle_s)

@@ -1,0 +1,157 @@
+"""What a search's build or run job needs, from the database: spec, config and the build.
+
+A run's build artifact is fetched once per worker and digest and kept unpacked in an
+:class:`ArtifactCache` (a private directory of the worker, removed when it stops), so a
+worker running many runs of one build fetches and unpacks it once. Searches never change
+under a worker (their spec, base and builds are written once), so they are cached too.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from tuna.backends.base import SearchWork
+from tuna.backends.bench.artifact import unpack
+from tuna.db import Database
+from tuna.db.models import Artifact, Search, SearchBuild, SearchRun
+from tuna.jobs.states import ClaimedJob
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CACHED_BUILDS = 16
+
+
+class ArtifactCache:
+    """Unpacked build artifacts by digest, the ``keep`` most recently used."""
+
+    def __init__(self, root: Path | None = None, keep: int = DEFAULT_CACHED_BUILDS) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="tuna-artifacts-", dir=root))
+        self.keep = keep
+        self._dirs: OrderedDict[str, Path] = OrderedDict()
+        self.fetched = 0  # artifacts fetched from the database (the rest were cached)
+
+    def get(self, digest: str) -> Path | None:
+        path = self._dirs.get(digest)
+        if path is not None:
+            self._dirs.move_to_end(digest)
+        return path
+
+    def put(self, digest: str, blob: bytes) -> Path:
+        path = unpack(blob, self.root / digest)
+        self._dirs[digest] = path
+        self.fetched += 1
+        while len(self._dirs) > self.keep:
+            _, old = self._dirs.popitem(last=False)
+            shutil.rmtree(old, ignore_errors=True)
+        return path
+
+    def digests(self) -> list[str]:
+        return list(self._dirs)
+
+    def close(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+        self._dirs.clear()
+
+
+class SearchLoader:
+    """Builds the :class:`SearchWork` of claimed build and run jobs."""
+
+    def __init__(self, db: Database, cache: ArtifactCache | None = None) -> None:
+        self.db = db
+        self.cache = cache or ArtifactCache()
+        self._searches: dict[int, tuple[dict[str, Any], dict[str, Any], str]] = {}
+
+    def backend_of(self, search_id: int) -> str:
+        return self._searches[search_id][2]
+
+    def load(self, jobs: Sequence[ClaimedJob]) -> dict[int, SearchWork | str]:
+        """job id -> its work, or why there is none."""
+        out: dict[int, SearchWork | str] = {}
+        builds = [j for j in jobs if j.search_build is not None]
+        runs = [j for j in jobs if j.search_run is not None]
+        with self.db.session() as s:
+            build_rows = {
+                r.id: r
+                for r in s.execute(
+                    select(SearchBuild.id, SearchBuild.search, SearchBuild.params).where(
+                        SearchBuild.id.in_([j.search_build for j in builds])
+                    )
+                )
+            }
+            run_rows = {
+                r.id: r
+                for r in s.execute(
+                    select(SearchRun.id, SearchRun.search, SearchRun.config, Artifact.digest)
+                    .outerjoin(SearchBuild, SearchBuild.id == SearchRun.build)
+                    .outerjoin(Artifact, Artifact.id == SearchBuild.artifact)
+                    .where(SearchRun.id.in_([j.search_run for j in runs]))
+                )
+            }
+            wanted = {r.search for r in [*build_rows.values(), *run_rows.values()]}
+            missing = wanted - self._searches.keys()
+            if missing:
+                for sid, spec, base, backend in s.execute(
+                    select(Search.id, Search.spec, Search.base, Search.backend).where(
+                        Search.id.in_(missing)
+                    )
+                ):
+                    self._searches[sid] = (dict(spec), dict(base), backend)
+            digests = {r.digest for r in run_rows.values() if r.digest is not None}
+            sources = {
+                b.id: self._searches[b.search][0].get("source_artifact")
+                for b in build_rows.values()
+            }
+            digests |= {d for d in sources.values() if d}
+            fetch = [d for d in digests if self.cache.get(d) is None]
+            for digest, blob in s.execute(
+                select(Artifact.digest, Artifact.blob).where(Artifact.digest.in_(fetch))
+            ):
+                self.cache.put(digest, blob)
+        for j in builds:
+            row = build_rows.get(j.search_build)
+            if row is None:
+                out[j.id] = f"search build {j.search_build} does not exist"
+                continue
+            spec, base, _ = self._searches[row.search]
+            source = sources.get(row.id)
+            source_dir = self.cache.get(source) if source else None
+            if source and source_dir is None:
+                out[j.id] = f"the sources {source[:12]} of search {row.search} are missing"
+                continue
+            out[j.id] = SearchWork(
+                job_id=j.id,
+                attempt=j.attempt,
+                step="build",
+                search_id=row.search,
+                spec=spec,
+                config={**base, **row.params},
+                build_dir=source_dir,
+            )
+        for j in runs:
+            run = run_rows.get(j.search_run)
+            if run is None:
+                out[j.id] = f"search run {j.search_run} does not exist"
+                continue
+            spec, _, _ = self._searches[run.search]
+            build_dir = self.cache.get(run.digest) if run.digest is not None else None
+            if run.digest is not None and build_dir is None:
+                out[j.id] = f"the artifact {run.digest[:12]} of run {j.search_run} is missing"
+                continue
+            out[j.id] = SearchWork(
+                job_id=j.id,
+                attempt=j.attempt,
+                step="run",
+                search_id=run.search,
+                spec=spec,
+                config=dict(run.config),
+                build_dir=build_dir,
+            )
+        return out
