@@ -129,7 +129,7 @@ def test_an_objective_no_run_prints_fails_the_search_with_the_stats_it_saw(db: D
 
 
 def test_a_killed_driver_resumes_without_measuring_anything_twice(
-    db: Database, db_url: str, tmp_path: Path
+    db: Database, tmp_path: Path
 ) -> None:
     session = bench_session(db)
     log = tmp_path / "measured.log"
@@ -146,7 +146,7 @@ def test_a_killed_driver_resumes_without_measuring_anything_twice(
     worker.start()
     driver = subprocess.Popen(
         [sys.executable, "-c", DRIVER, str(session)],
-        env={**os.environ, "TUNA_DB_URL": db_url},
+        env={**os.environ, "TUNA_DB_URL": db.url.render_as_string(hide_password=False)},
         start_new_session=True,
     )
     try:
