@@ -16,9 +16,6 @@ is best effort: what cannot be read is left out, never guessed.
 from __future__ import annotations
 
 import os
-import platform
-import shutil
-import subprocess
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -30,6 +27,9 @@ Runner = Callable[[Sequence[str]], str | None]
 
 def run_tool(argv: Sequence[str]) -> str | None:
     """``argv``'s standard output, or None when it is not on PATH, fails or hangs."""
+    import shutil
+    import subprocess
+
     if shutil.which(argv[0]) is None:
         return None
     try:
@@ -152,6 +152,8 @@ def collect(
     sys_cpu: Path | None = None,
 ) -> dict[str, Any]:
     """This machine's facts (see the module's docstring); the arguments are for tests."""
+    import platform
+
     env = os.environ if environ is None else environ
     try:
         cpuinfo = (proc / "cpuinfo").read_text()
@@ -212,9 +214,9 @@ class Probe:
         try:
             self._facts = self._collector()
         except Exception as e:  # a platform still: say what went wrong, in the document
-            uname = platform.uname()
+            uname = os.uname()
             self._facts = {
-                "os": {"system": uname.system, "kernel": uname.release, "arch": uname.machine},
+                "os": {"system": uname.sysname, "kernel": uname.release, "arch": uname.machine},
                 "error": f"collecting the platform failed: {type(e).__name__}: {e}",
             }
 

@@ -44,7 +44,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from types import FrameType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tuna.backends import Backend, get_backend
 from tuna.backends.base import (
@@ -64,12 +64,14 @@ from tuna.jobs.measurements import MeasuredOn, save_progress
 from tuna.jobs.states import ClaimedJob, Phase
 from tuna.jobs.status import count_jobs, search_work_waiting
 from tuna.platforms import report_platform
-from tuna.platforms.collect import Probe
 from tuna.sessions import get_session
 from tuna.worker.exclusive import owning
 from tuna.worker.hooks import Hook, TimeLimit
 from tuna.worker.progress import Progress
 from tuna.worker.searchwork import SearchLoader
+
+if TYPE_CHECKING:
+    from tuna.platforms.collect import Probe
 from tuna.worker.settings import WorkerSettings
 from tuna.worker.work import WorkLoader
 
@@ -207,7 +209,11 @@ class Worker:
         self.loader = WorkLoader(db, session)
         # What an evaluation worker measures on: collected from a thread started now,
         # stored when its first jobs are loaded (never on the claim path).
-        self._probe = Probe() if phase is Phase.EVAL else None
+        self._probe: Probe | None = None
+        if phase is Phase.EVAL:
+            from tuna.platforms.collect import Probe  # stdlib's platform, subprocess: eval only
+
+            self._probe = Probe()
         self._measured_on: MeasuredOn | None = None
         self.searches = SearchLoader(db)
         self._search_backends: dict[str, Backend] = {session.backend: self.backend}
