@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import builtins
 import itertools
+import math
 import statistics
 from typing import Any
 
 import pytest
 
 from tuna.search import Run
-from tuna.search.costmodel import HistoryEntry, ModelLibraryMissing, centred_log_times
+from tuna.search.costmodel import (
+    HistoryEntry,
+    ModelLibraryMissing,
+    capped_log_times,
+    centred_log_times,
+)
 from tuna.search.run import Point
 from tuna.search.strategies import CandidateSpace, ModelSearch, make_strategy
 
@@ -56,6 +62,29 @@ def test_centred_log_times_remove_the_scale() -> None:
     b = centred_log_times([100.0, 200.0, 400.0])
     assert a == pytest.approx(b)
     assert sum(a) == pytest.approx(0.0)
+
+
+def test_capped_log_times_are_relative_to_the_best_and_capped() -> None:
+    ys = capped_log_times([2.0, 4.0, 8.0, 100.0], cap=4.0)
+    assert ys == pytest.approx([0.0, math.log(2), math.log(4), math.log(4)])
+    assert capped_log_times([1.0, 2.0], cap=None) == pytest.approx(centred_log_times([1.0, 2.0]))
+
+
+def test_derived_features_reach_the_trees() -> None:
+    """A cost that depends only on a ratio of a parameter and the problem: with the ratio
+    derived, the model's first informed round on a new problem is right at once."""
+    s = space()
+
+    def ratio(f: Any, p: Any) -> dict[str, float]:
+        return {"fit": abs(int(p["MR"]) * int(p["NV"]) - 4 * f["k"])}
+
+    hist = history([1.0, 2.1, 4.0])
+    cost = timing(3.0)  # never seen: trees alone cannot interpolate k = 3 between 2.1 and 4
+    best = min(cost(p) for p in s.points)
+    kw: dict[str, Any] = {"features": {"k": 3.0}, "history": hist, "transfer": True}
+    with_ratio = drive(make_strategy("model", s, derive=ratio, **kw), cost)
+    assert to_reach(flat(with_ratio), best * 1.05, cost) is not None
+    assert min(cost(p) for p in with_ratio[0]) <= best * 1.02  # without: 1.33x the best
 
 
 def test_the_model_ranks_from_its_own_measurements_better_than_random() -> None:

@@ -2,10 +2,17 @@
 
 It learns ``log(time)`` from a candidate's parameters and the problem's features (numbers
 the caller names, e.g. a convolution's channels, sizes and strides: :mod:`tuna.search` does
-not know what a problem is). Times of different problems differ by orders of magnitude, so
-each problem's log-times are centred on their mean before training: the model learns which
+not know what a problem is), and from derived features the backend may add. Times of
+different problems differ by orders of magnitude, so each problem's times are taken
+relative to its best (:func:`capped_log_times`) before training: the model learns which
 parameters are fast *for a problem like this one*, which is what ranking needs, and what
 carries over from one problem to another (transfer).
+
+Why LightGBM: gradient-boosted trees handle the integer, gapped parameter grids and their
+interactions with no scaling; LightGBM's wheel is small (no compiler, no GPU runtime, unlike
+XGBoost's on Linux), trains a few thousand rows in well under a second on one thread, and
+is deterministic with ``deterministic=True``. scikit-learn's HistGradientBoosting would do
+as well but brings scikit-learn, joblib and threadpoolctl for one class.
 
 The library is LightGBM (``pip install 'tuna[model]'``), imported only when a model is
 trained: without it, :class:`ModelLibraryMissing` names the extra to install.
@@ -14,7 +21,7 @@ trained: without it, :class:`ModelLibraryMissing` names the extra to install.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +30,10 @@ from tuna.search.run import Primitive
 
 #: One measurement of history: (the problem's features, the candidate's parameters, time).
 HistoryEntry = tuple[Mapping[str, float], Mapping[str, Primitive], float]
+#: Features of a candidate on a problem that the trees cannot form themselves (ratios and
+#: products of the two, e.g. the share of a register tile that falls off the matrix's
+#: edge): the backend's own knowledge, given by the caller.
+Derive = Callable[[Mapping[str, float], Mapping[str, Primitive]], Mapping[str, float]]
 
 EXTRA = "model"
 
@@ -72,14 +83,26 @@ class Settings:
 class Encoder:
     """Rows of numbers from (problem features, parameters), in a fixed column order."""
 
-    def __init__(self, feature_names: Sequence[str], param_names: Sequence[str]) -> None:
+    def __init__(
+        self,
+        feature_names: Sequence[str],
+        param_names: Sequence[str],
+        derive: Derive | None = None,
+        derived_names: Sequence[str] = (),
+    ) -> None:
         self.feature_names = tuple(feature_names)
         self.param_names = tuple(param_names)
+        self.derive = derive
+        self.derived_names = tuple(derived_names)
         self._codes: dict[str, dict[str, int]] = {}
 
     @property
     def columns(self) -> list[str]:
-        return [*(f"problem.{n}" for n in self.feature_names), *self.param_names]
+        return [
+            *(f"problem.{n}" for n in self.feature_names),
+            *self.param_names,
+            *(f"derived.{n}" for n in self.derived_names),
+        ]
 
     def row(self, features: Mapping[str, float], params: Mapping[str, Primitive]) -> list[float]:
         out = [float(features[n]) for n in self.feature_names]
@@ -90,6 +113,9 @@ class Encoder:
             else:  # a string value: a stable code per parameter (trees split on it as numbers)
                 codes = self._codes.setdefault(n, {})
                 out.append(float(codes.setdefault(str(v), len(codes))))
+        if self.derive is not None:
+            derived = self.derive(features, params)
+            out += [float(derived[n]) for n in self.derived_names]
         return out
 
 
@@ -141,6 +167,18 @@ def centred_log_times(times: Sequence[float]) -> list[float]:
     logs = [math.log(t) for t in times]
     mean = sum(logs) / len(logs)
     return [v - mean for v in logs]
+
+
+def capped_log_times(times: Sequence[float], cap: float | None) -> list[float]:
+    """``log(t / best)``, at most ``log(cap)``: how much slower than the problem's best each
+    candidate is, with everything ``cap`` times slower or worse alike. A search only needs
+    the top of the ranking right, so the trees should not spend their splits ordering
+    candidates that are hopeless anyway. None: :func:`centred_log_times`."""
+    if cap is None:
+        return centred_log_times(times)
+    best = min(times)
+    limit = math.log(cap)
+    return [min(math.log(t / best), limit) for t in times]
 
 
 def problem_key(features: Mapping[str, float]) -> tuple[tuple[str, float], ...]:

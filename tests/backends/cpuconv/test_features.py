@@ -6,7 +6,7 @@ import math
 
 from tests.backends.cpuconv.cases import conv
 from tuna.backends.cpuconv import solvers as sv
-from tuna.backends.cpuconv.features import problem_features
+from tuna.backends.cpuconv.features import candidate_features, problem_features
 
 
 def test_features_of_a_1x1_layer_hold_its_gemm_shape() -> None:
@@ -27,3 +27,15 @@ def test_a_direct_solver_has_no_gemm_shape_and_directions_differ() -> None:
     fwd, bwd = problem_features(p, sv.IM2COL), problem_features(p.with_direction("B"), sv.IM2COL)
     assert fwd["direction"] == 0.0 and bwd["direction"] == 1.0
     assert fwd["gemm_k"] == 8 * 9 and bwd["gemm_k"] == 16
+
+
+def test_candidate_features_say_how_much_of_a_tile_falls_off_the_edge() -> None:
+    p = conv(batchsize=1, in_channels=64, out_channels=100, in_size=(7, 7), fil_size=(1, 1))
+    f = problem_features(p, sv.IM2COL)  # M = 100 rows, N = 49 columns, K = 64
+    c = candidate_features(f, {"MR": 8, "NV": 2, "VW": 8, "KC": 128, "NT": 2})
+    assert c["rows_used"] == 100 / 104  # 13 row tiles of 8
+    assert c["cols_used"] == 49 / 64  # one 16-wide tile of columns covers 49 in 4 tiles
+    assert c["depth_used"] == 64 / 128 and c["k_blocks"] == 1
+    assert c["accumulators"] == 16 and c["tile_area"] == 128
+    assert c["row_tiles_per_thread"] == 13 / 2
+    assert candidate_features(problem_features(p, sv.TILED), {"TK": 1}) == {}

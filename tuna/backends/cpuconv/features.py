@@ -9,9 +9,11 @@ and the work (log2 of the FLOPs), all plain numbers.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 from tuna.backends.cpuconv import solvers as sv
 from tuna.problems.conv import ConvProblem
+from tuna.search.run import Primitive
 
 _DIRECTION = {"F": 0.0, "B": 1.0, "W": 2.0}
 
@@ -40,3 +42,31 @@ def problem_features(p: ConvProblem, solver: str) -> dict[str, float]:
         m, n, k, _ = sv.gemm_shape(p, solver)
         out.update(gemm_m=m, gemm_n=n, gemm_k=k)
     return {name: float(v) for name, v in out.items()}
+
+
+def candidate_features(
+    features: Mapping[str, float], params: Mapping[str, Primitive]
+) -> dict[str, float]:
+    """What a GEMM candidate's parameters mean on a problem (``features`` from
+    :func:`problem_features`): the share of its register tile and cache block that does
+    useful work at the matrix's edges, the tile's size, the work each thread gets. Trees
+    cannot form these ratios of a parameter and a problem size themselves. Empty for
+    candidates of other solvers (no GEMM shape)."""
+    if "gemm_m" not in features or "MR" not in params:
+        return {}
+    m, n, k = features["gemm_m"], features["gemm_n"], features["gemm_k"]
+    mr, nv, vw = float(params["MR"]), float(params["NV"]), float(params["VW"])
+    kc = float(params.get("KC", 256))
+    nt = float(params.get("NT", 1))
+    nr = nv * vw
+    row_tiles = math.ceil(m / mr)
+    return {
+        "tile_area": mr * nr,
+        "accumulators": mr * nv,
+        "rows_used": m / (row_tiles * mr),
+        "cols_used": n / (math.ceil(n / nr) * nr),
+        "depth_used": k / (math.ceil(k / kc) * kc),
+        "k_blocks": float(math.ceil(k / kc)),
+        "row_tiles_per_thread": row_tiles / nt,
+        "flops_per_thread": features["log2_flops"] - math.log2(nt),
+    }

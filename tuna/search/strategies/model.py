@@ -12,6 +12,10 @@ caller's choice, e.g. a database query).
 * Without transfer (or with no compatible history: :attr:`ModelSearch.notes` says so and it
   falls back), the first round is random (seeded) and each later round is ranked by a model
   of this problem's measurements alone.
+* The trees learn ``log(time / best)``, capped at ``log(cap)`` (4x slower): only the top
+  of the ranking matters to a search, so hopeless candidates all look alike to them.
+  ``derive`` adds the backend's features of a candidate on a problem (for cpuconv, the
+  share of a register tile that falls off the matrix's edge, ...).
 * Each round takes the ``round_size - explore`` best-ranked candidates and ``explore``
   random others (a model is only as good as where it has seen data).
 * **Final validation**: nothing predicted is ever a result. The best is the best
@@ -28,11 +32,12 @@ import random
 from collections.abc import Mapping, Sequence
 
 from tuna.search.costmodel import (
+    Derive,
     Encoder,
     HistoryEntry,
     Settings,
     Trees,
-    centred_log_times,
+    capped_log_times,
     lightgbm,
     problem_key,
 )
@@ -43,7 +48,9 @@ log = logging.getLogger(__name__)
 
 
 class ModelSearch(RoundSearcher):
-    """See the module docstring. ``features``: this problem's features (numbers by name)."""
+    """See the module docstring. ``features``: this problem's features (numbers by name);
+    ``derive(features, params)``: the backend's features of a candidate on a problem
+    (:data:`~tuna.search.costmodel.Derive`), for this problem and the history's alike."""
 
     name = "model"
 
@@ -57,6 +64,8 @@ class ModelSearch(RoundSearcher):
         explore: int = 1,
         validate: int | None = None,
         settings: Settings | None = None,
+        derive: Derive | None = None,
+        cap: float | None = 4.0,
         **kwargs: object,
     ) -> None:
         super().__init__(space, **kwargs)  # type: ignore[arg-type]
@@ -64,10 +73,14 @@ class ModelSearch(RoundSearcher):
         explore = max(0, min(explore, self.round_size - 1))
         self.features = {k: float(v) for k, v in (features or {}).items()}
         self.transfer = transfer
+        self.cap = cap
         self.explore = explore
         self.validate = self.round_size if validate is None else validate
         self.settings = settings or Settings(seed=self.seed)
-        self.encoder = Encoder(sorted(self.features), space.names)
+        names: list[str] = []
+        if derive is not None:
+            names = sorted(derive(self.features, space.points[0]))
+        self.encoder = Encoder(sorted(self.features), space.names, derive, names)
         self.notes: list[str] = []
         self.own_history, self.other_history = self._split(history)
         self._candidate_rows = [self.encoder.row(self.features, p) for p in space.points]
@@ -125,7 +138,7 @@ class ModelSearch(RoundSearcher):
         targets: list[float] = []
         for entries in groups.values():
             rows += [self.encoder.row(f, p) for f, p, _ in entries]
-            targets += centred_log_times([t for _, _, t in entries])
+            targets += capped_log_times([t for _, _, t in entries], self.cap)
         trees = Trees(self.settings).fit(rows, targets)
         return trees.predict(self._candidate_rows)
 
@@ -150,6 +163,9 @@ class ModelSearch(RoundSearcher):
         for f, p, t in self.own_history:
             rows.append(self.encoder.row(f, p))
             logs.append(math.log(t))
+        if self.cap is not None and logs:  # the same scale as the base model's targets
+            best, limit = min(logs), math.log(self.cap)
+            logs = [min(y - best, limit) for y in logs]
         base = self._base
         left = self.unmeasured()
         if rows:

@@ -1,0 +1,384 @@
+"""Search strategies side by side, the way the loop-tuning paper reports them (issue #16).
+
+Two phases (not a test; figures go in bench/search.md):
+
+    .venv/bin/python bench/search.py measure     # exhaustive tables of real kernels (slow)
+    .venv/bin/python bench/search.py compare     # every strategy x 5 seeds on the tables
+
+**measure**: for each distinct forward 1x1 and 3x3 layer at batch 1 of ResNet-50 (19 layers,
+the training set) and of Inception-v3 (held out: the model never trains on it), every
+candidate of CpuIm2colGemm's space (the solver that applies to every such layer, and wins
+most: bench/cpuconv.md) is built with ``cc -O3 -march=native`` and verified and timed with
+``tuna.backends.cpuconv.run.build_and_measure``: one exhaustive table per layer under
+``bench/out/search/`` (not in git). A layer whose table exists is not measured again.
+
+**compare**: each strategy runs against the tables (a measurement is a table lookup) with
+5 seeds, a budget of the whole space and no early stopping, so that every curve runs to
+the end. ``model --transfer`` on a ResNet-50 layer learns from the other 18 layers' tables
+(leave one out); on an Inception-v3 layer, from all 19 ResNet-50 tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tuna.backends.cpuconv import run
+from tuna.backends.cpuconv import solvers as sv
+from tuna.backends.cpuconv.features import candidate_features, problem_features
+from tuna.problems.conv import ConvProblem
+from tuna.problems.driver import is_conv_line, parse_driver_line
+from tuna.search import Run
+from tuna.search.costmodel import HistoryEntry
+from tuna.search.strategies import CandidateSpace, make_strategy
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE / "data"
+OUT = HERE / "out" / "search"
+SOLVER = sv.IM2COL
+NETWORKS = {"resnet50": DATA / "resnet50.txt", "inception3": DATA / "inception3.txt"}
+#: Held-out layers: every other one of Inception-v3's of at most 0.06 GFLOP (8 layers, 1x1
+#: and 3x3/2). Exhaustive tables cost: a 0.2-GFLOP layer took 206 s on 2 busy cores, and
+#: Inception-v3 has 3x3 layers of 0.4-1.4 GFLOP.
+HELD_OUT_MAX_GFLOP = 0.06
+
+
+def layers(path: Path) -> list[ConvProblem]:
+    seen: dict[ConvProblem, None] = {}
+    for line in path.read_text().splitlines():
+        if not is_conv_line(line):
+            continue
+        for p in parse_driver_line(line):
+            if p.direction == "F" and p.fil_size in ((1, 1), (3, 3)):
+                seen.setdefault(p.with_batchsize(1), None)
+    return list(seen)
+
+
+def network_layers(network: str) -> list[ConvProblem]:
+    todo = layers(NETWORKS[network])
+    todo = [p for p in todo if sv.applicability(p, SOLVER) is None]
+    if network != "resnet50":
+        todo = [p for p in todo if sv.flops(p) / 1e9 <= HELD_OUT_MAX_GFLOP][::2]
+    return todo
+
+
+def layer_name(p: ConvProblem) -> str:
+    (hi, wi), (fy, fx) = p.in_size, p.fil_size
+    return f"{p.in_channels}x{hi}x{wi}->{p.out_channels} {fy}x{fx}/{p.stride[0]}"
+
+
+def table_path(network: str, i: int) -> Path:
+    return OUT / f"{network}-{i:02d}.json"
+
+
+def measure_layer(p: ConvProblem, jobs: int, repeats: int) -> dict[str, Any]:
+    params = sv.tuning_space(p, SOLVER)
+    started = time.monotonic()
+    load = os.getloadavg()[0]
+    measured = run.build_and_measure(
+        p, SOLVER, params, march="native", jobs=jobs, prefix="cpuconv-search-", repeats=repeats
+    )
+    return {
+        "layer": layer_name(p),
+        "solver": SOLVER,
+        "names": list(sv.SPECS[SOLVER].names),
+        "features": problem_features(p, SOLVER),
+        "times": {m.params: m.time_ms for m in measured},
+        "seconds": round(time.monotonic() - started, 1),
+        "load": [round(load, 2), round(os.getloadavg()[0], 2)],
+    }
+
+
+def measure(args: argparse.Namespace) -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    for network in args.networks:
+        for i, p in enumerate(network_layers(network)):
+            path = table_path(network, i)
+            if path.exists():
+                continue
+            table = measure_layer(p, args.jobs, args.repeats)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(table, indent=1))
+            tmp.replace(path)
+            ok = [t for t in table["times"].values() if t is not None]
+            print(
+                f"{network} {i:2d} {table['layer']:28s} {len(table['times']):4d} candidates, "
+                f"best {min(ok):.3f} ms, median {statistics.median(ok):.3f} ms, "
+                f"{table['seconds']:.0f} s, load {table['load']}",
+                flush=True,
+            )
+
+
+# -- compare --------------------------------------------------------------------------------
+
+#: Strategy label -> (strategy name, transfer).
+LINEUP: dict[str, tuple[str, bool]] = {
+    "exhaustive": ("exhaustive", False),
+    "random": ("random", False),
+    "grid": ("grid", False),
+    "hillclimb": ("hillclimb", False),
+    "genetic": ("genetic", False),
+    "model": ("model", False),
+    "model --transfer": ("model", True),
+}
+DETERMINISTIC = {"exhaustive", "grid"}  # the same with every seed: run once
+#: Give the model cpuconv's candidate features (features.candidate_features); --no-derive: not.
+DERIVE = True
+
+
+@dataclass
+class Table:
+    network: str
+    layer: str
+    names: tuple[str, ...]
+    features: dict[str, float]
+    times: dict[str, float | None]
+
+    @property
+    def best(self) -> float:
+        return min(t for t in self.times.values() if t is not None)
+
+
+@dataclass
+class Outcome:
+    """One strategy on one layer with one seed: the best so far after each measurement."""
+
+    curve: list[float]  # best time so far / exhaustive best, after 1, 2, ... measurements
+    seconds: float  # the strategy's own time (proposing, training), measurements excluded
+    notes: list[str]
+
+    def to_reach(self, within: float) -> int | None:
+        for n, ratio in enumerate(self.curve, 1):
+            if ratio <= 1 + within:
+                return n
+        return None
+
+    def at_share(self, share: float) -> float:
+        n = max(1, math.ceil(share * self.size))
+        return self.curve[min(n, len(self.curve)) - 1]
+
+    size: int = 0
+
+
+def load_tables() -> dict[str, list[Table]]:
+    tables: dict[str, list[Table]] = {n: [] for n in NETWORKS}
+    for network in NETWORKS:
+        for path in sorted(OUT.glob(f"{network}-*.json")):
+            d = json.loads(path.read_text())
+            tables[network].append(
+                Table(network, d["layer"], tuple(d["names"]), d["features"], d["times"])
+            )
+    return tables
+
+
+def history_of(tables: list[Table]) -> list[HistoryEntry]:
+    out: list[HistoryEntry] = []
+    for t in tables:
+        for params, ms in t.times.items():
+            if ms is not None:
+                point = dict(zip(t.names, (int(v) for v in params.split(",")), strict=True))
+                out.append((t.features, point, ms))
+    return out
+
+
+def run_strategy(
+    table: Table, label: str, seed: int, history: list[HistoryEntry], round_size: int
+) -> Outcome:
+    name, transfer = LINEUP[label]
+    space = CandidateSpace.from_strings(table.names, list(table.times), source=table.layer)
+    extra: dict[str, Any] = {}
+    if name == "model":
+        extra = {
+            "features": table.features,
+            "history": history,
+            "transfer": transfer,
+            "derive": candidate_features if DERIVE else None,
+        }
+    started = time.process_time()
+    searcher = make_strategy(name, space, seed=seed, round_size=round_size, **extra)
+    rounds = searcher.rounds()
+    best, curve = math.inf, []
+    lookup = 0.0
+    try:
+        batch = next(rounds)
+        while True:
+            t0 = time.process_time()
+            runs = []
+            for point in batch:
+                ms = table.times[",".join(str(point[n]) for n in table.names)]
+                if ms is None:
+                    runs.append(Run.invalid(point, "verification failed"))
+                else:
+                    runs.append(Run(point, {"time_ms": ms}))
+                    best = min(best, ms)
+                curve.append(best / table.best)
+            lookup += time.process_time() - t0
+            batch = rounds.send(runs)
+    except StopIteration:
+        pass
+    seconds = time.process_time() - started - lookup
+    notes = list(getattr(searcher, "notes", []))
+    return Outcome(curve, seconds, notes, size=len(space))
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else math.nan
+
+
+def compare(args: argparse.Namespace) -> None:
+    global DERIVE
+    DERIVE = not args.no_derive
+    tables = load_tables()
+    labels = args.strategies or list(LINEUP)
+    train = tables["resnet50"]
+    results: dict[str, dict[str, list[list[Outcome]]]] = {}
+    print(
+        f"{len(train)} resnet50 tables, {len(tables['inception3'])} inception3 tables; "
+        f"load average {os.getloadavg()[0]:.2f}",
+        flush=True,
+    )
+    for network, todo in tables.items():
+        if network not in args.networks:
+            continue
+        results[network] = {}
+        for label in labels:
+            per_layer: list[list[Outcome]] = []
+            for k, table in enumerate(todo):
+                history: list[HistoryEntry] = []
+                if LINEUP[label][1]:
+                    others = [t for i, t in enumerate(train) if network != "resnet50" or i != k]
+                    history = history_of(others)
+                seeds = [0] if label in DETERMINISTIC else list(range(args.seeds))
+                outs = [run_strategy(table, label, s, history, args.round) for s in seeds]
+                per_layer.append(outs * (args.seeds if label in DETERMINISTIC else 1))
+            results[network][label] = per_layer
+            print(f"{network} {label}: done", flush=True)
+    report(tables, results, labels)
+    plot(results, labels)
+
+
+def report(
+    tables: dict[str, list[Table]],
+    results: dict[str, dict[str, list[list[Outcome]]]],
+    labels: list[str],
+) -> None:
+    for network, by_label in results.items():
+        sizes = [len(t.times) for t in tables[network]]
+        if not sizes:
+            continue
+        print()
+        print(
+            f"### {network}: {len(sizes)} layers, {min(sizes)}-{max(sizes)} candidates each "
+            f"(median {median([float(s) for s in sizes]):.0f})"
+        )
+        print()
+        print(
+            "| strategy | to 5 % (median, % of space) | to 2 % (median, % of space) | "
+            "best at 10 % of space | best at 25 % | layers within 2 % by 15 % of space | "
+            "strategy CPU s per search |"
+        )
+        print("|---|---|---|---|---|---|---|")
+        for label in labels:
+            per_layer = by_label[label]
+            n5 = [median([o.to_reach(0.05) or math.inf for o in outs]) for outs in per_layer]
+            n2 = [median([o.to_reach(0.02) or math.inf for o in outs]) for outs in per_layer]
+            s5 = [n / s for n, s in zip(n5, sizes, strict=True)]
+            s2 = [n / s for n, s in zip(n2, sizes, strict=True)]
+            b10 = [median([o.at_share(0.10) for o in outs]) for outs in per_layer]
+            b25 = [median([o.at_share(0.25) for o in outs]) for outs in per_layer]
+            by15 = sum(1 for v in s2 if v <= 0.15)
+            secs = median([o.seconds for outs in per_layer for o in outs])
+            print(
+                f"| {label} | {median(n5):.0f} ({100 * median(s5):.1f} %) "
+                f"| {median(n2):.0f} ({100 * median(s2):.1f} %) "
+                f"| {100 * (median(b10) - 1):+.1f} % | {100 * (median(b25) - 1):+.1f} % "
+                f"| {by15} of {len(sizes)} | {secs:.3f} |"
+            )
+            notes = {n for outs in per_layer for o in outs for n in o.notes}
+            for note in sorted(notes)[:3]:
+                print(f"  note ({label}): {note}")
+        if "random" in by_label and "model --transfer" in by_label:
+            rnd = median(
+                [
+                    median([o.to_reach(0.05) or math.inf for o in outs])
+                    for outs in by_label["random"]
+                ]
+            )
+            mdl = median(
+                [
+                    median([o.to_reach(0.05) or math.inf for o in outs])
+                    for outs in by_label["model --transfer"]
+                ]
+            )
+            print(
+                f"\nmodel --transfer / random, measurements to 5 %: {mdl:.0f} / {rnd:.0f} = "
+                f"{mdl / rnd:.2f} (target <= 0.20)"
+            )
+
+
+def plot(results: dict[str, dict[str, list[list[Outcome]]]], labels: list[str]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    networks = [n for n in results if any(results[n][label] for label in labels)]
+    fig, axes = plt.subplots(1, len(networks), figsize=(6.5 * len(networks), 4.6), squeeze=False)
+    for ax, network in zip(axes[0], networks, strict=True):
+        for label in labels:
+            outs = [o for per in results[network][label] for o in per]
+            if not outs:
+                continue
+            length = max(len(o.curve) for o in outs)
+            xs = list(range(1, length + 1))
+            ys = []
+            for n in xs:
+                vals = [math.log(o.curve[min(n, len(o.curve)) - 1]) for o in outs]
+                ys.append(100 * (math.exp(sum(vals) / len(vals)) - 1))
+            ax.plot(xs, ys, label=label, linestyle="--" if label in DETERMINISTIC else "-")
+        ax.set_xscale("log")
+        ax.set_yscale("symlog", linthresh=1)
+        ax.axhline(5, color="grey", linewidth=0.6)
+        ax.axhline(2, color="grey", linewidth=0.6, linestyle=":")
+        held = " (held out)" if network != "resnet50" else " (leave one layer out)"
+        ax.set_title(f"{network}{held}: CpuIm2colGemm, batch 1")
+        ax.set_xlabel("measurements")
+        ax.set_ylabel("best so far, % slower than the exhaustive best (geomean)")
+        ax.grid(True, which="both", linewidth=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    out = HERE / "search.png"
+    fig.savefig(out, dpi=110)
+    print(f"\nwrote {out.relative_to(HERE.parent)}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="phase", required=True)
+    m = sub.add_parser("measure", help="exhaustive tables of real kernels")
+    m.add_argument("--networks", nargs="+", default=list(NETWORKS), choices=list(NETWORKS))
+    m.add_argument("--jobs", type=int, default=2, help="parallel compiler processes")
+    m.add_argument("--repeats", type=int, default=3, help="timed runs per candidate")
+    c = sub.add_parser("compare", help="every strategy x seeds on the tables")
+    c.add_argument("--seeds", type=int, default=5)
+    c.add_argument("--strategies", nargs="+", default=None, choices=list(LINEUP))
+    c.add_argument("--round", type=int, default=8, help="candidates per round (one .so)")
+    c.add_argument("--networks", nargs="+", default=list(NETWORKS), choices=list(NETWORKS))
+    c.add_argument("--no-derive", action="store_true", help="the model without derived features")
+    args = ap.parse_args(argv)
+    if args.phase == "measure":
+        measure(args)
+    else:
+        compare(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
