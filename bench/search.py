@@ -10,7 +10,9 @@ the training set) and of Inception-v3 (held out: the model never trains on it), 
 candidate of CpuIm2colGemm's space (the solver that applies to every such layer, and wins
 most: bench/cpuconv.md) is built with ``cc -O3 -march=native`` and verified and timed with
 ``tuna.backends.cpuconv.run.build_and_measure``: one exhaustive table per layer under
-``bench/out/search/`` (not in git). A layer whose table exists is not measured again.
+``bench/out/search/`` (not in git). A layer whose table exists is not measured again. The
+tables bench/search.md reports are kept in one file, ``bench/data/search_tables.json``
+(137 KB), which ``compare`` reads when nothing was measured here.
 
 **compare**: each strategy runs against the tables (a measurement is a table lookup) with
 5 seeds, a budget of the whole space and no early stopping, so that every curve runs to
@@ -43,6 +45,7 @@ from tuna.search.strategies import CandidateSpace, make_strategy
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data"
 OUT = HERE / "out" / "search"
+FROZEN = DATA / "search_tables.json"
 SOLVER = sv.IM2COL
 NETWORKS = {"resnet50": DATA / "resnet50.txt", "inception3": DATA / "inception3.txt"}
 #: Held-out layers: every other one of Inception-v3's of at most 0.06 GFLOP (8 layers, 1x1
@@ -169,13 +172,18 @@ class Outcome:
 
 
 def load_tables() -> dict[str, list[Table]]:
+    """The tables measured here (bench/out/search/), else those measured for bench/search.md
+    (bench/data/search_tables.json, the same tables in one file, times rounded to 0.1 us)."""
+    found = {p.stem: json.loads(p.read_text()) for p in sorted(OUT.glob("*-*.json"))}
+    if not found:
+        found = json.loads(FROZEN.read_text())
+        print(f"tables from {FROZEN.relative_to(HERE.parent)} (none measured in {OUT})")
     tables: dict[str, list[Table]] = {n: [] for n in NETWORKS}
-    for network in NETWORKS:
-        for path in sorted(OUT.glob(f"{network}-*.json")):
-            d = json.loads(path.read_text())
-            tables[network].append(
-                Table(network, d["layer"], tuple(d["names"]), d["features"], d["times"])
-            )
+    for name, d in sorted(found.items()):
+        network = name.rsplit("-", 1)[0]
+        tables[network].append(
+            Table(network, d["layer"], tuple(d["names"]), d["features"], d["times"])
+        )
     return tables
 
 
@@ -346,6 +354,7 @@ def plot(results: dict[str, dict[str, list[list[Outcome]]]], labels: list[str]) 
             ax.plot(xs, ys, label=label, linestyle="--" if label in DETERMINISTIC else "-")
         ax.set_xscale("log")
         ax.set_yscale("symlog", linthresh=1)
+        ax.set_ylim(bottom=0)
         ax.axhline(5, color="grey", linewidth=0.6)
         ax.axhline(2, color="grey", linewidth=0.6, linestyle=":")
         held = " (held out)" if network != "resnet50" else " (leave one layer out)"
