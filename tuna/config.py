@@ -16,7 +16,6 @@ import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
-import platformdirs
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
@@ -78,7 +77,11 @@ def mask_url(url: URL | str) -> str:
 def data_dir(env: dict[str, str] | None = None) -> Path:
     """Where Tuna keeps its embedded database and other per-user files."""
     override = (os.environ if env is None else env).get("TUNA_DATA_DIR")
-    return Path(override) if override else Path(platformdirs.user_data_dir("tuna", appauthor=False))
+    if override:
+        return Path(override)
+    import platformdirs  # here: a worker given its database URL never needs it
+
+    return Path(platformdirs.user_data_dir("tuna", appauthor=False))
 
 
 def log_dir(env: dict[str, str] | None = None) -> Path:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Select, select
 from sqlalchemy.orm import aliased
 
 from tuna.db.models import BnConfig, ConfigTag, ConvConfig, Tensor
-from tuna.problems.bnorm import BnProblem
 from tuna.problems.conv import ConvProblem
+
+if TYPE_CHECKING:  # a worker needs conv problems only: no bnorm grammar loaded for it
+    from tuna.problems.bnorm import BnProblem
 
 TensorKey = tuple[int, int, int, int, int, int, str, str]
 """(num_dims, dim0..dim4, layout, data_type): the unique identity of a tensor row."""

@@ -20,16 +20,6 @@ from typing import Any, TypeVar
 
 import click
 from rich.console import Console, ConsoleDimensions
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
-from rich.rule import Rule
-from rich.table import Table
 
 from tuna.config import load_settings
 from tuna.db import Database, open_database
@@ -70,6 +60,8 @@ class TunaConsole(Console):
 
     def print(self, *objects: Any, **kwargs: Any) -> None:
         if not self.is_terminal:
+            from rich.table import Table  # here, as rich's other parts: a worker prints text
+
             for obj in objects:
                 if isinstance(obj, Table):
                     obj.box = None
@@ -81,6 +73,8 @@ class TunaConsole(Console):
         if self.is_terminal:
             super().rule(title, **kwargs)
         else:  # a rule as wide as the pipe would be a million characters
+            from rich.rule import Rule
+
             self.print(Rule(title, **kwargs), width=RULE_WIDTH)
 
 
@@ -140,6 +134,15 @@ def progress_bar(enabled: bool = True) -> Iterator[Callable[[str, int, int], Non
     if not enabled:
         yield None
         return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TaskID,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),

@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar, cast
 
-from pymysql import converters
-from pymysql.constants import SERVER_STATUS
 from sqlalchemy import Table
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.orm import Session
@@ -119,6 +117,9 @@ def upsert(
 
 def _string_escaper(dbapi: Any) -> Callable[[str], str]:
     """PyMySQL's escaping for the connection's current sql_mode (as its own ``escape`` does)."""
+    from pymysql import converters  # here: a worker on SQLite never loads PyMySQL
+    from pymysql.constants import SERVER_STATUS
+
     if dbapi.server_status & SERVER_STATUS.SERVER_STATUS_NO_BACKSLASH_ESCAPES:
         return lambda s: s.replace("'", "''")
     return converters.escape_string
