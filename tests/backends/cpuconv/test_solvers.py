@@ -50,10 +50,10 @@ def test_what_no_solver_supports_is_not_applicable_with_a_reason(change, reason)
 
 def test_applicability_rules():
     assert {s.name for s in sv.SOLVERS if sv.applicability(P3, s.name) is None} == {
-        sv.NAIVE, sv.TILED, sv.IM2COL, sv.WINOGRAD
+        sv.NAIVE, sv.IM2COL, sv.WINOGRAD
     }  # fmt: skip
     assert {s.name for s in sv.SOLVERS if sv.applicability(P1, s.name) is None} == {
-        sv.NAIVE, sv.TILED, sv.IM2COL, sv.GEMM1X1
+        sv.NAIVE, sv.IM2COL, sv.GEMM1X1
     }  # fmt: skip
     strided = dataclasses.replace(P1, stride=(2, 2))
     assert sv.applicability(strided, sv.GEMM1X1) == (
@@ -68,8 +68,27 @@ def test_applicability_rules():
     assert "unknown cpuconv solver 'Nope'" in (sv.applicability(P3, "Nope") or "")
 
 
+def test_direct_tiled_is_not_offered_where_the_gemm_solvers_win():
+    """Forward, one group, an output of 14x14 or more: CpuDirectTiled won no such layer
+    (bench/cpuconv.md), so the quick start and every perf job stop paying for its space."""
+    reason = sv.applicability(P3, sv.TILED) or ""
+    assert "not offered for a forward convolution of one group" in reason
+    assert "(56x56)" in reason and sv.tuning_space(P3, sv.TILED) == []
+    at_14 = conv(batchsize=1, in_channels=256, out_channels=256, in_size=(14, 14),
+                 fil_size=(3, 3), pad=(1, 1))  # fmt: skip
+    at_7 = dataclasses.replace(at_14, in_size=(7, 7))
+    assert sv.applicability(at_14, sv.TILED) is not None
+    assert sv.applicability(at_7, sv.TILED) is None  # where it did win: a 7x7 output
+    assert sv.applicability(P3.with_direction("B"), sv.TILED) is None
+    assert sv.applicability(P3.with_direction("W"), sv.TILED) is None
+    grouped = dataclasses.replace(P3, group_count=2)
+    assert sv.applicability(grouped, sv.TILED) is None
+    assert sv.applicability(P3, sv.IM2COL) is None  # a GEMM solver is always there instead
+
+
 def test_spaces_are_large_pruned_and_hold_the_default():
     sizes = {s: len(sv.tuning_space(P3, s)) for s in sv.SPECS}
+    sizes[sv.TILED] = len(sv.tuning_space(P3.with_direction("B"), sv.TILED))
     assert sizes[sv.TILED] >= 200 and sizes[sv.IM2COL] >= 200 and sizes[sv.WINOGRAD] >= 200
     assert len(sv.tuning_space(P1, sv.GEMM1X1)) >= 150
     assert sv.tuning_space(P3, sv.NAIVE) == [] and sv.space_params(P3, sv.NAIVE) == [""]

@@ -39,6 +39,12 @@ MAX_TILE_FLOATS = 128
 MAX_ACCUMULATORS = 16
 #: A pessimistic rate for the naive reference, to refuse hopeless problems up front.
 NAIVE_FLOPS_PER_S = 0.5e9
+#: Output positions per image from which CpuDirectTiled is not offered for a forward
+#: convolution of one group: from 14x14 on, the GEMM solvers (CpuIm2colGemm applies to
+#: every such problem) block it better. Measured on ResNet-50's 19 distinct forward layers
+#: (bench/cpuconv.md): CpuDirectTiled won only a 7x7 output (2048x7x7 -> 512), never a
+#: layer of 14x14 or more, nor any of the quick start's runs.
+TILED_LOSES_FROM = 14 * 14
 
 
 def algorithm_name(solver: str, direction: str) -> str:
@@ -76,9 +82,21 @@ def applicability(p: ConvProblem, solver: str) -> str | None:
             return "CpuWinograd2x3 does not do backward weights (F and B only)"
         if any(o != i + 2 * pd - 2 for i, o, pd in zip(p.in_size, p.out_size, p.pad, strict=True)):
             return "CpuWinograd2x3 needs an output of the full size (in + 2 pad - 2)"
+    if solver == TILED and tiled_outrun(p):
+        return (
+            f"CpuDirectTiled is not offered for a forward convolution of one group with "
+            f"{TILED_LOSES_FROM} or more output positions ({p.out_size[0]}x{p.out_size[1]}): "
+            "the GEMM solvers are faster there"
+        )
     if not space_params(p, solver):
         return f"{solver} has no valid parameters for this problem"
     return None
+
+
+def tiled_outrun(p: ConvProblem) -> bool:
+    """Whether CpuDirectTiled cannot win ``p`` (see :data:`TILED_LOSES_FROM`)."""
+    ho, wo = p.out_size
+    return p.direction == "F" and p.group_count == 1 and ho * wo >= TILED_LOSES_FROM
 
 
 def flops(p: ConvProblem) -> int:
@@ -228,6 +246,8 @@ def space_params(p: ConvProblem, solver: str) -> list[str]:
 def tuning_space(p: ConvProblem, solver: str) -> list[str]:
     """The candidates of a tunable solver on ``p`` (empty for others or where it does not apply)."""
     if solver not in SPECS or unsupported_reason(p) is not None:
+        return []
+    if solver == TILED and tiled_outrun(p):
         return []
     return space_params(p, solver)
 
