@@ -32,6 +32,13 @@ def test_a_worker_works_one_phase_in_burst_mode_with_a_line_per_job():
     ]  # fmt: skip
 
 
+def test_a_worker_can_be_given_later_stages_to_work_in_the_same_process():
+    argv = worker_argv(3, "compile", then=[(4, "compile"), (3, "eval")])
+    assert argv[-4:] == ["--then", "4:compile", "--then", "3:eval"]
+    ctx = main.commands["worker"].make_context("worker", argv[2:])
+    assert [(s, p.value) for s, p in ctx.params["then"]] == [(4, "compile"), (3, "eval")]
+
+
 @given(
     session=st.integers(1, 10**6),
     phase=st.sampled_from(["compile", "eval"]),

@@ -14,6 +14,7 @@ from tuna.cli.base import (
 )
 from tuna.jobs import Phase
 from tuna.worker import JobLog, WorkerReport, WorkerSettings, run_worker
+from tuna.worker.stages import Stage, parse_stage, run_stages
 
 
 def print_worker_report(r: WorkerReport) -> None:
@@ -43,6 +44,16 @@ def print_worker_report(r: WorkerReport) -> None:
     type=int,
     help="Id of the machine this worker runs on (recorded on its jobs; go_fish sets it).",
 )
+@click.option(
+    "--then",
+    "then",
+    metavar="SESSION:PHASE",
+    multiple=True,
+    callback=lambda _ctx, _param, values: [_stage(v) for v in values],
+    help="Then work this (session, phase) in the same process, drained (repeatable; "
+    "implies --burst): compiles move on when nothing is ready, an evaluation starts once "
+    "every compile before it is drained.",
+)
 @worker_settings_options
 @verbose_option
 def worker_cmd(
@@ -52,6 +63,7 @@ def worker_cmd(
     max_jobs: int | None,
     gpu: int | None,
     machine_id: int | None,
+    then: list[Stage],
     settings: WorkerSettings,
 ) -> None:
     """Claim jobs of one phase of a session and run its backend on them.
@@ -65,16 +77,24 @@ def worker_cmd(
       tuna worker --session 3 --phase compile
       tuna worker --session 3 --phase eval --gpu 0
       tuna worker --session 3 --phase compile --burst --claim-batch 16
+      tuna worker --session 3 --phase compile --then 4:compile --then 3:eval --then 4:eval
     """
+    settings = settings.but(burst=burst, max_jobs=max_jobs, gpu=gpu, machine=machine_id)
     db = database()
     try:
-        report = run_worker(
-            db,
-            session_id,
-            Phase(phase),
-            settings.but(burst=burst, max_jobs=max_jobs, gpu=gpu, machine=machine_id),
-            hooks=[JobLog()],
-        )
+        if then:
+            stages = [(session_id, Phase(phase)), *then]
+            reports = run_stages(db, stages, settings, hooks=[JobLog()])
+        else:
+            reports = [run_worker(db, session_id, Phase(phase), settings, hooks=[JobLog()])]
     finally:
         db.dispose()
-    print_worker_report(report)
+    for report in reports:
+        print_worker_report(report)
+
+
+def _stage(text: str) -> Stage:
+    try:
+        return parse_stage(text)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--then") from e

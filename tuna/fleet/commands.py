@@ -27,14 +27,18 @@ def worker_argv(
     machine: int | None = None,
     gpu: int | None = None,
     settings: WorkerSettings | None = None,
+    then: Sequence[tuple[int, str]] = (),
 ) -> list[str]:
     """``tuna worker`` for one phase of a session, exiting once the phase is drained.
 
     ``program`` is how to call ``tuna`` where the worker runs (in a container ``tuna``;
     on this machine ``python -m tuna.cli``). ``-v`` gives the log a line per job; the
-    ``settings`` go_fish hands on follow (:meth:`WorkerSettings.argv`).
+    ``settings`` go_fish hands on follow (:meth:`WorkerSettings.argv`). ``then`` are
+    (session, phase) stages the same process works next (:mod:`tuna.worker.stages`).
     """
     argv = [*program, "worker", "-v", "--session", str(session), "--phase", phase, "--burst"]
+    for then_session, then_phase in then:
+        argv += ["--then", f"{then_session}:{then_phase}"]
     if machine is not None:
         argv += ["--machine", str(machine)]
     if gpu is not None:

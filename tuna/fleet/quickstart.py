@@ -2,10 +2,11 @@
 
 Imports a few resnet50 layers, creates two sessions for this CPU — one tunes (perf step:
 every candidate of each tunable solver) and one measures the untuned defaults (find step:
-each solver's default parameters) — compiles both with ``workers`` local workers and
-evaluates them with one (a cpuconv timing owns the machine: two at once would disturb each
-other), and reads the answer back from the find db: per problem, the fastest solver and
-how it compares with the naive solver and with its own default parameters.
+each tunable solver's default parameters) — compiles both with ``workers`` local workers
+and evaluates them with one (a cpuconv timing owns the machine: two at once would disturb
+each other), all with one set of worker processes (:mod:`tuna.fleet.pool`), and reads the
+answer back from the find db: per problem, the fastest solver and how it compares with
+the naive solver and with its own default parameters.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from tuna.catalog.importer import ImportReport, import_configs
 from tuna.catalog.parsing import read_lines
 from tuna.db import Database
 from tuna.db.models import ConfigTag, ConvConfig, FindDb, Solver
-from tuna.fleet.local import FishReport, Progress, Task, run_local
+from tuna.fleet.local import FishReport, Progress, Task
+from tuna.fleet.pool import run_local_stages
 from tuna.jobs.load import load_jobs
 from tuna.sessions import SessionSpec, create_session
 
@@ -97,28 +99,32 @@ def run_quickstart(
     )
     # force: the quick start shows the pipeline, even where an earlier run did the work
     load_jobs(db, tuned.id, step="perf", tag=TAG, force=True)
-    load_jobs(db, default.id, step="find", tag=TAG, force=True)
-    runs = []
-    for session, tasks in (
-        (tuned.id, (Task.COMPILE, Task.RUN_PERF)),
-        (default.id, (Task.COMPILE, Task.RUN_FIND)),
-    ):
-        for task in tasks:
-            if on_stage:
-                which = "tuned" if session == tuned.id else "defaults"
-                on_stage(f"session {session} ({which}): {task.value}")
-            runs.append(
-                run_local(
-                    db,
-                    session,
-                    task,
-                    workers=workers,  # an evaluation runs one: it owns the machine
-                    log_dir=log_dir,
-                    db_url=db_url,
-                    interval=0.5,
-                    on_progress=on_progress,
-                )
-            )
+    # The defaults of the tunable solvers (a layer's winner is one; the naive time is the
+    # tuned session's).
+    load_jobs(db, default.id, step="find", tag=TAG, only_tunable=True, force=True)
+    names = {tuned.id: "tuned", default.id: "defaults"}
+
+    def stage(session: int, task: Task) -> None:
+        if on_stage:
+            on_stage(f"session {session} ({names[session]}): {task.value}")
+
+    # One set of workers for all four stages: both sessions compile side by side, then one
+    # worker (an evaluation owns the machine) evaluates both.
+    runs = run_local_stages(
+        db,
+        [
+            (tuned.id, Task.COMPILE),
+            (default.id, Task.COMPILE),
+            (tuned.id, Task.RUN_PERF),
+            (default.id, Task.RUN_FIND),
+        ],
+        workers=workers,
+        log_dir=log_dir,
+        db_url=db_url,
+        interval=0.25,
+        on_stage=stage,
+        on_progress=on_progress,
+    )
     return QuickstartResult(imported, tuned.id, default.id, runs, compare(db, tuned.id, default.id))
 
 

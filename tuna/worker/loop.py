@@ -97,7 +97,8 @@ def make_owner() -> str:
 
 @dataclass
 class WorkerReport:
-    """What a worker did. ``stopped`` says why it ended: drained, max_jobs, signal, aborted."""
+    """What a worker did. ``stopped`` says why it ended: drained, empty (``until_empty``),
+    max_jobs, signal, aborted."""
 
     owner: str
     session: int
@@ -264,6 +265,8 @@ class Worker:
             jobs = self._claim()
             if jobs:
                 self._work(jobs)
+            elif self.settings.until_empty:
+                return "empty"
             elif self.settings.burst and self._drained():
                 return "drained"
             else:

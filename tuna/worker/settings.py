@@ -18,6 +18,8 @@ class WorkerSettings:
     """Everything about a worker's loop except what it works on (session, phase).
 
     * ``burst``: exit once no job of the phase is ready or in flight anywhere.
+    * ``until_empty``: exit once a claim finds no job ready (jobs other workers hold are
+      not waited for: a worker of several compile stages moves on to the next at once).
     * ``max_jobs``: stop after claiming that many jobs.
     * ``gpu``, ``machine``: where the worker runs (recorded on its jobs).
     * ``owner``: the lease owner id (default: ``host:pid:random``).
@@ -35,6 +37,7 @@ class WorkerSettings:
     """
 
     burst: bool = False
+    until_empty: bool = False
     max_jobs: int | None = None
     gpu: int | None = None
     machine: int | None = None

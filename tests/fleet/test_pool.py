@@ -1,0 +1,89 @@
+"""go_fish on this machine through several stages with one set of worker processes."""
+
+from __future__ import annotations
+
+import pytest
+
+from tuna.catalog.importer import import_configs, read_lines
+from tuna.db.enums import JobState
+from tuna.errors import TunaError
+from tuna.fleet.phase import Task
+from tuna.fleet.pool import LocalPool, run_local_stages
+from tuna.jobs import job_counts
+from tuna.jobs.load import load_jobs
+from tuna.sessions import SessionSpec, create_session
+
+LINES = "\n".join(
+    f"MIOpenDriver conv -n 2 -c {c} -H 8 -W 8 -k 8 -y 3 -x 3 -p 1 -q 1 -F 1" for c in (4, 8, 16)
+)
+
+
+def sessions(db, backend: str, n: int = 2) -> list[int]:
+    import_configs(db, read_lines(LINES), tag="net")
+    out = []
+    for _ in range(n):
+        sid = create_session(db, SessionSpec(arch="cpu", num_cu=2, backend=backend)).id
+        load_jobs(db, sid, step="perf", tag="net", force=True)
+        out.append(sid)
+    return out
+
+
+def test_every_process_compiles_and_one_per_owned_device_then_evaluates(db, tmp_path):
+    a, b = sessions(db, "cpuconv")
+    stages = [(a, Task.COMPILE), (a, Task.RUN_PERF), (b, Task.COMPILE), (b, Task.RUN_PERF)]
+    pool = LocalPool(db, stages, workers=3, log_dir=tmp_path, db_url="sqlite://")
+    # watched and worked compiles first: no evaluation while anything compiles
+    assert pool.stages == [(a, Task.COMPILE), (b, Task.COMPILE), (a, Task.RUN_PERF),
+                           (b, Task.RUN_PERF)]  # fmt: skip
+    assert pool.plans[0] == pool.stages  # a cpuconv evaluation owns the machine: one evaluator
+    assert pool.plans[1] == pool.plans[2] == [(a, Task.COMPILE), (b, Task.COMPILE)]
+    argv = pool.argv(pool.plans[0])
+    at = argv.index("worker")
+    assert argv[at:] == [
+        "worker", "-v", "--session", str(a), "--phase", "compile", "--burst",
+        "--then", f"{b}:compile", "--then", f"{a}:eval", "--then", f"{b}:eval",
+    ]  # fmt: skip
+    only_eval = LocalPool(db, [(a, Task.RUN_PERF)], workers=3, log_dir=tmp_path, db_url="x")
+    assert only_eval.plans == [[(a, Task.RUN_PERF)]]
+
+
+def test_a_pool_takes_sessions_of_one_backend(db, tmp_path):
+    [cpu] = sessions(db, "cpuconv", 1)
+    noop = create_session(db, SessionSpec(arch="cpu", num_cu=2, backend="noop")).id
+    with pytest.raises(TunaError, match="one pool works sessions of one backend"):
+        LocalPool(db, [(cpu, Task.COMPILE), (noop, Task.COMPILE)], workers=1, log_dir=tmp_path,
+                  db_url="x")  # fmt: skip
+
+
+def test_two_sessions_drain_through_four_stages_with_one_start(sqlite_url, tmp_path):
+    from tuna.db import open_database
+
+    db = open_database(sqlite_url)
+    try:
+        a, b = sessions(db, "noop")
+        seen: list[tuple[int, Task]] = []
+        reports = run_local_stages(
+            db,
+            [(a, Task.COMPILE), (b, Task.COMPILE), (a, Task.RUN_PERF), (b, Task.RUN_PERF)],
+            workers=2,
+            log_dir=tmp_path / "logs",
+            db_url=sqlite_url,
+            interval=0.2,
+            on_stage=lambda s, t: seen.append((s, t)),
+        )
+        assert seen == [(a, Task.COMPILE), (b, Task.COMPILE), (a, Task.RUN_PERF),
+                        (b, Task.RUN_PERF)]  # fmt: skip
+        assert [(r.session, r.task, r.drained) for r in reports] == [(s, t, True) for s, t in seen]
+        for s in (a, b):
+            counts = job_counts(db, s).by_state
+            assert counts[JobState.EVALUATED] > 0
+            assert {st for st, n in counts.items() if n} <= {
+                JobState.EVALUATED, JobState.NOT_APPLICABLE
+            }  # fmt: skip
+        # two processes in all, each logging once (the noop backend owns nothing: both evaluate)
+        logs = sorted(p.name for p in (tmp_path / "logs").rglob("*.log"))
+        assert logs == ["worker-0.log", "worker-1.log"]
+        text = (tmp_path / "logs").rglob("worker-0.log").__next__().read_text()
+        assert text.count("worker for session") >= 4  # one process, every stage
+    finally:
+        db.dispose()
