@@ -3,12 +3,14 @@ compile workers, eval workers, result rows."""
 
 from __future__ import annotations
 
+import json
+
 from sqlalchemy import func, select
 
 from tuna.catalog.importer import import_configs, read_lines
 from tuna.db import Database
 from tuna.db.enums import JobState
-from tuna.db.models import FindDb, Job, JobKernel, KernelCache, PerfDb, Solver
+from tuna.db.models import FindDb, Job, JobKernel, KernelCache, Measurement, PerfDb, Solver
 from tuna.jobs.load import load_jobs
 from tuna.results.dbfiles import read_kern_db
 from tuna.results.export import ExportSpec, export_db
@@ -70,6 +72,16 @@ def test_a_session_is_tuned_end_to_end(lite, tmp_path):
     assert count(lite, PerfDb, PerfDb.session == session) == 6  # the tunable jobs
     assert set(perf) == {"CpuDirectTiled", "CpuIm2colGemm", "CpuGemm1x1", "CpuWinograd2x3"}
     assert count(lite, KernelCache) >= 8 and count(lite, JobKernel) >= 8
+
+    # Every candidate compiled was measured once, on the eval worker's platform.
+    with lite.session() as s:
+        payloads = s.scalars(select(Job.result).where(Job.session == session)).all()
+        measured = s.execute(
+            select(Measurement.job, Measurement.params, Measurement.platform)
+        ).all()
+    assert len(measured) == sum(len(json.loads(p)["candidates"]) for p in payloads)
+    assert len({(j, p) for j, p, _ in measured}) == len(measured)
+    assert len({platform for *_, platform in measured}) == 1
 
     # Each find row links the shared object its winner is built into, one of its job's
     # candidates; the kernel db holds those of each key's fastest solver, nothing else.
