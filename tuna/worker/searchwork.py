@@ -111,10 +111,15 @@ class SearchLoader:
             }
             digests |= {d for d in sources.values() if d}
             fetch = [d for d in digests if self.cache.get(d) is None]
+            broken: dict[str, str] = {}
             for digest, blob in s.execute(
                 select(Artifact.digest, Artifact.blob).where(Artifact.digest.in_(fetch))
             ):
-                self.cache.put(digest, blob)
+                try:
+                    self.cache.put(digest, blob)
+                except Exception as e:  # a job's failure (retried), not the worker's
+                    log.warning("artifact %s: cannot unpack", digest[:12], exc_info=True)
+                    broken[digest] = f"{type(e).__name__}: {e}"
         for j in builds:
             row = build_rows.get(j.search_build)
             if row is None:
@@ -124,7 +129,8 @@ class SearchLoader:
             source = sources.get(row.id)
             source_dir = self.cache.get(source) if source else None
             if source and source_dir is None:
-                out[j.id] = f"the sources {source[:12]} of search {row.search} are missing"
+                why = broken.get(source, "missing")
+                out[j.id] = f"the sources {source[:12]} of search {row.search}: {why}"
                 continue
             out[j.id] = SearchWork(
                 job_id=j.id,
@@ -143,7 +149,8 @@ class SearchLoader:
             spec, _, _ = self._searches[run.search]
             build_dir = self.cache.get(run.digest) if run.digest is not None else None
             if run.digest is not None and build_dir is None:
-                out[j.id] = f"the artifact {run.digest[:12]} of run {j.search_run} is missing"
+                why = broken.get(run.digest, "missing")
+                out[j.id] = f"the artifact {run.digest[:12]} of run {j.search_run}: {why}"
                 continue
             out[j.id] = SearchWork(
                 job_id=j.id,

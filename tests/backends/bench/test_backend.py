@@ -79,3 +79,24 @@ def test_specs_are_checked():
         spec_from_dict({"build": "y"})
     assert needs_build({"run": "x", "source_dir": "/src"})
     assert not needs_build({"run": "x"})
+
+
+def test_an_older_python_without_tar_filters_unpacks_and_refuses_escapes(tmp_path, monkeypatch):
+    import gzip
+    import io
+    import tarfile
+
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / "f").write_text("ok")
+    data = pack(d)
+    monkeypatch.delattr(tarfile, "data_filter", raising=False)
+    assert (unpack(data, tmp_path / "out") / "f").read_text() == "ok"
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w") as tar:
+        info = tarfile.TarInfo("../escaped")
+        info.size = 1
+        tar.addfile(info, io.BytesIO(b"x"))
+    with pytest.raises(BenchError, match="would land outside"):
+        unpack(gzip.compress(raw.getvalue()), tmp_path / "evil")
+    assert not (tmp_path / "escaped").exists()

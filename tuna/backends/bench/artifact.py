@@ -54,8 +54,24 @@ def unpack(data: bytes, directory: Path) -> Path:
     """Unpack :func:`pack`'s bytes into ``directory`` (created); returns it."""
     directory.mkdir(parents=True, exist_ok=True)
     with tarfile.open(fileobj=io.BytesIO(gzip.decompress(data)), mode="r") as tar:
-        tar.extractall(directory, filter="data")
+        if hasattr(tarfile, "data_filter"):  # Python >= 3.11.4 (and backports)
+            tar.extractall(directory, filter="data")
+        else:  # an older Python (a worker image's): refuse what the data filter refuses
+            for member in tar.getmembers():
+                _check_member(member, directory)
+            tar.extractall(directory)  # noqa: S202 (members checked above)
     return directory
+
+
+def _check_member(member: tarfile.TarInfo, directory: Path) -> None:
+    root = directory.resolve()
+    target = (directory / member.name).resolve()
+    if not target.is_relative_to(root) or not (member.isfile() or member.isdir()):
+        if member.issym():
+            link = (target.parent / member.linkname).resolve()
+            if link.is_relative_to(root):
+                return
+        raise BenchError(f"artifact member {member.name!r} would land outside its directory")
 
 
 def _walk(directory: Path) -> list[Path]:
