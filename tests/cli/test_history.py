@@ -189,3 +189,22 @@ def test_best_as_a_golden_version_exports_in_miopens_format(runner, tmp_path):
     assert lines[h.keys[1]].startswith("NoopDirect:0.5,")  # not the retired session's 0.1
     both = runner.invoke(main, [*args, "-o", str(tmp_path / "x.json")])
     assert both.exit_code == 2 and "not both" in both.output
+
+
+def test_load_jobs_min_trials_says_what_it_skipped(runner):
+    db = _db()
+    h = make_configs(db)
+    old = session(db)
+    p = add_platform(db, {"gpu": {"model": "MI250X"}})
+    add_measurements(db, old, h.configs[0], h.solvers["NoopTunable"], [1.0, 2.0], platform=p)
+    sid = session(db)
+    db.dispose()
+    args = ["load_jobs", "-t", "net", "-s", str(sid), "--only_tunable", "--min-trials", "2"]
+    result = runner.invoke(main, args)
+    assert result.exit_code == 0, result.output
+    lines = [" ".join(line.split()) for line in result.output.splitlines()]
+    assert "skipped: >= 2 measurements that count 1" in lines
+    assert "jobs queued 2" in lines
+    assert "(pass --force to queue work that counting history already did)" in lines
+    forced = runner.invoke(main, [*args, "--force"])
+    assert "jobs queued 1" in [" ".join(x.split()) for x in forced.output.splitlines()]
