@@ -14,6 +14,9 @@ second session (every config present).
     .venv/bin/python bench/import_db.py --url sqlite:////tmp/bench_import_db.db -n 193000
 
 A MySQL URL names the server; the script creates (and drops) its own database on it.
+``--file F`` imports F (a find db) instead of a generated one. The last line, ``SUMMARY``,
+gives rows/s (find rows, i.e. entries) and lines/s of read + import for both imports, the
+reading's wall and client CPU time and the load average.
 """
 
 from __future__ import annotations
@@ -96,12 +99,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--url", required=True)
     ap.add_argument("-n", type=int, default=193_000)
+    ap.add_argument("--file", type=Path, help="import this find db instead of generating one")
     args = ap.parse_args()
+    print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "gfx90a68.HIP.fdb.txt"
-        t = time.perf_counter()
-        lines = large_find_db(args.n, path)
-        print(f"generated {lines} distinct records in {time.perf_counter() - t:.1f} s")
+        path = args.file or Path(tmp) / "gfx90a68.HIP.fdb.txt"
+        if args.file is None:
+            t = time.perf_counter()
+            lines = large_find_db(args.n, path)
+            print(f"generated {lines} distinct records in {time.perf_counter() - t:.1f} s")
         url, cleanup = fresh_database(args.url)
         try:
             engine = make_engine(url)
@@ -112,11 +118,13 @@ def main() -> None:
             t, cpu = time.perf_counter(), time.process_time()
             parsed = read_db_file(path)
             read_s, read_cpu = time.perf_counter() - t, time.process_time() - cpu
+            lines = parsed.records
             rows = sum(len(e) for e in parsed.find.values())
             print(
                 f"read {lines} records ({rows} entries, {len(parsed.bad)} bad) in {read_s:.2f} s "
                 f"(client CPU {read_cpu:.2f} s)"
             )
+            summary = []
             for label in ("new configs", "configs present"):
                 sid = create_session(
                     db, SessionSpec(arch="gfx90a", num_cu=104, backend="miopen")
@@ -131,12 +139,23 @@ def main() -> None:
                     f"{write_cpu:.2f} s); with reading {total:.2f} s = {lines / total:,.0f} "
                     f"lines/s, {rows / total:,.0f} rows/s"
                 )
+                summary.append(
+                    f"{label}: {total:.2f} s = {rows / total:,.0f} rows/s, "
+                    f"{lines / total:,.0f} lines/s (import {write_s:.2f} s, client CPU "
+                    f"{write_cpu:.2f} s)"
+                )
             db.dispose()
         finally:
             if cleanup is not None:
                 admin, name = cleanup  # type: ignore[misc]
                 with admin.begin() as conn:
                     conn.exec_driver_sql(f"DROP DATABASE `{name}`")
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(
+        f"SUMMARY import_db {lines} lines, {rows} rows (read + import): "
+        + "; ".join(summary)
+        + f"; reading {read_s:.2f} s, client CPU {read_cpu:.2f} s; load average at end {load}"
+    )
 
 
 if __name__ == "__main__":

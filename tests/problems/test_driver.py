@@ -6,7 +6,9 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
 
+import tuna.problems.driver as driver_module
 from tuna.errors import DriverLineError
 from tuna.problems import (
     ConvProblem,
@@ -17,6 +19,8 @@ from tuna.problems import (
     to_driver_line,
 )
 from tuna.problems.driver import FlagSpec, FlagTable, parse_flags
+
+from .test_properties import conv_problems
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 DRIVER_FILES = sorted((DATA / "driver").glob("*.txt"))
@@ -585,3 +589,27 @@ def test_values_up_to_int_max_parse() -> None:
 def test_a_transposed_problem_whose_y_leaves_a_c_int_is_refused() -> None:
     with pytest.raises(DriverLineError, match="y's dims .* above 2147483647"):
         parse_driver_line("conv -m trans -n 1 -c 1 -k 1 -H 65536 -W 1 -u 65536 -v 1 -F 1")
+
+
+@given(conv_problems(modes=("conv", "trans")))
+@settings(max_examples=400, deadline=None)
+def test_the_one_format_line_is_the_full_writers_line(p: ConvProblem) -> None:
+    """``_plain_driver_line`` (the common problem in one format) writes what the full writer
+    writes, or stands aside."""
+    for q in (p, p.with_command("convfp16"), p.with_command("convint8")):
+        plain = driver_module._plain_driver_line(q)
+        if plain is not None:
+            assert plain == driver_module._full_driver_line(q)
+
+
+def test_the_one_format_line_takes_the_common_problems() -> None:
+    lines = [
+        "conv -n 128 -c 3 -H 224 -W 224 -k 64 -y 7 -x 7 -p 3 -q 3 -u 2 -v 2 -l 1 -j 1 -g 1 -F 2",
+        "convfp16 -n 4 -c 8 --in_d 4 -H 9 -W 9 -k 16 --fil_d 3 -y 3 -x 3 --spatial_dim 3 -F 4",
+        "convbfp16 -n 4 -c 32 -H 9 -W 9 -k 64 -y 3 -x 3 -g 32 -F 1",
+    ]
+    for line in lines:
+        p = parse_driver_line(line)[0]
+        plain = driver_module._plain_driver_line(p)
+        assert plain is not None and plain == driver_module._full_driver_line(p)
+        assert parse_driver_line(plain) == [p]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -462,9 +463,48 @@ def test_the_fast_path_takes_most_shipped_keys() -> None:
 
 
 def _full_parse(key: str) -> ConvProblem:
-    plain = keys_module._plain
-    keys_module._plain = lambda _key: None  # type: ignore[assignment]
+    return keys_module._parse_full(key)
+
+
+def _mutants(key: str) -> list[str]:
+    """Keys near ``key`` that the fast path must refuse or read as the full parser does: each
+    dash field and each value in it changed to a leading zero, 0, 1, a 10-digit value, one
+    more or less; a written group count of 1 and of 2; three default layouts."""
+    out = [key + "_g1", key + "_g2", key + "_g01", key.replace("-NCHW-", "-NCHW-NCHW-NCHW-")]
+    out.append(key.replace("-NCDHW-", "-NCDHW-NCDHW-NCDHW-"))
+    fields = key.split("-")
+    for i, f in enumerate(fields):
+        values = f.split("x")
+        for j, v in enumerate(values):
+            if not v.isdigit():
+                continue
+            for new in ("0" + v, "0", "1", "2147483647", "2147483648", "999999999",
+                        str(int(v) + 1), str(max(int(v) - 1, 0)), "16384", "16385"):  # fmt: skip
+                changed = [*values[:j], new, *values[j + 1 :]]
+                out.append("-".join([*fields[:i], "x".join(changed), *fields[i + 1 :]]))
+    return out
+
+
+def _outcome(parse: Callable[[str], ConvProblem | None], key: str) -> object:
     try:
-        return parse_find_db_key(key)
-    finally:
-        keys_module._plain = plain
+        return parse(key)
+    except DbKeyError as e:
+        return f"refused: {e}"
+
+
+def test_the_fast_path_reads_near_keys_as_the_full_parser_does() -> None:
+    """Around every shipped key of the plain forms: where the fast path takes a key, the full
+    parser gives the same problem, the problem is plainly valid and its key is the key; where
+    the full parser refuses a key, the fast path stands aside (so the error is the same)."""
+    keys = [k for path in FDB_FILES for k in fdb_keys(path)]
+    taken = 0
+    for key in keys[::7]:
+        for near in _mutants(key):
+            fast = keys_module._plain(near)
+            full = _outcome(_full_parse, near)
+            if fast is None:
+                continue
+            taken += 1
+            assert fast == full, near
+            assert fast._plainly_valid() and find_db_key(fast) == near, near
+    assert taken > 1000

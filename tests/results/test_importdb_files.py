@@ -129,13 +129,13 @@ def test_solvers_miopen_ships_that_tunas_catalogue_lacks_are_recorded_and_export
 def test_a_failed_import_changes_nothing(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
     sid = make_session(db, backend="miopen")
     before = counts(db)
-    real = importdb.upsert
+    real = importdb.upsert_columns
 
-    def fail_on_perf(s, model, rows, keys):  # type: ignore[no-untyped-def]
-        real(s, model, rows, keys)
+    def fail_on_perf(s, model, columns, keys):  # type: ignore[no-untyped-def]
+        real(s, model, columns, keys)
         raise RuntimeError("injected: the server went away after the find rows")
 
-    monkeypatch.setattr(importdb, "upsert", fail_on_perf)
+    monkeypatch.setattr(importdb, "upsert_columns", fail_on_perf)
     with pytest.raises(RuntimeError, match="injected"):
         import_db_files(db, sid, [read_db_file(MIOPEN_DATA / "gfx90a68.HIP.fdb.sample.txt")])
     assert counts(db) == before
@@ -284,3 +284,79 @@ def test_a_second_import_says_what_it_waits_for_and_then_succeeds(mysql_url: str
     finally:
         db.dispose()
         engine.dispose()
+
+
+TRICKY = """\
+{P}-16-{S}=ConvAsm1x1U:1,0,{D};ConvBinWinogradRxS:2,8,{W}
+# {P}-16-{S}=ConvAsm1x1U:1,0,{D}
+#{P}-17-{S}=ConvAsm1x1U:1,0,{D}
+  {P}-18-{S}=ConvAsm1x1U:1,0,{D}
+{P}-19-{S} =ConvAsm1x1U:1,0,{D}
+{P}-20-{S}=ConvAsm1x1U:1,0,{D};ConvAsm1x1U:2,0,{D}
+{P}-21-{S}=ConvAsm1x1U:nan,0,{D}
+{P}-22-{S}=ConvAsm1x1U:-0,0,{D}
+{P}-23-{S}=ConvAsm1x1U:1,9223372036854775807,{D}
+{P}-24-{S}=ConvAsm1x1U:1,9223372036854775808,{D}
+{P}-25-{S}=ConvAsm1x1U:1,-1,{D}
+{P}-26-{S}=ConvAsm1x1U:1,0,{D}:x
+{P}-27-{S}=ConvAsm1x1U:1,0,{D}=
+{P}-28-{S}=ConvAsm1x1U:1,0,{D};
+{P}-29-{S}={D}:{D},1,0,a,b
+{P}-30-{S}={D}:1,0,{D}
+{P}-31-{S}=ConvAsm1x1U:1e999,0,{D}
+{P}-32-{S}=ConvAsm1x1U:1,0,{D}\r
+{P}-33-{S}=ConvAsm1x1U:1,0
+{P}-034-{S}=ConvAsm1x1U:1,0,{D}
+{P}-35-{S}=ConvAsm1x1U: 1,0,{D}
+{P}-36-{S}=ConvAsm1x1U:1,0,{D} ;ConvAsm3x3U:1,0,x
+{P}-37-{S}=ConvAsm1x1U:1,0,{D};ConvAsm3x3U:1,0,x
+{P}-39-{S}={D}:ConvAsm1x1U,0.5,0,a,b
+{P}-40-{S}={D}:ConvAsm1x1U,0.5,0,a,b;{W}:ConvAsm1x1U,0.25,8,a,b;{G}:ConvAsm3x3U,0.25,8,,
+{P}-41-{S}={D}:ConvAsm1x1U,0.5,0,a,b;{W}:ConvAsm1x1U,0.5,8,a,b
+{P}-42-{S}={D}:ConvAsm1x1U,0.5,0,a,b;{D}:ConvAsm3x3U,0.5,8,a,b
+{P}-43-{S}={D}:ConvAsm1x1U,0.5,0,a;ConvAsm3x3U:1,0,x
+{P}-44-{S}={D}:ConvAsm1x1U,0.5,0,a,b;ConvAsm1x1U:0.1,0,x
+{P}-45-{S}={D}:ConvUnseen,0.5,0,a,b;ConvUnseen:0.1,0,x
+{P}-46-{S}={G}:{G},0.5,0,a,b
+{P}-47-{S}={G}:1,0,{G}
+{P}-16-{S}=ConvAsm3x3U:1,0,{D}
+
+{P}-38-{S}
+=ConvAsm1x1U:1,0,{D}
+""".format(
+    P="64-56-56-1x1-64-56-56",
+    S="0x0-1x1-1x1-0-NCHW-FP32-F",
+    D="miopenConvolutionFwdAlgoDirect",
+    W="miopenConvolutionFwdAlgoWinograd",
+    G="miopenConvolutionFwdAlgoGEMM",
+)
+
+
+@pytest.mark.parametrize("name", [*SAMPLES, "tricky"], ids=str)
+def test_the_one_pass_reader_reads_what_the_full_reader_reads(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The common find-db record is read in one pass (``_FastFindLines``); every other line
+    the full reader reads. Both give the same records, entries, problems and bad lines."""
+    path = MIOPEN_DATA / name
+    if name == "tricky":
+        path = tmp_path / "gfx90a68.HIP.fdb.txt"
+        path.write_bytes(TRICKY.encode())
+    read = importdb._FastFindLines.read
+    taken = []
+
+    def counting(self: importdb._FastFindLines, line: str) -> object:
+        got = read(self, line)
+        taken.append(got is not None)
+        return got
+
+    monkeypatch.setattr(importdb._FastFindLines, "read", counting)
+    fast = read_db_file(path)
+    monkeypatch.setattr(importdb._FastFindLines, "read", lambda _self, _line: None)
+    full = read_db_file(path)
+    assert (fast.records, fast.find, fast.problems, fast.bad) == (
+        full.records, full.find, full.problems, full.bad
+    )  # fmt: skip
+    assert [type(e) for es in fast.find.values() for e in es] == [FindEntry] * fast.entries
+    if len(taken) > 100:  # the samples of hundreds of records, v2.0 and v1.0 entries
+        assert sum(taken) > 0.5 * len(taken)

@@ -133,17 +133,24 @@ def store_entries(
     report: ImportReport,
     tag_only: bool = False,
     recurrent: bool = False,
+    driver_of: Callable[[ConvEntry], str | None] | None = None,
 ) -> dict[str, int]:
     """Write parsed entries in the caller's transaction (tensors, configs, tags), in bulk.
 
     Returns the config id of every conv entry, by find-db key. Counts go to ``report``.
+    ``driver_of`` gives the driver line of a conv entry that is inserted (in place of its
+    ``driver``), so a caller need not make lines for the entries already present.
     """
     check_tag(tag)
     conv = [e for e in entries if isinstance(e, ConvEntry)]
     bns = [e for e in entries if isinstance(e, BnEntry)]
     conv_ids: dict[str, int] = {}
+
+    def conv_rows(session: Session, entries: list[ConvEntry]) -> list[dict[str, Any]]:
+        return _conv_rows(session, entries, driver_of)
+
     for model, key_col, group, make_rows in (
-        (ConvConfig, ConvConfig.fdb_key, conv, _conv_rows),
+        (ConvConfig, ConvConfig.fdb_key, conv, conv_rows),
         (BnConfig, BnConfig.bn_key, bns, _bn_rows),
     ):
         present, new = _store(session, model, key_col, group, make_rows, tag_only, report)
@@ -213,27 +220,37 @@ def _store(
 
 
 def _tensor_ids(session: Session, keys: set[records.TensorKey]) -> dict[records.TensorKey, int]:
+    """The id of every tensor in ``keys``, inserting those not yet present. The new rows are
+    read back by id range (one query, no key sent back); only tensors that were present
+    already, or that another writer inserted meanwhile, are looked up by their columns."""
     cols = [getattr(Tensor, c) for c in records.TENSOR_COLUMNS]
     wanted = sorted(keys)
+    before = session.scalar(select(func.max(Tensor.id))) or 0
     insert_missing(session, Tensor, [records.tensor_row(k) for k in wanted])
     ids: dict[records.TensorKey, int] = {}
-    for part in chunks(wanted, 500):
+    for row in session.execute(select(*cols, Tensor.id).where(Tensor.id > before)):
+        ids[tuple(row[:-1])] = row[-1]
+    rest = [k for k in wanted if k not in ids]
+    for part in chunks(rest, 500):
         for row in session.execute(select(*cols, Tensor.id).where(tuple_(*cols).in_(part))):
             ids[tuple(row[:-1])] = row[-1]
     return ids
 
 
-def _conv_rows(session: Session, entries: list[ConvEntry]) -> list[dict[str, Any]]:
-    tensors: set[records.TensorKey] = set()
-    for e in entries:
-        tensors.add(records.input_tensor(e.problem))
-        tensors.add(records.weight_tensor(e.problem))
-    tensor_ids = _tensor_ids(session, tensors)
+def _conv_rows(
+    session: Session,
+    entries: list[ConvEntry],
+    driver_of: Callable[[ConvEntry], str | None] | None = None,
+) -> list[dict[str, Any]]:
+    xs = [records.input_tensor(e.problem) for e in entries]
+    ws = [records.weight_tensor(e.problem) for e in entries]
+    tensor_ids = _tensor_ids(session, {*xs, *ws})
     rows = []
-    for e in entries:
-        row = records.conv_config_values(e.problem, e.key, e.driver)
-        row["input_tensor"] = tensor_ids[records.input_tensor(e.problem)]
-        row["weight_tensor"] = tensor_ids[records.weight_tensor(e.problem)]
+    for e, x, w in zip(entries, xs, ws, strict=True):
+        driver = e.driver if driver_of is None else driver_of(e)
+        row = records.conv_config_values(e.problem, e.key, driver)
+        row["input_tensor"] = tensor_ids[x]
+        row["weight_tensor"] = tensor_ids[w]
         rows.append(row)
     return rows
 

@@ -21,12 +21,19 @@ from tuna.db.models import Base
 
 T = TypeVar("T")
 
-BATCH = 2000
+BATCH = 5000
+STATEMENT_BYTES = 4 << 20
+"""The most characters of rows in one statement (MySQL's max_allowed_packet is 16 MiB by
+default, and 4 MiB on old servers: the head and tail come on top)."""
 
 
 def chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+Columns = dict[str, Sequence[Any]]
+"""Rows given column by column: each column's name and its values, all of one length."""
 
 
 def insert_missing(
@@ -44,38 +51,35 @@ def insert_missing(
     ``INSERT ... ON DUPLICATE KEY UPDATE id=id`` on MySQL (unlike INSERT IGNORE it does not
     hide truncation or other errors), ``INSERT ... ON CONFLICT DO NOTHING`` on SQLite.
     """
-    if not rows:
+    if rows:
+        insert_missing_columns(session, model, _columns_of(rows), progress=progress, stage=stage)
+
+
+def insert_missing_columns(
+    session: Session,
+    model: type[Base],
+    columns: Columns,
+    *,
+    progress: Callable[[str, int, int], None] | None = None,
+    stage: str = "",
+) -> None:
+    """:func:`insert_missing` of rows given column by column (no dict per row)."""
+    count = _count(columns)
+    if not count:
         return
     table = cast(Table, model.__table__)
     conn = session.connection()
     if conn.dialect.name == "sqlite":
         stmt = sqlite.insert(table).on_conflict_do_nothing()
-
-        def write(part: Sequence[dict[str, Any]]) -> None:
-            conn.execute(stmt, list(part))
-    else:
-        dbapi: Any = conn.connection.dbapi_connection
-        escape = _string_escaper(dbapi)
-        columns = list(rows[0])
-        pk = next(iter(table.primary_key.columns)).name
-        head = f"INSERT INTO {_quote(table.name)} ({', '.join(_quote(c) for c in columns)}) VALUES "
-        tail = f" ON DUPLICATE KEY UPDATE {_quote(pk)} = {_quote(pk)}"
-
-        def write(part: Sequence[dict[str, Any]]) -> None:
-            values = ",".join(
-                "(" + ",".join([_literal(row[c], escape) for c in columns]) + ")" for row in part
-            )
-            # The raw cursor with no arguments: the driver applies no %-formatting, so a
-            # '%' in a value (e.g. a driver line's -% flag) stays as it is.
-            with dbapi.cursor() as cursor:
-                cursor.execute(head + values + tail)
-
-    done = 0
-    for part in chunks(rows, BATCH):
-        write(part)
-        done += len(part)
-        if progress:
-            progress(stage, done, len(rows))
+        rows = _rows_of(columns)
+        for start in range(0, count, BATCH):
+            conn.execute(stmt, rows[start : start + BATCH])
+            if progress:
+                progress(stage, min(start + BATCH, count), count)
+        return
+    pk = next(iter(table.primary_key.columns)).name
+    tail = f" ON DUPLICATE KEY UPDATE {_quote(pk)} = {_quote(pk)}"
+    _write_mysql(conn, table, columns, tail, progress, stage)
 
 
 def upsert(
@@ -87,10 +91,18 @@ def upsert(
     :func:`insert_missing` on MySQL; ``INSERT ... ON CONFLICT DO UPDATE`` with
     ``executemany`` on SQLite. The rows must all have the same keys.
     """
-    if not rows:
+    if rows:
+        upsert_columns(session, model, _columns_of(rows), keys)
+
+
+def upsert_columns(
+    session: Session, model: type[Base], columns: Columns, keys: Sequence[str]
+) -> None:
+    """:func:`upsert` of rows given column by column (no dict per row)."""
+    count = _count(columns)
+    if not count:
         return
     table = cast(Table, model.__table__)
-    columns = list(rows[0])
     updated = [c for c in columns if c not in keys]
     conn = session.connection()
     if conn.dialect.name == "sqlite":
@@ -98,21 +110,136 @@ def upsert(
         stmt = lite.on_conflict_do_update(
             index_elements=list(keys), set_={c: lite.excluded[c] for c in updated}
         )
-        for part in chunks(rows, BATCH):
-            conn.execute(stmt, list(part))
+        rows = _rows_of(columns)
+        for start in range(0, count, BATCH):
+            conn.execute(stmt, rows[start : start + BATCH])
         return
-    dbapi: Any = conn.connection.dbapi_connection
-    escape = _string_escaper(dbapi)
-    head = f"INSERT INTO {_quote(table.name)} ({', '.join(_quote(c) for c in columns)}) VALUES "
     tail = " ON DUPLICATE KEY UPDATE " + ", ".join(
         f"{_quote(c)} = VALUES({_quote(c)})" for c in updated
     )
-    with dbapi.cursor() as cursor:
-        for part in chunks(rows, BATCH):
-            values = ",".join(
-                "(" + ",".join([_literal(row[c], escape) for c in columns]) + ")" for row in part
-            )
-            cursor.execute(head + values + tail)
+    _write_mysql(conn, table, columns, tail, None, "")
+
+
+def _count(columns: Columns) -> int:
+    lengths = {len(v) for v in columns.values()}
+    if len(lengths) > 1:
+        raise ValueError(f"columns of different lengths: {sorted(lengths)}")
+    return lengths.pop() if lengths else 0
+
+
+def _columns_of(rows: Sequence[dict[str, Any]]) -> Columns:
+    return {c: [row[c] for row in rows] for c in rows[0]}
+
+
+def _rows_of(columns: Columns) -> list[dict[str, Any]]:
+    names = list(columns)
+    return [dict(zip(names, values, strict=True)) for values in zip(*columns.values(), strict=True)]
+
+
+def _write_mysql(
+    conn: Any,
+    table: Table,
+    columns: Columns,
+    tail: str,
+    progress: Callable[[str, int, int], None] | None,
+    stage: str,
+) -> None:
+    """Multi-row INSERTs of up to ``BATCH`` rows, each value rendered as a literal, column by
+    column (a type check per column, not per value).
+
+    With PyMySQL the next statement is rendered while the server runs the one sent before
+    (the client's and the server's work overlap: on one machine they use two cores); with
+    another driver the statements go one after the other."""
+    dbapi: Any = conn.connection.dbapi_connection
+    escape = _string_escaper(dbapi)
+    head = f"INSERT INTO {_quote(table.name)} ({', '.join(_quote(c) for c in columns)}) VALUES "
+    count = _count(columns)
+
+    def statements() -> Iterator[tuple[int, str]]:
+        values = list(columns.values())
+        for start in range(0, count, BATCH):
+            part = [_column_literals(v[start : start + BATCH], escape) for v in values]
+            rows = ["(" + ",".join(row) + ")" for row in zip(*part, strict=True)]
+            done = start
+            for group in _by_size(rows):
+                done += len(group)
+                yield done, head + ",".join(group) + tail
+
+    send, receive = _pipeline(dbapi)
+    pending = False
+    try:
+        for done, sql in statements():  # rendered while the server runs the one before
+            if pending:
+                pending = False
+                receive()
+            send(sql)
+            pending = True
+            if progress:
+                progress(stage, done, count)
+    finally:
+        if pending:  # an error while rendering: read the answer so the connection stays usable
+            receive()
+
+
+def _by_size(rows: list[str]) -> Iterator[list[str]]:
+    """``rows`` in groups of at most ``STATEMENT_BYTES`` characters (one row at least), so a
+    statement of long values stays far below the server's ``max_allowed_packet``."""
+    if sum(map(len, rows)) <= STATEMENT_BYTES:
+        yield rows
+        return
+    group: list[str] = []
+    size = 0
+    for row in rows:
+        if group and size + len(row) > STATEMENT_BYTES:
+            yield group
+            group, size = [], 0
+        group.append(row)
+        size += len(row) + 1
+    if group:
+        yield group
+
+
+def _pipeline(dbapi: Any) -> tuple[Callable[[str], None], Callable[[], None]]:
+    """(send a statement, read its answer) on the raw connection.
+
+    PyMySQL's ``query`` is exactly these two steps; done apart, the client can work while the
+    server runs the statement. The statement goes with no arguments, so the driver applies no
+    %-formatting and a '%' in a value (e.g. a driver line's -% flag) stays as it is."""
+    from pymysql.connections import Connection  # here: a worker on SQLite never loads PyMySQL
+    from pymysql.constants import COMMAND
+
+    if isinstance(dbapi, Connection):
+        encoding = dbapi.encoding
+
+        def send(sql: str) -> None:
+            dbapi._execute_command(COMMAND.COM_QUERY, sql.encode(encoding))
+
+        def receive() -> None:
+            dbapi._affected_rows = dbapi._read_query_result()
+
+        return send, receive
+    cursor = dbapi.cursor()
+    return cursor.execute, lambda: None
+
+
+def _column_literals(values: Sequence[Any], escape: Callable[[str], str]) -> Sequence[str]:
+    """The SQL literal of every value of a column: one pass in C for a column of one type
+    (ints, floats, NULLs; strings escaped once per distinct value), else value by value."""
+    kinds = set(map(type, values))
+    if kinds == {int}:
+        return list(map(str, values))
+    if kinds == {float}:
+        return list(map(repr, values))
+    if kinds == {type(None)}:
+        return ["NULL"] * len(values)
+    if kinds <= {str, type(None)}:
+        distinct = set(values)
+        if len(distinct) * 4 <= len(values):  # repeated strings (layouts, algorithms)
+            quoted = {v: _literal(v, escape) for v in distinct}
+            return [quoted[v] for v in values]
+        if kinds == {str}:
+            return ["'" + v + "'" for v in map(escape, values)]
+    return [_literal(v, escape) for v in values]
 
 
 def _string_escaper(dbapi: Any) -> Callable[[str], str]:

@@ -63,6 +63,8 @@ _SPATIAL_FILLS: tuple[tuple[str, int | None], ...] = (
 )
 _INT_TYPE = {int}
 _SMALL = 2**14  # spatial values up to this give y dims that fit a C int, even in mode trans
+PLAIN_SPATIAL_MAX = _SMALL
+"""Spatial values (sizes, filters, pads, strides, dilations) up to this are checked fast."""
 _CASTS: tuple[str | None, ...] = (None, *DATA_TYPES)
 
 
@@ -144,6 +146,15 @@ class ConvProblem:
         p = object.__new__(cls)
         p.__dict__.update(fields)
         p.__post_init__()
+        return p
+
+    @classmethod
+    def _checked(cls, fields: dict[str, Any]) -> ConvProblem:
+        """``cls(**fields)`` for ``fields`` naming every field, of a parser that has already
+        held them to what ``_plainly_valid`` checks (``keys._plain``): not checked again. The
+        key parser's tests hold it to ``_from_fields``."""
+        p = object.__new__(cls)
+        p.__dict__.update(fields)
         return p
 
     def __post_init__(self) -> None:

@@ -543,6 +543,49 @@ def to_driver_line(p: ConvProblem) -> str:
     ``p`` back; ``InvalidProblemError`` if ``p`` has no driver form (types that no base arg
     gives, or a bias).
     """
+    return _plain_driver_line(p) or _full_driver_line(p)
+
+
+_UNIFORM_COMMANDS = {"FP32": "conv", "FP16": "convfp16", "BF16": "convbfp16"}
+_FORW_OF = {"F": "1", "B": "2", "W": "4"}
+
+
+def _plain_driver_line(p: ConvProblem) -> str | None:
+    """``to_driver_line`` of the common problem (one type a base arg gives, default layouts
+    and pad mode, no casts, bias or transposed output pads) in one format; None for any
+    other, which ``_full_driver_line`` writes. An import writes a line per new config."""
+    cmd = _UNIFORM_COMMANDS.get(p.in_type)
+    if (
+        cmd is None
+        or p.wei_type != p.in_type
+        or p.out_type != p.in_type
+        or p.in_cast is not None
+        or p.wei_cast is not None
+        or p.out_cast is not None
+        or p.bias
+        or p.pad_mode != "default"
+        or any(p.trans_output_pad)
+    ):
+        return None
+    tail = f"-m {p.mode} -g {p.group_count} -F {_FORW_OF[p.direction]}"
+    i, f, pad, u, dil = p.in_size, p.fil_size, p.pad, p.stride, p.dilation
+    if p.spatial_dim == 2 and p.in_layout == p.fil_layout == p.out_layout == "NCHW":
+        return (
+            f"./bin/{_BINARY} {cmd} -n {p.batchsize} -c {p.in_channels} -H {i[0]} -W {i[1]} "
+            f"-k {p.out_channels} -y {f[0]} -x {f[1]} -p {pad[0]} -q {pad[1]} -u {u[0]} "
+            f"-v {u[1]} -l {dil[0]} -j {dil[1]} {tail}"
+        )
+    if p.spatial_dim == 3 and p.in_layout == p.fil_layout == p.out_layout == "NCDHW":
+        return (
+            f"./bin/{_BINARY} {cmd} -n {p.batchsize} -c {p.in_channels} --in_d {i[0]} "
+            f"-H {i[1]} -W {i[2]} -k {p.out_channels} --fil_d {f[0]} -y {f[1]} -x {f[2]} "
+            f"--pad_d {pad[0]} -p {pad[1]} -q {pad[2]} --conv_stride_d {u[0]} -u {u[1]} "
+            f"-v {u[2]} --dilation_d {dil[0]} -l {dil[1]} -j {dil[2]} --spatial_dim 3 {tail}"
+        )
+    return None
+
+
+def _full_driver_line(p: ConvProblem) -> str:
     cmd = p.cmd
     if COMMAND_TYPES[cmd] != p.types:  # what p.with_command(cmd).types is, without a copy
         raise InvalidProblemError(

@@ -36,6 +36,7 @@ from tuna.problems.conv import (
     DATA_TYPES,
     DIRECTIONS,
     INT_MAX,
+    PLAIN_SPATIAL_MAX,
     ConvProblem,
     Direction,
     InvalidProblemError,
@@ -244,9 +245,9 @@ def find_db_key(p: ConvProblem) -> str:
     return key
 
 
-_I = "([0-9]{1,10})"
+_I = "(0|[1-9][0-9]{0,8})"  # canonical, below 10^9 (so in a C int); longer ones go the long way
 _L2, _L3 = "(?:NCHW|NHWC|CHWN)", "(?:NCDHW|NDHWC)"
-_TAIL = r"-0-({layouts})-(FP32|FP16|BF16|INT8|FP64)-([FBW])(?:_g([1-9][0-9]{{0,9}}))?"
+_TAIL = r"-0-({layouts})-(FP32|FP16|BF16|INT8|FP64)-([FBW])(?:_g([2-9]|[1-9][0-9]{{1,8}}))?"
 _PLAIN = {
     2: re.compile(
         f"{_I}-{_I}-{_I}-{_I}x{_I}-{_I}-{_I}-{_I}-{_I}-{_I}x{_I}-{_I}x{_I}-{_I}x{_I}"
@@ -257,63 +258,107 @@ _PLAIN = {
         f"-{_I}x{_I}x{_I}" + _TAIL.format(layouts=f"NCDHW|{_L3}-{_L3}-{_L3}")
     ),
 }
+_DEFAULT_3 = {2: "NCHW-NCHW-NCHW", 3: "NCDHW-NCDHW-NCDHW"}
 
 
 def _plain(key: str) -> ConvProblem | None:
-    """The problem of a key of the common forms (one type, no bias, no casts), or None when
-    ``key`` is not of them or not exactly what ``find_db_key`` writes for it: the full parser
-    then decides, and names what is wrong. A fraction of the full parser's time; an import
-    parses a key per line."""
-    m = _PLAIN[2].fullmatch(key) or _PLAIN[3].fullmatch(key)
-    if m is None:
+    """The problem of a key of the common forms (one type, no bias, no casts, default pad
+    mode), or None when ``key`` is not of them: the full parser then decides, and names what
+    is wrong. A fraction of the full parser's time; an import parses a key per line.
+
+    A key this accepts is exactly what ``find_db_key`` writes for its problem, so it is not
+    written back to compare: its integers are canonical (no leading zeros, below 10^9), a
+    group count of 1 is left out, three layouts are written only when they are not all the
+    default, one type stands for all three, and the out dims are the conv formula's. The
+    problem is valid as ``ConvProblem._plainly_valid`` holds it (all values positive, pads
+    at least 0, groups dividing both channel counts, spatial values small enough that y
+    fits a C int). ``test_keys.py`` holds both to the full parser.
+    """
+    xs: tuple[int, ...]
+    ys: tuple[int, ...]
+    fil: tuple[int, ...]
+    pad: tuple[int, ...]
+    stride: tuple[int, ...]
+    dil: tuple[int, ...]
+    m = _PLAIN[2].fullmatch(key)
+    if m is not None:
+        ci, h, w, fy, fx, co, ho, wo, n, ph, pw, sh, sw, dh, dw = map(int, m.groups()[:15])
+        layout, dtype, direction, groups = m.groups()[15:]
+        if direction == "F":
+            xs, ys, c, k = (h, w), (ho, wo), ci, co
+        else:
+            xs, ys, c, k = (ho, wo), (h, w), co, ci
+        fil, pad, stride, dil = (fy, fx), (ph, pw), (sh, sw), (dh, dw)
+        d = 2
+    else:
+        m = _PLAIN[3].fullmatch(key)
+        if m is None:
+            return None
+        v = m.groups()
+        ints = list(map(int, v[:21]))
+        layout, dtype, direction, groups = v[21:]
+        if direction == "F":
+            xs, ys, c, k = tuple(ints[1:4]), tuple(ints[8:11]), ints[0], ints[7]
+        else:
+            xs, ys, c, k = tuple(ints[8:11]), tuple(ints[1:4]), ints[7], ints[0]
+        fil, n = tuple(ints[4:7]), ints[11]
+        pad, stride, dil = tuple(ints[12:15]), tuple(ints[15:18]), tuple(ints[18:21])
+        d = 3
+    g = int(groups) if groups else 1
+    if (
+        min(c, k, n, *xs, *ys, *fil, *stride, *dil) < 1
+        or c % g
+        or k % g
+        or layout == _DEFAULT_3[d]
+        or max(*xs, *fil, *pad, *stride, *dil) > PLAIN_SPATIAL_MAX
+    ):
         return None
-    v = m.groups()
-    d = 3 if len(v) > 20 else 2
-    n = len(v)
-    ints = [int(t) for t in v[: n - 4]]
-    layout, dtype, direction, groups = v[n - 4 :]
-    c_in, sp_in = ints[0], tuple(ints[1 : 1 + d])
-    fil = tuple(ints[1 + d : 1 + 2 * d])
-    c_out, sp_out = ints[1 + 2 * d], tuple(ints[2 + 2 * d : 2 + 3 * d])
-    batch = ints[2 + 3 * d]
-    rest = ints[3 + 3 * d :]
-    pad, stride, dil = tuple(rest[:d]), tuple(rest[d : 2 * d]), tuple(rest[2 * d : 3 * d])
-    layouts = layout.split("-") if "-" in layout else [layout] * 3
-    forward = direction == "F"
-    x, y = ((c_in, sp_in), (c_out, sp_out)) if forward else ((c_out, sp_out), (c_in, sp_in))
-    x_layout, y_layout = (layouts[0], layouts[2]) if forward else (layouts[2], layouts[0])
-    try:
-        p = ConvProblem._from_fields(
-            {
-                "spatial_dim": d,
-                "batchsize": batch,
-                "in_channels": x[0],
-                "out_channels": y[0],
-                "in_size": x[1],
-                "fil_size": fil,
-                "pad": pad,
-                "stride": stride,
-                "dilation": dil,
-                "trans_output_pad": (0,) * d,
-                "group_count": int(groups or 1),
-                "mode": "conv",
-                "pad_mode": "default",
-                "direction": direction,
-                "in_layout": x_layout,
-                "fil_layout": layouts[1],
-                "out_layout": y_layout,
-                "in_type": dtype,
-                "wei_type": dtype,
-                "out_type": dtype,
-                "in_cast": None,
-                "wei_cast": None,
-                "out_cast": None,
-                "bias": 0,
-            }
+    out: tuple[int, ...]
+    if d == 2:  # conv_out_size, written out
+        out = (
+            max(1, (xs[0] + 2 * pad[0] - (1 + dil[0] * (fil[0] - 1))) // stride[0] + 1),
+            max(1, (xs[1] + 2 * pad[1] - (1 + dil[1] * (fil[1] - 1))) // stride[1] + 1),
         )
-    except InvalidProblemError:
-        return None
-    return p if find_db_key(p) == key else None
+    else:
+        out = tuple(map(conv_out_size, xs, fil, pad, stride, dil))
+    if out != ys:
+        return None  # "same" padding, or out dims that do not follow: checked in full
+    if "-" in layout:
+        key_in, wei_layout, key_out = layout.split("-")
+    else:
+        key_in = wei_layout = key_out = layout
+    x_layout, y_layout = (key_in, key_out) if direction == "F" else (key_out, key_in)
+    return ConvProblem._checked(
+        {
+            "spatial_dim": d,
+            "batchsize": n,
+            "in_channels": c,
+            "out_channels": k,
+            "in_size": xs,
+            "fil_size": fil,
+            "pad": pad,
+            "stride": stride,
+            "dilation": dil,
+            "trans_output_pad": _NO_PADS[d],
+            "group_count": g,
+            "mode": "conv",
+            "pad_mode": "default",
+            "direction": direction,
+            "in_layout": x_layout,
+            "fil_layout": wei_layout,
+            "out_layout": y_layout,
+            "in_type": dtype,
+            "wei_type": dtype,
+            "out_type": dtype,
+            "in_cast": None,
+            "wei_cast": None,
+            "out_cast": None,
+            "bias": 0,
+        }
+    )
+
+
+_NO_PADS = {2: (0, 0), 3: (0, 0, 0)}
 
 
 def parse_find_db_key(key: str) -> ConvProblem:
@@ -325,6 +370,11 @@ def parse_find_db_key(key: str) -> ConvProblem:
     plain = _plain(key)
     if plain is not None:
         return plain
+    return _parse_full(key)
+
+
+def _parse_full(key: str) -> ConvProblem:
+    """``parse_find_db_key`` without the fast path for the common forms."""
 
     def fail(what: str) -> DbKeyError:
         return DbKeyError(f"find-db key {key!r}: {what}")

@@ -43,14 +43,16 @@ from sqlalchemy.orm import Session
 
 from tuna.backends import LibraryQueries, get_backend
 from tuna.catalog.importer import ImportReport, store_entries
-from tuna.catalog.parsing import KEY_MAX, ConvEntry, check_tag, key_entry, without_cyclic_gc
+from tuna.catalog.parsing import KEY_MAX, ConvEntry, check_tag, without_cyclic_gc
 from tuna.db import Database
-from tuna.db.bulk import chunks, insert_missing, upsert
+from tuna.db.bulk import chunks, insert_missing, upsert_columns
 from tuna.db.models import ConvConfig, FindDb, PerfDb, Solver, TuningSession
 from tuna.errors import DbKeyError, TunaError
-from tuna.problems.conv import ConvProblem
+from tuna.problems.conv import ConvProblem, InvalidProblemError
+from tuna.problems.driver import to_driver_line
 from tuna.problems.keys import (
     find_db_key,
+    is_legacy_find_entry,
     parse_find_db_key,
     parse_text_db_line,
     perf_db_key_problems,
@@ -142,21 +144,32 @@ def read_db_file(path: Path) -> DbFile:
 
 def _read_text(out: DbFile, lines: Any, *, find: bool) -> None:
     keys: dict[str, str | None] = {}  # key as written -> its find-db key, None when bad
+    fast = _FastFindLines()
     for no, line in enumerate(lines, start=1):
+        if find:
+            record = fast.read(line)
+            if record is not None:  # the common record, read in one pass
+                out.records += 1
+                key, entries = record
+                fdb_key = keys[key] if key in keys else _parse_key(out, key, no, perf=False)
+                keys[key] = fdb_key
+                if fdb_key is not None:
+                    out.find[fdb_key] = entries
+                continue
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         out.records += 1
-        place = f"{out.path}:{no}"
         try:
             key, raw = parse_text_db_line(line)
             if find:
                 entries = _find_entries(raw)
+                fast.learn(raw)
             else:
                 entries_p = [(_name(sv), _params(sv, params)) for sv, params in raw]
         except DbKeyError as e:
-            out.bad.append(f"{place}: {e}")
+            out.bad.append(f"{out.path}:{no}: {e}")
             continue
-        fdb_key = keys[key] if key in keys else _parse_key(out, key, place, perf=not find)
+        fdb_key = keys[key] if key in keys else _parse_key(out, key, no, perf=not find)
         keys[key] = fdb_key
         if fdb_key is None:
             continue
@@ -164,6 +177,103 @@ def _read_text(out: DbFile, lines: Any, *, find: bool) -> None:
             out.find[fdb_key] = entries
         else:
             out.perf.setdefault(fdb_key, {}).update(entries_p)
+
+
+class _FastFindLines:
+    """Reads the common find-db record (entries of solvers and algorithms seen before in the
+    file, v2.0 or v1.0, plain times and workspaces) in one pass, with no object per entry
+    but the entry itself.
+
+    ``read`` gives None for any other line (blank, comment, a first sight of a solver or
+    algorithm, anything doubtful or wrong): the full reader then reads it, gives the same
+    entries or names what is wrong, and teaches this one the solvers and algorithms of a
+    record it accepted (``learn``). ``test_importdb_files.py`` holds the two to the same
+    result.
+    """
+
+    def __init__(self) -> None:
+        self.solvers: set[str] = set()  # valid solver names that are no algorithm names
+        self.algorithms: set[str] = set()  # v2.0 algorithms, stored as written
+        self.legacy: set[str] = set()  # v1.0 entry ids (algorithm names)
+
+    def learn(self, raw: list[tuple[str, str]]) -> None:
+        """Learn from the entries of a record the full reader accepted."""
+        for entry_id, values in raw:
+            parts = values.split(",")
+            if is_legacy_find_entry(entry_id):
+                self.legacy.add(entry_id)
+                if not is_legacy_find_entry(parts[0]):
+                    self.solvers.add(parts[0])
+            else:
+                self.solvers.add(entry_id)
+                self.algorithms.add(parts[2])
+
+    def read(self, line: str) -> tuple[str, list[FindEntry]] | None:
+        text = line.rstrip("\r\n")
+        key, eq, body = text.partition("=")
+        if (
+            not key
+            or ":" in key
+            or ";" in key
+            or "=" in body
+            or key[0] == "#"
+            or key[0].isspace()
+            or key[-1].isspace()
+        ):
+            return None  # a blank line, a comment, or a record the full reader checks
+        solvers, algorithms, legacy = self.solvers, self.algorithms, self.legacy
+        entries: list[FindEntry] = []
+        ids: list[str] = []
+        for entry in body.split(";"):
+            entry_id, _colon, values = entry.partition(":")
+            parts = values.split(",")
+            if entry_id in solvers and len(parts) == 3:  # v2.0: solver:time,workspace,algo
+                solver = entry_id
+                time_s, workspace, algorithm = parts
+                if algorithm not in algorithms:
+                    return None
+            elif entry_id in legacy and len(parts) == 5:  # v1.0: algo:solver,time,ws,-,-
+                solver, time_s, workspace = parts[0], parts[1], parts[2]
+                algorithm = entry_id
+                if solver not in solvers:
+                    return None
+            else:
+                return None
+            if not workspace.isdigit() or not workspace.isascii() or len(workspace) > 18:
+                return None  # 18 digits at most: within WORKSPACE_MAX
+            try:
+                time_ms = float(time_s)
+            except ValueError:
+                return None
+            if not 0 <= time_ms < _INF:
+                return None
+            ids.append(entry_id)
+            entries.append(_entry(solver, time_ms, int(workspace), algorithm))
+        if len(entries) > 1:
+            if len(set(ids)) != len(ids):
+                return None
+            if len({e.solver for e in entries}) != len(entries):
+                found: dict[str, FindEntry] = {}
+                for e in entries:  # a v1.0 solver best for two algorithms: keep the faster
+                    if e.solver in found:
+                        e = min(found[e.solver], e, key=_time)
+                    found[e.solver] = e
+                entries = list(found.values())
+        return key, entries
+
+
+def _time(e: FindEntry) -> float:
+    return e.time_ms
+
+
+_INF = float("inf")
+
+
+def _entry(solver: str, time_ms: float, workspace: int, algorithm: str) -> FindEntry:
+    """``FindEntry(...)`` without the frozen dataclass's ``__setattr__`` call per field."""
+    e = object.__new__(FindEntry)
+    e.__dict__.update(solver=solver, time_ms=time_ms, workspace=workspace, algorithm=algorithm)
+    return e
 
 
 def _find_entries(raw: list[tuple[str, str]]) -> list[FindEntry]:
@@ -212,7 +322,7 @@ def _params(solver: str, params: str) -> str:
     return params
 
 
-def _parse_key(out: DbFile, key: str, place: str, *, perf: bool) -> str | None:
+def _parse_key(out: DbFile, key: str, place: str | int, *, perf: bool) -> str | None:
     """The find-db key of ``key`` (a dash key, or for a perf db an x key), with its problem
     (or, for an x key, the problems that share it) recorded; None, recorded bad, if it fails."""
     try:
@@ -227,7 +337,8 @@ def _parse_key(out: DbFile, key: str, place: str, *, perf: bool) -> str | None:
             return key  # resolved against the catalogue at import
         problem = parse_find_db_key(key)  # which refuses a key it would not write back as is
     except TunaError as e:
-        out.bad.append(f"{place}: {e}")
+        where = f"{out.path}:{place}" if isinstance(place, int) else place
+        out.bad.append(f"{where}: {e}")
         return None
     out.problems[key] = problem
     return key
@@ -391,18 +502,18 @@ def _import(
     for f in files:
         problems.update(f.problems)
     perf_keys = _resolve_perf_keys(s, files, problems, report)
-    find: dict[tuple[str, str], FindEntry] = {}
+    find = _find_by_key(files)
     perf: dict[tuple[str, str], str] = {}
     for f in files:
-        for key, entries in f.find.items():
-            for e in entries:
-                find[(key, e.solver)] = e
         for key, by_solver in f.perf.items():
             fdb_key = perf_keys.get(key, key)
             for solver, params in by_solver.items():
                 perf[(fdb_key, solver)] = params
-    algorithms = {solver: e.algorithm for (_k, solver), e in find.items()}
-    names = sorted({sv for _k, sv in find} | {sv for _k, sv in perf})
+    algorithms: dict[str, str] = {}
+    for entries in find.values():
+        for e in entries:
+            algorithms[e.solver] = e.algorithm
+    names = sorted(algorithms.keys() | {sv for _k, sv in perf})
     report.new_solvers = [n for n in names if n not in known]
     if report.new_solvers and library:
         report.warnings.append(
@@ -421,39 +532,82 @@ def _import(
     keys = sorted(problems)
     catalogue = ImportReport(lines=len(keys))
     config_ids = store_entries(
-        s, [key_entry(problems[k], key=k) for k in keys], tag=tag, report=catalogue
+        s,
+        [ConvEntry(k, problems[k], None, 0) for k in keys],
+        tag=tag,
+        report=catalogue,
+        driver_of=_driver_line,
     )
     report.configs = len(keys)
     report.configs_inserted = catalogue.inserted
     solver_ids = _solver_ids(s, backend_name, known, report.new_solvers, algorithms, library)
-    find_rows = [
+    config_col: list[int] = []
+    solver_col: list[int] = []
+    time_col: list[float] = []
+    workspace_col: list[int] = []
+    algorithm_col: list[str] = []
+    for key in sorted(find):
+        entries = find[key]
+        config_col += [config_ids[key]] * len(entries)
+        for e in entries:
+            solver_col.append(solver_ids[e.solver])
+            time_col.append(e.time_ms)
+            workspace_col.append(e.workspace)
+            algorithm_col.append(e.algorithm)
+    n = len(config_col)
+    upsert_columns(
+        s,
+        FindDb,
         {
-            "session": session_id,
-            "config": config_ids[key],
-            "solver": solver_ids[solver],
-            "time_ms": e.time_ms,
-            "workspace": e.workspace,
-            "algorithm": e.algorithm,
-            "params": None,
-            "job": None,
-            "kernel": None,
-        }
-        for (key, solver), e in sorted(find.items())
-    ]
-    upsert(s, FindDb, find_rows, ("session", "config", "solver"))
-    perf_rows = [
+            "session": [session_id] * n,
+            "config": config_col,
+            "solver": solver_col,
+            "time_ms": time_col,
+            "workspace": workspace_col,
+            "algorithm": algorithm_col,
+            "params": [None] * n,
+            "job": [None] * n,
+            "kernel": [None] * n,
+        },
+        ("session", "config", "solver"),
+    )
+    perf_items = sorted(perf.items())
+    upsert_columns(
+        s,
+        PerfDb,
         {
-            "session": session_id,
-            "config": config_ids[key],
-            "solver": solver_ids[solver],
-            "params": params,
-            "job": None,
-            "kernel": None,
-        }
-        for (key, solver), params in sorted(perf.items())
-    ]
-    upsert(s, PerfDb, perf_rows, ("session", "config", "solver"))
-    report.find_rows, report.perf_rows = len(find_rows), len(perf_rows)
+            "session": [session_id] * len(perf_items),
+            "config": [config_ids[key] for (key, _sv), _p in perf_items],
+            "solver": [solver_ids[solver] for (_k, solver), _p in perf_items],
+            "params": [params for _ks, params in perf_items],
+            "job": [None] * len(perf_items),
+            "kernel": [None] * len(perf_items),
+        },
+        ("session", "config", "solver"),
+    )
+    report.find_rows, report.perf_rows = n, len(perf_items)
+
+
+def _find_by_key(files: Sequence[DbFile]) -> dict[str, list[FindEntry]]:
+    """The find entries of the files by key, one per solver: a later file's entry replaces
+    an earlier file's for the same (key, solver)."""
+    if len(files) == 1:
+        return files[0].find
+    merged: dict[str, dict[str, FindEntry]] = {}
+    for f in files:
+        for key, entries in f.find.items():
+            by_solver = merged.setdefault(key, {})
+            for e in entries:
+                by_solver[e.solver] = e
+    return {key: list(by_solver.values()) for key, by_solver in merged.items()}
+
+
+def _driver_line(entry: ConvEntry) -> str | None:
+    """The MIOpenDriver line of a key's problem, None where it has none (INT8, "same")."""
+    try:
+        return to_driver_line(entry.problem)
+    except InvalidProblemError:
+        return None
 
 
 def _runtime(s: Session, sess: TuningSession, runtime: str | None) -> str | None:
