@@ -3,6 +3,7 @@ whole (issue #12): ``tuna/results/importdb.py`` and its round trip through ``exp
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from pathlib import Path
@@ -15,6 +16,8 @@ from tuna.backends.miopen.solvers import BY_NAME
 from tuna.db import Database
 from tuna.db.models import ConfigTag, ConvConfig, FindDb, PerfDb, Solver, Tensor, TuningSession
 from tuna.errors import TunaError
+from tuna.problems.driver import to_driver_line
+from tuna.problems.keys import parse_find_db_key
 from tuna.results import importdb
 from tuna.results.export import FIND_ENTRIES_PER_KEY, ExportSpec, export_db
 from tuna.results.formats import FindEntry, read_find_db
@@ -26,7 +29,7 @@ from tuna.results.importdb import (
     read_db_file,
 )
 
-from .seed import add_configs, find_rows, make_session, perf_rows
+from .seed import add_configs, find_rows, make_session, perf_rows, run_noop
 
 # file -> (arch, CUs, runtime, keys MIOpen wrote malformed)
 SAMPLES = {
@@ -360,3 +363,28 @@ def test_the_one_pass_reader_reads_what_the_full_reader_reads(
     assert [type(e) for es in fast.find.values() for e in es] == [FindEntry] * fast.entries
     if len(taken) > 100:  # the samples of hundreds of records, v2.0 and v1.0 entries
         assert sum(taken) > 0.5 * len(taken)
+
+
+def test_tuned_deconvolutions_with_output_pads_export_and_import_back(
+    db: Database, tmp_path: Path
+) -> None:
+    """Deconvolutions (``-m trans``, output pads where a stride allows them) made from the
+    real sample's keys, tuned, export; the export imports back onto the same configs (none
+    invented) and exports the same bytes again."""
+    lines = []
+    for record in (MIOPEN_DATA / "gfx90a68.HIP.fdb.sample.txt").read_text().splitlines()[:60]:
+        p = parse_find_db_key(record.split("=", 1)[0])
+        pads = tuple(int(s > 1) for s in p.stride)
+        lines.append(to_driver_line(dataclasses.replace(p, mode="trans", trans_output_pad=pads)))
+    assert sum(" -Y 1 " in line or " -X 1 " in line for line in lines) >= 5
+    sid = run_noop(db, lines)
+    first = export_db(db, ExportSpec(kind="find", session=sid, out_dir=tmp_path / "1"))
+    with db.session() as s:
+        trans = dict(s.execute(select(ConvConfig.fdb_key, ConvConfig.id).where(
+            ConvConfig.mode == "trans")).all())  # fmt: skip
+    assert first.files[0].records == len(trans) == len(set(lines))
+    again = make_session(db)
+    report = import_db_files(db, again, [read_db_file(first.files[0].path)])
+    assert (report.configs, report.configs_inserted) == (len(trans), 0)
+    second = export_db(db, ExportSpec(kind="find", session=again, out_dir=tmp_path / "2"))
+    assert second.files[0].path.read_bytes() == first.files[0].path.read_bytes()

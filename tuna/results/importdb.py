@@ -223,6 +223,15 @@ class _FastFindLines:
             return None  # a blank line, a comment, or a record the full reader checks
         solvers, algorithms, legacy = self.solvers, self.algorithms, self.legacy
         entries: list[FindEntry] = []
+        if _V2_BODY.fullmatch(body):  # v2.0 entries of plain numbers: split in C
+            for solver, time_s, workspace, algorithm in _V2_ENTRY.findall(body):
+                time_ms = float(time_s)  # digits, a point and an exponent: it parses
+                if solver not in solvers or algorithm not in algorithms or time_ms == _INF:
+                    return None
+                entries.append(_entry((solver, time_ms, int(workspace), algorithm)))
+            if len(entries) > 1 and len({e.solver for e in entries}) != len(entries):
+                return None  # an id twice
+            return key, entries
         ids: list[str] = []
         for entry in body.split(";"):
             entry_id, _colon, values = entry.partition(":")
@@ -248,7 +257,7 @@ class _FastFindLines:
             if not 0 <= time_ms < _INF:
                 return None
             ids.append(entry_id)
-            entries.append(_entry(solver, time_ms, int(workspace), algorithm))
+            entries.append(_entry((solver, time_ms, int(workspace), algorithm)))
         if len(entries) > 1:
             if len(set(ids)) != len(ids):
                 return None
@@ -267,13 +276,13 @@ def _time(e: FindEntry) -> float:
 
 
 _INF = float("inf")
+_V2 = r"([^:;,=]+):([0-9]+(?:\.[0-9]*)?(?:e[-+]?[0-9]+)?),([0-9]{1,18}),([^:;,=]+)"
+_V2_ENTRY = re.compile(_V2)
+_V2_BODY = re.compile(f"{_V2}(?:;{_V2})*".replace("(", "(?:").replace("(?:?:", "(?:"))
 
 
-def _entry(solver: str, time_ms: float, workspace: int, algorithm: str) -> FindEntry:
-    """``FindEntry(...)`` without the frozen dataclass's ``__setattr__`` call per field."""
-    e = object.__new__(FindEntry)
-    e.__dict__.update(solver=solver, time_ms=time_ms, workspace=workspace, algorithm=algorithm)
-    return e
+_entry = FindEntry._make
+"""``FindEntry(...)`` from a tuple, without the keyword handling of its ``__new__``."""
 
 
 def _find_entries(raw: list[tuple[str, str]]) -> list[FindEntry]:
