@@ -68,10 +68,10 @@ from tuna.sessions import get_session
 from tuna.worker.exclusive import owning
 from tuna.worker.hooks import Hook, TimeLimit
 from tuna.worker.progress import Progress
-from tuna.worker.searchwork import SearchLoader
 
 if TYPE_CHECKING:
     from tuna.platforms.collect import Probe
+    from tuna.worker.searchwork import SearchLoader
 from tuna.worker.settings import WorkerSettings
 from tuna.worker.work import WorkLoader
 
@@ -216,7 +216,7 @@ class Worker:
 
             self._probe = Probe()
         self._measured_on: MeasuredOn | None = None
-        self.searches = SearchLoader(db)
+        self._searches: SearchLoader | None = None  # made on the first search job
         self._search_backends: dict[str, Backend] = {session.backend: self.backend}
         self._last_work = time.monotonic()
         self._searching = False  # the session had an active search at the last look
@@ -230,6 +230,16 @@ class Worker:
         self._in_backend = False
         self._next_reap = 0.0
         self._unrecorded: list[tuple[ClaimedJob, Outcome]] = []  # for the next claim
+
+    @property
+    def searches(self) -> SearchLoader:
+        """The search jobs' loader, imported and made on first use: a worker that never
+        meets a search (most) does not load the bench backend and the searchers."""
+        if self._searches is None:
+            from tuna.worker.searchwork import SearchLoader
+
+            self._searches = SearchLoader(self.db)
+        return self._searches
 
     def run(self) -> WorkerReport:
         started = time.monotonic()
@@ -248,7 +258,8 @@ class Worker:
                     self._record_now()
                 finally:
                     self._release(self.heartbeat.held())
-                self.searches.cache.close()
+                if self._searches is not None:
+                    self._searches.cache.close()
         self.report.seconds = time.monotonic() - started
         log.info("%s: stopped (%s): %s", self.owner, self.report.stopped, self.report)
         return self.report
