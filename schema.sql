@@ -593,3 +593,11 @@ DROP INDEX ix_measurement_session_config_solver ON measurement;
 
 UPDATE alembic_version SET version_num='0010' WHERE alembic_version.version_num = '0009';
 
+-- Running upgrade 0010 -> 0011
+
+CREATE INDEX ix_search_run_search_valid_seq ON search_run (search, valid, seq);
+
+CREATE INDEX ix_search_run_search_valid_value_finished_seq ON search_run (search, valid, value, finished, seq);
+
+UPDATE alembic_version SET version_num='0011' WHERE alembic_version.version_num = '0010';
+

@@ -50,29 +50,53 @@ def site(tmp_path_factory) -> Iterator[Site]:
     db.dispose()
 
 
+def read(what: str, check):
+    """A value read off the page once it is as expected; the page reloads itself every
+    second, so an element may go stale between finding and reading it (then: retry)."""
+    return wait_for(what, check, 20)
+
+
 def test_the_searches_page_is_in_the_navigation_and_links_each_search(chrome, site):
-    chrome.get(f"{site.server.base}/sessions/{site.seeded_session}")
-    by_css(chrome, "#searches-link")[0].click()
-    wait_for("the searches page", lambda: chrome.title.startswith("Searches of session"), 20)
-    names = [r.text for r in by_css(chrome, "#searches tr[data-search] td:nth-child(2)")]
-    assert names == ["serve", "rate-bisect", "empty"]
-    shot(chrome, "searches")
-    by_css(chrome, "#searches tr[data-search] td:nth-child(2) a")[0].click()
-    wait_for("the search page", lambda: chrome.title.startswith("Search "), 20)
-    assert by_css(chrome, "#best")[0].text == "250"
-    assert by_css(chrome, "svg#best-so-far path.series")
     from selenium.webdriver.support.ui import Select
 
-    Select(by_css(chrome, "select[name=status]")[0]).select_by_visible_text("pending")
-    by_css(chrome, "#apply")[0].click()
-    wait_for("the filtered runs", lambda: "status=pending" in chrome.current_url, 20)
-    seqs = [r.get_attribute("data-seq") for r in by_css(chrome, "#runs tr[data-seq]")]
-    assert seqs == ["6", "7"]
+    chrome.get(f"{site.server.base}/sessions/{site.seeded_session}")
+    read(
+        "the session page's searches link",
+        lambda: by_css(chrome, "#searches-link")[0].click() or True,
+    )
+    read("the searches page", lambda: chrome.title.startswith("Searches of session"))
+    cells = "#searches tr[data-search] td:nth-child(2)"
+    read(
+        "the three searches",
+        lambda: [r.text for r in by_css(chrome, cells)] == ["serve", "rate-bisect", "empty"],
+    )
+    shot(chrome, "searches")
+    read("a click on the first search", lambda: by_css(chrome, cells + " a")[0].click() or True)
+    read("the search page", lambda: chrome.title.startswith("Search "))
+    read("its best", lambda: by_css(chrome, "#best")[0].text == "250")
+    read("its chart", lambda: by_css(chrome, "svg#best-so-far path.series"))
+
+    def pick_pending() -> bool:
+        Select(by_css(chrome, "select[name=status]")[0]).select_by_visible_text("pending")
+        by_css(chrome, "#apply")[0].click()
+        return True
+
+    read("the status filter applied", pick_pending)
+    read("the filtered runs", lambda: "status=pending" in chrome.current_url)
+    rows = "#runs tr[data-seq]"
+    read(
+        "the pending runs only",
+        lambda: [r.get_attribute("data-seq") for r in by_css(chrome, rows)] == ["6", "7"],
+    )
     shot(chrome, "search-runs-filtered")
-    header = next(a for a in by_css(chrome, "header a") if a.text == "Searches")
-    header.click()
-    wait_for("the searches page from the navigation",
-             lambda: chrome.title.startswith("Searches of session"), 20)  # fmt: skip
+    read(
+        "a click on Searches in the navigation",
+        lambda: next(a for a in by_css(chrome, "header a") if a.text == "Searches").click() or True,
+    )
+    read(
+        "the searches page from the navigation",
+        lambda: chrome.title.startswith("Searches of session"),
+    )
 
 
 def test_the_best_so_far_moves_while_runs_land(chrome, site):
@@ -99,7 +123,8 @@ def test_the_best_so_far_moves_while_runs_land(chrome, site):
         seen.append(wait_for(f"the page to show {want}", lambda w=want: shown() == w and w, 30))
         shot(chrome, f"search-live-{seq + 1}")
     assert [s[1] for s in seen] == ["30", "21", "21", "12.5"]
-    done = [int(c.text) for c in by_css(chrome, "#done")]
-    assert done == [4]
-    steps = by_css(chrome, "svg#best-so-far path.series")[0].get_attribute("d")
+    read("4 runs done", lambda: [c.text for c in by_css(chrome, "#done")] == ["4"])
+    steps = read(
+        "the steps", lambda: by_css(chrome, "svg#best-so-far path.series")[0].get_attribute("d")
+    )
     assert steps.count("V") == 2  # three bests: two drops after the first

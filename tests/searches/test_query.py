@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
-from sqlalchemy import event
+from sqlalchemy import delete, event
 
 from tests.searches.seed import BISECT_P95, SERVE, SERVE_BEST_SO_FAR
+from tuna.db.models import SearchRun
 from tuna.errors import NotFoundError, TunaError
 from tuna.searches import query
 
@@ -109,8 +112,58 @@ def test_every_query_reads_the_search_tables_through_an_index(searched):
     finally:
         event.remove(db.engine, "before_cursor_execute", record)
     assert len(sent) >= 8
+    plans = {}
     with db.engine.connect() as conn:
         for stmt, parameters in sent:
             plan = [r[-1] for r in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {stmt}", parameters)]
             scans = [p for p in plan if p.startswith("SCAN") and "search" in p]
             assert not scans, f"{stmt}\n{plan}"
+            plans[" ".join(stmt.split())] = plan
+    # Counts by status and the best value come from the index alone; best first is the
+    # index's own order (no sort), whatever the search's size.
+    counts = [
+        p
+        for s, p in plans.items()
+        if s.startswith("SELECT search_run.search, search_run.valid, count(*)")
+    ]
+    best = [p for s, p in plans.items() if "ORDER BY search_run.value DESC" in s]
+    assert counts and all("COVERING INDEX" in p[0] for p in counts), counts
+    assert best and not any("TEMP B-TREE" in line for p in best for line in p), best
+
+
+def test_the_curve_a_chart_draws_is_the_steps_and_the_latest_measurements(searched):
+    db, sd = searched
+    for sid in (sd.serve, sd.bisect, sd.empty):
+        s = query.find_search(db, sid)
+        m = query.measured(db, s)
+        c = query.curve(db, s)
+        assert (c.measurements, c.steps) == (len(m.values), m.steps)
+        everything = [(n, v) for n, v in enumerate(m.values, start=1) if v is not None]
+        assert c.recent == everything
+        assert query.curve(db, s, recent=2).recent == everything[-2:] if len(m.values) else True
+    bisect = query.curve(db, query.find_search(db, sd.bisect), recent=3)
+    assert bisect.steps == [(1, 12.0), (2, 8.0), (4, 7.0)] and bisect.best == 7.0
+    assert bisect.recent == [(2, 8.0), (3, 10.0), (4, 7.0)]
+
+
+def test_the_curve_of_a_search_without_a_validity_stat_counts_invalid_runs_as_measurements(
+    searched,
+):
+    db, sd = searched
+    # rate-bisect has no validity stat: add a failed run that lands last, and one in flight.
+    from tests.searches.seed import T0, add_run, land
+
+    s = query.find_search(db, sd.bisect)
+    add_run(db, sd.bisect, 4, {"rate": 50})
+    add_run(db, sd.bisect, 5, {"rate": 60})
+    land(db, sd.bisect, 4, "timed out after 60 s", at=T0 + dt.timedelta(seconds=30))
+    try:
+        c = query.curve(db, s)
+        assert c.measurements == 5 and c.steps == [(1, 12.0), (2, 8.0), (4, 7.0)]
+        assert c.recent[-1] == (4, 7.0)
+        assert query.measured(db, s).values[-1] is None
+    finally:
+        with db.session() as session:
+            session.execute(
+                delete(SearchRun).where(SearchRun.search == sd.bisect, SearchRun.seq >= 4)
+            )

@@ -226,7 +226,7 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
                 return render(request, "searches.html", "Searches", session=None, rows=[])
             sid = newest[0].id
         summary = activity.session_summary(db, sid)
-        rows = searches.list_searches(db, sid)
+        rows = cache.get(("searches", sid), lambda: searches.list_searches(db, sid))
         return render(request, "searches.html", f"Searches of session {sid}", session=summary,
                       rows=rows)  # fmt: skip
 
@@ -240,13 +240,16 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
         after = params.integer(q, "after", -1, lo=-1)
         limit = params.integer(q, "limit", 100, lo=1, hi=1000)
         assert after is not None and limit is not None
-        s = searches.find_search(db, int(request.path_params["search"]))
-        measured = searches.measured(db, s)
+        # A search's counts and its best-so-far curve read every run of it (from an index):
+        # kept warm like a session's job counts, recomputed in the background when stale.
+        search_id = int(request.path_params["search"])
+        s = cache.get(("search", search_id), lambda: searches.find_search(db, search_id))
+        curve = cache.get(("curve", search_id), lambda: searches.curve(db, s, MAX_DOTS))
         best = searches.best_run(db, s)
         rows = searches.runs(db, s, status=status, build=build, order=order,  # type: ignore[arg-type]
                              after=after, limit=limit)  # fmt: skip
         chart = svg.step_chart(
-            [best_so_far_series(s.label, measured)],
+            [best_so_far_series(s.label, curve)],
             title=f"Best {s.stat} so far, search {s.name}",
             xlabel="measurements finished (count)",
             ylabel=f"best {s.stat} (the benchmark's unit, {s.goal} is better)",
@@ -254,7 +257,7 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
         )
         next_after = rows[-1].seq if order == "seq" and len(rows) == limit else None
         return render(request, "search.html", f"Search {s.id}: {s.name}", s=s, best=best,
-                      measured=measured, chart=chart, rows=rows, run_status=status, build=build,
+                      curve=curve, chart=chart, rows=rows, run_status=status, build=build,
                       order=order, limit=limit, next_after=next_after,
                       statuses=searches.RUN_STATUSES)  # fmt: skip
 
@@ -306,12 +309,14 @@ MAX_DOTS = 2000
 """Measurements drawn as dots at most (the latest); the step line always has every step."""
 
 
-def best_so_far_series(label: str, measured: searches.Measured) -> svg.Series:
+def best_so_far_series(label: str, curve: searches.Curve) -> svg.Series:
     """A search's best-so-far curve as the chart draws it."""
-    n = len(measured.values)
-    dots = [(float(i), v) for i, v in enumerate(measured.values, start=1) if v is not None]
-    return svg.Series(label, [(float(x), y) for x, y in measured.steps], until=float(n),
-                      dots=dots[-MAX_DOTS:])  # fmt: skip
+    return svg.Series(
+        label,
+        [(float(x), y) for x, y in curve.steps],
+        until=float(curve.measurements),
+        dots=[(float(x), y) for x, y in curve.recent],
+    )
 
 
 def _reports_by_session(reports: Path | None) -> dict[int, list[str]]:

@@ -602,7 +602,13 @@ class SearchRun(Base):
     """
 
     __tablename__ = "search_run"
-    __table_args__ = (UniqueConstraint("search", "seq"), TABLE_OPTIONS)
+    __table_args__ = (
+        UniqueConstraint("search", "seq"),
+        # The read side (tuna.searches.query): runs by status, the best run, progress.
+        Index(None, "search", "valid", "seq"),
+        Index(None, "search", "valid", "value", "finished", "seq"),
+        TABLE_OPTIONS,
+    )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     search: Mapped[int] = mapped_column(ForeignKey("search.id"))

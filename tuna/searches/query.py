@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlalchemy import and_, case, func, select
+from sqlalchemy import ColumnElement, and_, case, false, func, select, true
 from sqlalchemy.engine import Connection
 
 from tuna.db import Database
@@ -135,18 +135,40 @@ def _objective(raw: Any) -> tuple[str, Goal, str | None]:
     return "?", "min", None
 
 
+def _best_where(search_id: int) -> tuple[ColumnElement[bool], ...]:
+    """A search's valid runs with a value."""
+    return (SearchRun.search == search_id, SearchRun.valid == true(), SearchRun.value.is_not(None))
+
+
+def _best_order(goal: Goal) -> list[ColumnElement[Any]]:
+    """Best first, in the order of the index ``(search, valid, value, finished, seq)``
+    (equal values: the earliest finished first when minimising, the latest when maximising)."""
+    cols = (SearchRun.value, SearchRun.finished, SearchRun.seq)
+    return [c.desc() for c in cols] if goal == "max" else [c.asc() for c in cols]
+
+
+BEST_BATCH = 256
+"""Runs read per round trip while looking for the best run that passes a validity stat."""
+
+
 def _best_checked(conn: Connection, search_id: int, objective: Objective) -> float | None:
-    """The best value among the runs that count, checking each valid run's validity stat."""
-    q = select(SearchRun.value, SearchRun.stats).where(
-        SearchRun.search == search_id, SearchRun.valid.is_(True), SearchRun.value.is_not(None)
+    """The best value among the runs that count, when the objective names a validity stat:
+    the valid runs best first, a batch at a time, until one's stats say it is valid."""
+    q = (
+        select(SearchRun.value, SearchRun.stats)
+        .where(*_best_where(search_id))
+        .order_by(*_best_order(objective.goal))
+        .limit(BEST_BATCH)
     )
-    best: float | None = None
-    for value, stats in conn.execute(q):
-        if _counts(objective, True, value, stats) and (
-            best is None or (value > best if objective.goal == "max" else value < best)
-        ):
-            best = float(value)
-    return best
+    offset = 0
+    while True:
+        batch = conn.execute(q.offset(offset)).all()
+        for value, stats in batch:
+            if _counts(objective, True, value, stats):
+                return float(value)
+        if len(batch) < BEST_BATCH:
+            return None
+        offset += BEST_BATCH
 
 
 _SEARCH_COLUMNS = (
@@ -165,26 +187,37 @@ _SEARCH_COLUMNS = (
 )
 
 
+@dataclass
+class _Counts:
+    runs: int = 0
+    done: int = 0
+    valid: int = 0
+
+
 def _summaries(conn: Connection, rows: Sequence[Any]) -> list[SearchSummary]:
-    """Each search row with its run and build aggregates (two grouped range reads)."""
+    """Each search row with its run and build aggregates, read from indexes: runs counted
+    by status (``(search, valid, seq)``), the best value (``(search, valid, value, ...)``)."""
     ids = [r.id for r in rows]
-    runs: dict[int, Any] = {}
+    runs: dict[int, _Counts] = {i: _Counts() for i in ids}
+    lo_hi: dict[int, tuple[Any, Any]] = {}
     builds: dict[int, tuple[int, int]] = {}
     if ids:
-        counts = SearchRun.valid.is_(True) & SearchRun.value.is_not(None)
-        for r in conn.execute(
-            select(
-                SearchRun.search,
-                func.count().label("runs"),
-                func.count(SearchRun.valid).label("done"),
-                func.sum(case((SearchRun.valid.is_(True), 1), else_=0)).label("valid"),
-                func.min(case((counts, SearchRun.value))).label("lo"),
-                func.max(case((counts, SearchRun.value))).label("hi"),
-            )
+        for sid, valid, n in conn.execute(
+            select(SearchRun.search, SearchRun.valid, func.count())
             .where(SearchRun.search.in_(ids))
+            .group_by(SearchRun.search, SearchRun.valid)
+        ):
+            c = runs[sid]
+            c.runs += int(n)
+            if valid is not None:
+                c.done += int(n)
+                c.valid += int(n) if valid else 0
+        for sid, lo, hi in conn.execute(
+            select(SearchRun.search, func.min(SearchRun.value), func.max(SearchRun.value))
+            .where(SearchRun.search.in_(ids), SearchRun.valid == true())
             .group_by(SearchRun.search)
         ):
-            runs[r.search] = r
+            lo_hi[sid] = (lo, hi)
         for sid, n, done in conn.execute(
             select(SearchBuild.search, func.count(), func.count(SearchBuild.artifact))
             .where(SearchBuild.search.in_(ids))
@@ -194,11 +227,12 @@ def _summaries(conn: Connection, rows: Sequence[Any]) -> list[SearchSummary]:
     out = []
     for r in rows:
         stat, goal, validity = _objective(r.objective)
-        agg = runs.get(r.id)
-        if validity is not None and agg is not None:
+        agg = runs[r.id]
+        if validity is not None:
             best = _best_checked(conn, r.id, Objective(stat, goal, validity))
         else:
-            best = None if agg is None else agg.hi if goal == "max" else agg.lo
+            lo, hi = lo_hi.get(r.id, (None, None))
+            best = hi if goal == "max" else lo
         nb, nb_done = builds.get(r.id, (0, 0))
         out.append(
             SearchSummary(
@@ -213,9 +247,9 @@ def _summaries(conn: Connection, rows: Sequence[Any]) -> list[SearchSummary]:
                 validity=validity,
                 budget=r.budget,
                 parallelism=r.parallelism,
-                runs=int(agg.runs) if agg else 0,
-                done=int(agg.done) if agg else 0,
-                valid=int(agg.valid or 0) if agg else 0,
+                runs=agg.runs,
+                done=agg.done,
+                valid=agg.valid,
                 builds=nb,
                 builds_done=nb_done,
                 best=None if best is None else float(best),
@@ -312,13 +346,11 @@ def runs(
     if status == "pending":
         q = q.where(SearchRun.valid.is_(None))
     elif status is not None:
-        q = q.where(SearchRun.valid.is_(status == "valid"))
+        q = q.where(SearchRun.valid == (true() if status == "valid" else false()))
     if build is not None:
         q = q.where(SearchRun.build == build)
     if order == "best":
-        value = SearchRun.value.desc() if search.goal == "max" else SearchRun.value.asc()
-        q = q.where(SearchRun.valid.is_(True), SearchRun.value.is_not(None))
-        q = q.order_by(value, SearchRun.seq)
+        q = q.where(*_best_where(search.id)).order_by(*_best_order(search.goal))
     else:
         q = q.where(SearchRun.seq > after).order_by(SearchRun.seq)
     if order == "best" and search.validity is not None:
@@ -355,7 +387,7 @@ def best_run(db: Database, search: SearchSummary) -> RunRow | None:
 
 def measured(db: Database, search: SearchSummary) -> Measured:
     """The search's finished runs in the order they landed (then by seq)."""
-    counts = and_(SearchRun.valid.is_(True), SearchRun.value.is_not(None))
+    counts = and_(SearchRun.valid == true(), SearchRun.value.is_not(None))
     columns: list[Any] = [SearchRun.seq, case((counts, SearchRun.value))]
     if search.validity is not None:  # the validity stat is read from the JSON stats
         columns.append(SearchRun.stats)
@@ -373,3 +405,33 @@ def measured(db: Database, search: SearchSummary) -> Measured:
         for r in rows
     ]
     return Measured(search, [int(r[0]) for r in rows], values)
+
+
+@dataclass(frozen=True)
+class Curve:
+    """A search's best-so-far curve as a chart draws it: how many runs finished, the
+    measurements that improved the best (its steps) and the latest measurements that
+    count (``(n, value)``, at most the number asked for)."""
+
+    search: SearchSummary
+    measurements: int
+    steps: list[tuple[int, float]]
+    recent: list[tuple[int, float]]
+
+    @property
+    def best(self) -> float | None:
+        return self.steps[-1][1] if self.steps else None
+
+
+def curve(db: Database, search: SearchSummary, recent: int = 2000) -> Curve:
+    """The best-so-far curve of :func:`measured`, reduced to what a chart draws: its steps
+    and the ``recent`` latest measurements that count.
+
+    Every finished run is read (from the index ``(search, valid, value, finished, seq)``
+    alone when the objective names no validity stat): O(runs of the search), which the
+    dashboard keeps warm rather than paying per page. (Window functions would do it in the
+    database, but MariaDB 10.11 evaluates a running MAX over 10^5 rows for minutes.)
+    """
+    m = measured(db, search)
+    counted = [(n, v) for n, v in enumerate(m.values, start=1) if v is not None]
+    return Curve(search, len(m.values), m.steps, counted[-recent:] if recent else [])
