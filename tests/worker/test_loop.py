@@ -10,6 +10,7 @@ from collections import Counter
 import pytest
 from sqlalchemy import func, select
 
+from tests.support.clock import FakeClock, database_time, on_fake_clock
 from tests.support.seed import ALL_NOOP_SOLVERS, expire_leases, job_row, seed
 from tests.support.wait import wait_until
 from tests.worker.procs import calls, join_all, reports, start_workers
@@ -176,53 +177,59 @@ def test_a_lease_lost_mid_job_drops_the_result_and_the_job_is_redone(lite):
     assert count(lite, JobKernel) == 1
 
 
-class Reaper(Hook):
-    """Another worker's reaper, running all the time the backend works."""
+class TimePasses(Hook):
+    """The job takes ``seconds`` on the fake database clock, in steps of ``step``. After each
+    step the worker's heartbeat (when it beats) renews the lease, then another worker's
+    reaper runs: no real waiting for a lease to expire."""
 
-    def __init__(self, db) -> None:
-        self.db, self.stop, self.thread = db, threading.Event(), None
+    def __init__(self, db, clock, *, seconds, step, lease, beats) -> None:
+        self.db, self.clock, self.seconds, self.step = db, clock, seconds, step
+        self.lease, self.beats = lease, beats
+        self.reaped: list[int] = []
 
     def before_job(self, work):
-        def reap():
-            while not self.stop.wait(0.05):
-                reap_expired(self.db)
-
-        self.thread = threading.Thread(target=reap)
-        self.thread.start()
-
-    def after_job(self, work, outcome, seconds):
-        self.stop.set()
-        self.thread.join()
+        passed = 0.0
+        while passed < self.seconds:
+            self.clock.advance(self.step)
+            passed += self.step
+            if self.beats:
+                renewed = database_time(self.clock, self.lease)
+                wait_until(
+                    lambda want=renewed: job_row(self.db, work.job_id).lease_expires == want,
+                    "a heartbeat after the clock moved on",
+                )
+            self.reaped += reap_expired(self.db).returned
 
 
 def test_heartbeats_keep_a_job_longer_than_its_lease(lite):
-    sd = seed(lite, configs=1, solvers=["NoopDirect"])
-    r = run(
-        lite,
-        sd.session,
-        "compile",
-        backend=NoopBackend(sleep_s=3.0),
-        lease_seconds=2,
-        heartbeat_interval=0.1,
-        hooks=[Reaper(lite)],
-    )
+    clock = FakeClock()
+    db = on_fake_clock(lite, clock)
+    sd = seed(db, configs=1, solvers=["NoopDirect"])
+    passes = TimePasses(db, clock, seconds=3.0, step=0.5, lease=2, beats=True)
+    r = run(db, sd.session, "compile", lease_seconds=2, heartbeat_interval=0.01, hooks=[passes])
+    db.dispose()
+    assert clock.now == 3.0 and passes.reaped == []  # 3 s on a 2 s lease, never reaped
     assert (r.done, r.lost) == (1, 0)
     row = job_row(lite, sd.jobs[0])
     assert (row.state, row.attempt, row.retries) == (S.COMPILED, 1, 0)
 
 
 def test_without_heartbeats_the_reaper_takes_the_job_back(lite):
-    sd = seed(lite, configs=1, solvers=["NoopDirect"])
+    clock = FakeClock()
+    db = on_fake_clock(lite, clock)
+    sd = seed(db, configs=1, solvers=["NoopDirect"])
+    passes = TimePasses(db, clock, seconds=3.0, step=0.5, lease=1, beats=False)
     r = run(
-        lite,
+        db,
         sd.session,
         "compile",
-        backend=NoopBackend(sleep_s=3.0),
         lease_seconds=1,
         heartbeat_interval=60,
-        hooks=[Reaper(lite)],
+        hooks=[passes],
         max_jobs=1,
     )
+    db.dispose()
+    assert passes.reaped == [sd.jobs[0]]  # once the lease had run out
     assert (r.done, r.lost) == (0, 1)
     row = job_row(lite, sd.jobs[0])
     assert (row.state, row.attempt, row.retries) == (S.NEW, 1, 1)
