@@ -11,7 +11,12 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
-from tests.support.databases import MysqlPool, copy_sqlite_template, read_schema
+from tests.support.databases import (
+    FreshDatabase,
+    MysqlPool,
+    copy_sqlite_template,
+    read_schema,
+)
 from tests.support.seed import seed
 from tuna.db import migrate, open_database
 from tuna.db.models import TuningSession
@@ -181,6 +186,35 @@ def test_a_pooled_mysql_database_with_a_changed_schema_or_a_leftover_connection_
             assert db.url.database not in (changed, name)
     finally:
         pool.close()
+
+
+def test_a_fresh_database_is_cleaned_between_tests_and_recreated_when_its_schema_changed(
+    _mysql_admin_engine: sa.Engine, mysql_url: str
+) -> None:
+    fresh = FreshDatabase(_mysql_admin_engine, mysql_url)
+    fresh.make_fresh()
+    counts, first_id = _rows_and_next_ids(mysql_url)
+    db = open_database(mysql_url)
+    seed(db, configs=3)
+    left = sa.create_engine(mysql_url)
+    with left.connect() as conn:  # a connection the test leaves open, in a transaction
+        conn.exec_driver_sql("SELECT COUNT(*) FROM job FOR UPDATE")
+        fresh.make_fresh()  # kills it, then cleans
+        with pytest.raises(sa.exc.OperationalError):
+            conn.exec_driver_sql("SELECT 1")
+    left.dispose()
+    db.dispose()
+    assert (fresh.migrated, fresh.cleaned) == (1, 1)
+    assert _rows_and_next_ids(mysql_url) == (counts, first_id)
+    engine = sa.create_engine(mysql_url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("DROP VIEW conv_job")
+    engine.dispose()
+    fresh.make_fresh()
+    assert (fresh.migrated, fresh.cleaned) == (2, 1)
+    with _mysql_admin_engine.connect() as conn:
+        views = {v for v, _ in read_schema(conn, make_url(mysql_url).database or "").views}
+    assert "conv_job" in views
 
 
 # --- SQLite tier ----------------------------------------------------------------------------------

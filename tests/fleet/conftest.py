@@ -7,8 +7,8 @@ tests skip, unless ``TUNA_REQUIRE_CLUSTER=1`` (set by ``bin/test``), where they 
 * ``cluster`` (session): the :class:`Cluster` — hosts, database URLs, image, SSH key and
   known_hosts — with ``cut``/``restore`` (a host off the network, its processes still
   running) and ``restart_db``.
-* ``cluster_db``: the cluster's database (``cluster.db_url``), emptied and migrated to the
-  head revision before each test, as a :class:`tuna.db.Database`.
+* ``cluster_db``: the cluster's database (``cluster.db_url``), as a fresh migration leaves it
+  (emptied before each test), as a :class:`tuna.db.Database`.
 
 Tests that use either fixture are marked ``cluster`` (``-m "not cluster"`` leaves them out).
 """
@@ -16,7 +16,6 @@ Tests that use either fixture are marked ``cluster`` (``-m "not cluster"`` leave
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,8 +24,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine, make_url
 
 from tests.fleet.cluster import Cluster
-from tests.support.seed import open_test_db
-from tuna.db import Database
+from tests.support.databases import FreshDatabase
+from tuna.db import Database, open_database
 
 
 def _cluster_required() -> bool:
@@ -73,39 +72,19 @@ def _cluster_admin_engine(cluster: Cluster) -> Iterator[Engine]:
     engine.dispose()
 
 
-def _recreate_database(engine: Engine, name: str) -> None:
-    with engine.connect() as conn:
-        # A host that was cut off, or a killed worker, may still hold locks: wait 10 s, not a day.
-        conn.exec_driver_sql("SET SESSION lock_wait_timeout = 10")
-        try:
-            conn.exec_driver_sql(f"DROP DATABASE IF EXISTS `{name}`")
-        except sa.exc.OperationalError:
-            rows = conn.exec_driver_sql(
-                "SELECT id FROM information_schema.processlist"
-                " WHERE db = %s AND id <> CONNECTION_ID()",
-                (name,),
-            ).fetchall()
-            for (conn_id,) in rows:
-                conn.exec_driver_sql(f"KILL {int(conn_id)}")
-            warnings.warn(
-                f"database {name} was still in use by the previous test; "
-                f"killed {len(rows)} connection(s)",
-                stacklevel=1,
-            )
-            conn.exec_driver_sql(f"DROP DATABASE IF EXISTS `{name}`")
-        conn.exec_driver_sql(
-            f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"
-        )
+@pytest.fixture(scope="session")
+def _cluster_fresh_db(cluster: Cluster, _cluster_admin_engine: Engine) -> FreshDatabase:
+    return FreshDatabase(_cluster_admin_engine, cluster.db_url)
 
 
 @pytest.fixture
-def cluster_db(cluster: Cluster, _cluster_admin_engine: Engine) -> Iterator[Database]:
+def cluster_db(_cluster_fresh_db: FreshDatabase) -> Iterator[Database]:
     """The cluster's database (``cluster.db_url``; the hosts reach it at ``worker_db_url``),
-    empty and at the head revision: dropped, recreated and migrated before each test, and left
-    as the test leaves it (to look at after a failure)."""
-    name = make_url(cluster.db_url).database
-    assert name
-    _recreate_database(_cluster_admin_engine, name)
-    database = open_test_db(cluster.db_url)
+    as a fresh migration leaves it: before each test, connections the last one left are
+    killed and its rows deleted (or, if its schema changed, it is recreated and migrated:
+    tests/support/databases.py); after the test it is left as the test left it (to look at
+    after a failure)."""
+    _cluster_fresh_db.make_fresh()
+    database = open_database(_cluster_fresh_db.url)
     yield database
     database.dispose()

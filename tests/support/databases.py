@@ -264,24 +264,7 @@ class MysqlPool:
     # --- internals ---
 
     def _read_baseline(self, name: str) -> _Baseline:
-        with self.admin.connect() as conn:
-            schema = read_schema(conn, name)
-            rows: dict[str, tuple[list[str], list[tuple[Any, ...]]]] = {}
-            for table, _ in schema.tables:
-                result = conn.exec_driver_sql(f"SELECT * FROM `{name}`.`{table}`")
-                found = [tuple(r) for r in result]
-                if found:
-                    rows[table] = (list(result.keys()), found)
-            return _Baseline(schema, rows, self._auto_increments(conn, name))
-
-    @staticmethod
-    def _auto_increments(conn: Connection, name: str) -> dict[str, int]:
-        rows = conn.exec_driver_sql(
-            "SELECT table_name, auto_increment FROM information_schema.tables"
-            " WHERE table_schema = %s AND auto_increment IS NOT NULL",
-            (name,),
-        )
-        return {t: int(n) for t, n in rows}
+        return read_baseline(self.admin, name)
 
     def _why_not_reusable(self, name: str) -> str | None:
         assert self._baseline is not None
@@ -312,27 +295,98 @@ class MysqlPool:
 
     def _clean(self, name: str) -> None:
         assert self._baseline is not None
-        baseline = self._baseline
+        clean(self.admin, name, self._baseline)
+
+
+def read_baseline(admin: Engine, name: str) -> _Baseline:
+    """What the freshly migrated database ``name`` holds, to clean it back to later."""
+    with admin.connect() as conn:
+        schema = read_schema(conn, name)
+        rows: dict[str, tuple[list[str], list[tuple[Any, ...]]]] = {}
+        for table, _ in schema.tables:
+            result = conn.exec_driver_sql(f"SELECT * FROM `{name}`.`{table}`")
+            found = [tuple(r) for r in result]
+            if found:
+                rows[table] = (list(result.keys()), found)
+        return _Baseline(schema, rows, _auto_increments(conn, name))
+
+
+def _auto_increments(conn: Connection, name: str) -> dict[str, int]:
+    rows = conn.exec_driver_sql(
+        "SELECT table_name, auto_increment FROM information_schema.tables"
+        " WHERE table_schema = %s AND auto_increment IS NOT NULL",
+        (name,),
+    )
+    return {t: int(n) for t, n in rows}
+
+
+def clean(admin: Engine, name: str, baseline: _Baseline) -> None:
+    """Delete every row of ``name``, put back the baseline's and reset AUTO_INCREMENT."""
+    with admin.connect() as conn:
+        conn.exec_driver_sql("SET SESSION lock_wait_timeout = 10")
+        conn.exec_driver_sql("SET SESSION innodb_lock_wait_timeout = 10")
+        conn.exec_driver_sql("SET SESSION foreign_key_checks = 0")
+        try:
+            for table, _ in baseline.schema.tables:
+                conn.exec_driver_sql(f"DELETE FROM `{name}`.`{table}`")
+            for table, (columns, rows) in baseline.rows.items():
+                cols = ", ".join(f"`{c}`" for c in columns)
+                marks = ", ".join(["%s"] * len(columns))
+                conn.exec_driver_sql(
+                    f"INSERT INTO `{name}`.`{table}` ({cols}) VALUES ({marks})", rows
+                )
+            conn.commit()
+            for table, n in _auto_increments(conn, name).items():
+                want = baseline.auto_increment.get(table, 1)
+                if n != want:
+                    conn.exec_driver_sql(f"ALTER TABLE `{name}`.`{table}` AUTO_INCREMENT = {want}")
+        finally:
+            conn.rollback()
+            conn.exec_driver_sql("SET SESSION foreign_key_checks = 1")
+
+
+class FreshDatabase:
+    """One named database made fresh before each test (the cluster's, which its hosts know by
+    name): cleaned like a pooled one when its schema is still the head's, else dropped,
+    recreated and migrated. Connections the previous test left (workers on a host it cut
+    off, a killed go_fish's) are killed first."""
+
+    def __init__(self, admin: Engine, url: str) -> None:
+        self.admin, self.url = admin, url
+        name = make_url(url).database
+        assert name
+        self.name = name
+        self._baseline: _Baseline | None = None
+        self.cleaned = self.migrated = 0
+
+    def make_fresh(self) -> None:
         with self.admin.connect() as conn:
             conn.exec_driver_sql("SET SESSION lock_wait_timeout = 10")
-            conn.exec_driver_sql("SET SESSION innodb_lock_wait_timeout = 10")
-            conn.exec_driver_sql("SET SESSION foreign_key_checks = 0")
+            exists = conn.exec_driver_sql(
+                "SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name = %s",
+                (self.name,),
+            ).scalar_one()
+            _kill_connections(conn, self.name)
+            same = (
+                exists
+                and self._baseline is not None
+                and read_schema(conn, self.name) == self._baseline.schema
+            )
+        if same:
+            assert self._baseline is not None
             try:
-                for table, _ in baseline.schema.tables:
-                    conn.exec_driver_sql(f"DELETE FROM `{name}`.`{table}`")
-                for table, (columns, rows) in baseline.rows.items():
-                    cols = ", ".join(f"`{c}`" for c in columns)
-                    marks = ", ".join(["%s"] * len(columns))
-                    conn.exec_driver_sql(
-                        f"INSERT INTO `{name}`.`{table}` ({cols}) VALUES ({marks})", rows
-                    )
-                conn.commit()
-                for table, n in self._auto_increments(conn, name).items():
-                    want = baseline.auto_increment.get(table, 1)
-                    if n != want:
-                        conn.exec_driver_sql(
-                            f"ALTER TABLE `{name}`.`{table}` AUTO_INCREMENT = {want}"
-                        )
-            finally:
-                conn.rollback()
-                conn.exec_driver_sql("SET SESSION foreign_key_checks = 1")
+                clean(self.admin, self.name, self._baseline)
+                self.cleaned += 1
+                return
+            except sa.exc.DBAPIError:
+                pass  # recreated below
+        drop_database(self.admin, self.name)
+        create_database(self.admin, self.name)
+        engine = make_engine(self.url)
+        try:
+            with engine.begin() as conn:
+                migrate.upgrade(conn)
+        finally:
+            engine.dispose()
+        self._baseline = read_baseline(self.admin, self.name)
+        self.migrated += 1

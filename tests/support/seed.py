@@ -1,9 +1,11 @@
 """Seeded test databases: one way to open a database at the head revision, and a noop queue.
 
-``open_test_db`` is the one migration path of the tests (the ``db``, ``lite`` and ``cluster_db``
-fixtures use it). ``seed`` inserts a noop session with configs, solvers and jobs directly, so
-that queue tests do not depend on sessions or ``load_jobs``; ``force_state``/``expire_leases``
-set up states by raw SQL, bypassing the state machine (test setup only).
+``open_test_db`` opens a test database at the head revision, migrating it when it is empty (the
+fixtures ``db``, ``lite``, ``mysql_db`` and ``cluster_db`` migrate once and reuse:
+tests/support/databases.py). ``seed`` inserts a noop session with configs, solvers and jobs
+directly, so that queue tests do not depend on sessions or ``load_jobs``;
+``force_state``/``expire_leases`` set up states by raw SQL, bypassing the state machine (test
+setup only).
 """
 
 from __future__ import annotations
