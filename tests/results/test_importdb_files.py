@@ -22,10 +22,10 @@ from tuna.results import importdb
 from tuna.results.export import FIND_ENTRIES_PER_KEY, ExportSpec, export_db
 from tuna.results.formats import FindEntry, read_find_db
 from tuna.results.importdb import (
-    LOCK_NAME,
     DbFileRefusedError,
     import_db_files,
     import_db_new_session,
+    lock_name,
     read_db_file,
 )
 
@@ -241,6 +241,10 @@ def test_a_second_import_says_what_it_waits_for_and_then_succeeds(mysql_url: str
         said: list[str] = []
         result: list[object] = []
         with engine.connect() as first:  # stands for an import that holds the lock
+            LOCK_NAME = lock_name(first.scalar(text("SELECT DATABASE()")))  # noqa: N806
+            assert LOCK_NAME.startswith("tuna.import_db.")
+            # an import into another database of the same server does not wait for it
+            assert lock_name("another") != LOCK_NAME
             assert first.scalar(text("SELECT GET_LOCK(:n, 0)"), {"n": LOCK_NAME}) == 1
             holder = first.scalar(text("SELECT CONNECTION_ID()"))
 

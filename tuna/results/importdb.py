@@ -21,9 +21,10 @@ database, so SQLite and MySQL refuse the same records).
 * Rows are upserted: a file's row replaces the session's row for the same (config,
   solver), and with several files the later file wins. Imported rows link no job.
 * Everything is written in one transaction: a refused or failed import changes nothing.
-  On MySQL, imports take turns on the named lock ``tuna.import_db`` (two at once would
-  wait on each other's new catalogue rows until one timed out); the second says what it
-  waits for.
+  On MySQL, imports into one database take turns on the named lock
+  ``tuna.import_db.<database>`` (two at once would wait on each other's new catalogue rows
+  until one timed out); the second says what it waits for. Imports into other databases
+  of the same server do not wait.
 * A find db named ``*.OpenCL.*`` is MIOpen's OpenCL backend's: the session's ``runtime``
   becomes ``OpenCL`` (an export then writes ``.OpenCL.fdb.txt``); files of both runtimes,
   or OpenCL files into a HIP session that has rows, are refused.
@@ -31,6 +32,7 @@ database, so SQLite and MySQL refuse the same records).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 from collections.abc import Callable, Sequence
@@ -71,7 +73,21 @@ from tuna.sessions import session_row
 log = logging.getLogger(__name__)
 
 _SHOWN = 200
-LOCK_NAME = "tuna.import_db"
+LOCK_PREFIX = "tuna.import_db."
+LOCK_NAME_MAX = 64  # MySQL's limit on a named lock
+
+
+def lock_name(database: str) -> str:
+    """The named lock imports into ``database`` take turns on (MySQL locks are server-wide)."""
+    name = LOCK_PREFIX + database
+    if len(name) <= LOCK_NAME_MAX:
+        return name
+    return (
+        LOCK_PREFIX
+        + hashlib.sha256(database.encode()).hexdigest()[: LOCK_NAME_MAX - len(LOCK_PREFIX)]
+    )
+
+
 LOCK_WAIT_S = 3600
 
 # Column bounds, the same on every database (checked here, so SQLite refuses what MySQL would).
@@ -446,43 +462,43 @@ def _delete_empty_session(db: Database, session_id: int) -> None:
 
 
 class _import_lock:  # noqa: N801 - a context manager used like a function
-    """MySQL's named lock ``tuna.import_db``, held on a connection of its own; nothing on
+    """MySQL's named lock :func:`lock_name`, held on a connection of its own; nothing on
     SQLite, whose write lock (an immediate transaction) serialises imports already."""
 
     def __init__(self, db: Database, waiting: Waiting | None, wait_s: float) -> None:
         self.db, self.waiting, self.wait_s = db, waiting, wait_s
         self.conn: Any = None
+        self.name = ""
 
     def __enter__(self) -> None:
         if self.db.is_sqlite:
             return
         self.conn = self.db.engine.connect()
-        got = self.conn.scalar(text("SELECT GET_LOCK(:n, 0)"), {"n": LOCK_NAME})
+        name = self.name = lock_name(str(self.conn.scalar(text("SELECT DATABASE()"))))
+        got = self.conn.scalar(text("SELECT GET_LOCK(:n, 0)"), {"n": name})
         if got == 1:
             return
-        holder = self.conn.scalar(text("SELECT IS_USED_LOCK(:n)"), {"n": LOCK_NAME})
+        holder = self.conn.scalar(text("SELECT IS_USED_LOCK(:n)"), {"n": name})
         message = (
-            f"waiting for another import_db to finish (it holds the lock {LOCK_NAME!r}, "
+            f"waiting for another import_db to finish (it holds the lock {name!r}, "
             f"MySQL connection {holder}); nothing is written until it has"
         )
         log.info("import_db: %s", message)
         if self.waiting is not None:
             self.waiting(message)
-        got = self.conn.scalar(
-            text("SELECT GET_LOCK(:n, :t)"), {"n": LOCK_NAME, "t": int(self.wait_s)}
-        )
+        got = self.conn.scalar(text("SELECT GET_LOCK(:n, :t)"), {"n": name, "t": int(self.wait_s)})
         if got != 1:
             self.conn.close()
             raise TunaError(
                 f"gave up after {self.wait_s:g} s waiting for another import_db (MySQL "
-                f"connection {holder}, lock {LOCK_NAME!r}); nothing was imported. Run it "
+                f"connection {holder}, lock {name!r}); nothing was imported. Run it "
                 "again when that one has finished."
             )
 
     def __exit__(self, *_exc: object) -> None:
         if self.conn is not None:
             try:
-                self.conn.execute(text("SELECT RELEASE_LOCK(:n)"), {"n": LOCK_NAME})
+                self.conn.execute(text("SELECT RELEASE_LOCK(:n)"), {"n": self.name})
             finally:
                 self.conn.close()
 
