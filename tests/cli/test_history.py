@@ -26,17 +26,17 @@ def test_retire_unretire_and_unknown_session(runner):
     make_configs(db)
     sid = session(db)
     db.dispose()
-    result = runner.invoke(main, ["session", "retire", str(sid), "--reason", "bad clocks"])
+    result = runner.invoke(main, ["session", "retire", "-s", str(sid), "--reason", "bad clocks"])
     assert result.exit_code == 0, result.output
     assert f"session {sid}: retired at" in result.output
-    assert f"`tuna session unretire {sid}` undoes it" in result.output
+    assert f"`tuna session unretire -s {sid}` undoes it" in result.output
     listed = json.loads(runner.invoke(main, ["session", "list", "--json"]).output)
     assert [r["retired_reason"] for r in listed if r["id"] == sid] == ["bad clocks"]
-    again = runner.invoke(main, ["session", "retire", str(sid)])
+    again = runner.invoke(main, ["session", "retire", "-s", str(sid)])
     assert again.exit_code == 1 and "already retired" in again.output
-    result = runner.invoke(main, ["session", "unretire", str(sid)])
+    result = runner.invoke(main, ["session", "unretire", "-s", str(sid)])
     assert result.exit_code == 0 and "active again" in result.output
-    missing = runner.invoke(main, ["session", "retire", "77"])
+    missing = runner.invoke(main, ["session", "retire", "-s", "77"])
     assert missing.exit_code == 1
     assert "Error: session 77 does not exist; `tuna session list` shows the sessions" in (
         missing.output
@@ -49,9 +49,9 @@ def test_rules_show_set_and_refuse_bad_values(runner):
     make_configs(db)
     sid = session(db)
     db.dispose()
-    shown = runner.invoke(main, ["session", "rules", str(sid)])
+    shown = runner.invoke(main, ["session", "rules", "-s", str(sid)])
     assert shown.output == f"session {sid}: library fingerprint\n"
-    args = ["session", "rules", str(sid), "--library", "version", "--max-age", "30d",
+    args = ["session", "rules", "-s", str(sid), "--library", "version", "--max-age", "30d",
             "--platform", "gpu.model=MI250X", "--json"]  # fmt: skip
     result = runner.invoke(main, args)
     assert result.exit_code == 0, result.output
@@ -59,12 +59,14 @@ def test_rules_show_set_and_refuse_bad_values(runner):
         "session": sid,
         "rules": {"library": "version", "max_age": "30d", "platform": {"gpu.model": "MI250X"}},
     }
-    cleared = runner.invoke(main, ["session", "rules", str(sid), "--no-max-age", "--no-platform"])
+    cleared = runner.invoke(
+        main, ["session", "rules", "-s", str(sid), "--no-max-age", "--no-platform"]
+    )
     assert cleared.output == f"session {sid}: library version\n"
-    bad = runner.invoke(main, ["session", "rules", str(sid), "--max-age", "a month"])
+    bad = runner.invoke(main, ["session", "rules", "-s", str(sid), "--max-age", "a month"])
     assert bad.exit_code == 1
     assert "Error: --max-age 'a month' does not parse: give a duration (30d" in bad.output
-    bad = runner.invoke(main, ["session", "rules", str(sid), "--platform", "gpu"])
+    bad = runner.invoke(main, ["session", "rules", "-s", str(sid), "--platform", "gpu"])
     assert bad.exit_code == 1 and "FIELD=VALUE" in bad.output
 
 
@@ -136,11 +138,11 @@ def test_export_and_golden_refuse_a_retired_session(runner, tmp_path):
     sid = session(db)
     add_find(db, sid, h.configs[0], h.solvers["NoopDirect"], 1.0)
     db.dispose()
-    assert runner.invoke(main, ["session", "retire", str(sid)]).exit_code == 0
+    assert runner.invoke(main, ["session", "retire", "-s", str(sid)]).exit_code == 0
     out = runner.invoke(main, ["export_db", "-s", str(sid), "-f", "-o", str(tmp_path)])
     assert out.exit_code == 1
     assert f"Error: session {sid} is retired: its results leave every export" in out.output
-    assert f"tuna session unretire {sid}" in out.output
+    assert f"tuna session unretire -s {sid}" in out.output
     gold = runner.invoke(main, ["update_golden", "--golden_v", "1", "-s", str(sid)])
     assert gold.exit_code == 1 and "leave every golden version" in gold.output
 
@@ -151,7 +153,7 @@ def test_session_create_stores_its_rules(runner):
     assert result.exit_code == 0, result.output
     assert "history that counts: library version, max age 30d" in result.output
     sid = int(result.output.split(":", 1)[0].removeprefix("session "))
-    shown = runner.invoke(main, ["session", "rules", str(sid)])
+    shown = runner.invoke(main, ["session", "rules", "-s", str(sid)])
     assert shown.output == f"session {sid}: library version, max age 30d\n"
     plain = runner.invoke(main, args)
     assert "history that counts" not in plain.output
@@ -172,7 +174,7 @@ def test_best_as_a_golden_version_exports_in_miopens_format(runner, tmp_path):
     add_find(db, a, h.configs[1], direct, 0.5)
     add_find(db, retired, h.configs[1], direct, 0.1)
     db.dispose()
-    runner.invoke(main, ["session", "retire", str(retired)])
+    runner.invoke(main, ["session", "retire", "-s", str(retired)])
     args = ["best", "-a", ARCH, "-n", str(NUM_CU), "--golden_v", "7"]
     result = runner.invoke(main, args)
     assert result.exit_code == 0, result.output

@@ -104,6 +104,8 @@ def test_a_wrong_from_state_changes_nothing(lite):
 
 
 def test_nothing_outside_the_state_machine_assigns_job_state():
+    # A line that names another table's state (a search's, in its JSON listing) says so
+    # with a trailing ``# not job.state``.
     root = Path(__file__).resolve().parents[2] / "tuna"
     pattern = re.compile(r"\.state\s*=[^=]|values\([^)]*\bstate\s*=|[\"']state[\"']\s*:")
     offenders = [
@@ -111,7 +113,7 @@ def test_nothing_outside_the_state_machine_assigns_job_state():
         for p in root.rglob("*.py")
         if p != root / "jobs" / "states.py"
         for n, line in enumerate(p.read_text().splitlines(), 1)
-        if pattern.search(line)
+        if pattern.search(line) and "# not job.state" not in line
     ]
     assert offenders == []
 

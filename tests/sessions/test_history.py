@@ -30,9 +30,9 @@ def test_retire_and_unretire_keep_the_rows(db):
     row = retire(db, s1, "bad clocks")
     assert row.retired is not None and row.retired_reason == "bad clocks"
     assert get_session(db, s1).retired is not None
-    with pytest.raises(TunaError, match=f"already retired.*tuna session unretire {s1}"):
+    with pytest.raises(TunaError, match=f"already retired.*tuna session unretire -s {s1}"):
         retire(db, s1)
-    with pytest.raises(RetiredSessionError, match=f"retired \\(bad clocks\\).*unretire {s1}"):
+    with pytest.raises(RetiredSessionError, match=f"retired \\(bad clocks\\).*unretire -s {s1}"):
         check_not_retired(get_session(db, s1), "export")
     with db.session() as s:
         assert s.scalar(select(FindDb.time_ms).where(FindDb.session == s1)) == 1.0

@@ -92,7 +92,7 @@ def rules_options(fn: F) -> F:
 
 
 @click.command("retire", cls=TunaCommand)
-@click.argument("session_id", metavar="SESSION", type=int)
+@session_option("Session to retire.")
 @click.option("--reason", help="Why (kept with the session, shown by `tuna session list`).")
 def retire_cmd(session_id: int, reason: str | None) -> None:
     """Take a session's results out of every later decision; its rows stay.
@@ -103,7 +103,7 @@ def retire_cmd(session_id: int, reason: str | None) -> None:
 
     \b
     Example:
-      tuna session retire 3 --reason "wrong clocks on the fleet"
+      tuna session retire -s 3 --reason "wrong clocks on the fleet"
     """
     from tuna.sessions.history import retire
 
@@ -114,19 +114,19 @@ def retire_cmd(session_id: int, reason: str | None) -> None:
         db.dispose()
     console.print(
         f"session {row.id}: retired at {row.retired:%Y-%m-%d %H:%M:%S}; its results no longer "
-        f"count (`tuna session unretire {row.id}` undoes it)",
+        f"count (`tuna session unretire -s {row.id}` undoes it)",
         markup=False,
     )
 
 
 @click.command("unretire", cls=TunaCommand)
-@click.argument("session_id", metavar="SESSION", type=int)
+@session_option("Session to bring back.")
 def unretire_cmd(session_id: int) -> None:
     """Let a retired session's results count again.
 
     \b
     Example:
-      tuna session unretire 3
+      tuna session unretire -s 3
     """
     from tuna.sessions.history import unretire
 
@@ -139,7 +139,7 @@ def unretire_cmd(session_id: int) -> None:
 
 
 @click.command("rules", cls=TunaCommand)
-@click.argument("session_id", metavar="SESSION", type=int)
+@session_option("Session whose rules to show or set.")
 @rules_options
 @click.option("--no-max-age", is_flag=True, help="Drop the age limit.")
 @click.option("--no-library-min", is_flag=True, help="Drop the oldest-library limit.")
@@ -159,9 +159,9 @@ def rules_cmd(
 
     \b
     Examples:
-      tuna session rules 3
-      tuna session rules 3 --library version --max-age 30d --platform gpu.model=MI250X
-      tuna session rules 3 --no-max-age --json
+      tuna session rules -s 3
+      tuna session rules -s 3 --library version --max-age 30d --platform gpu.model=MI250X
+      tuna session rules -s 3 --no-max-age --json
     """
     from dataclasses import replace
 

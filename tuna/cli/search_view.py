@@ -38,7 +38,7 @@ def summary_row(s: SearchSummary) -> dict[str, Any]:
         "id": s.id,
         "session": s.session,
         "name": s.name,
-        "state": s.state,
+        "state": s.state,  # not job.state: the search's
         "backend": s.backend,
         "searcher": s.searcher,
         "objective": f"{s.stat}:{s.goal}",

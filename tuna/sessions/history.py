@@ -55,7 +55,7 @@ def retire(db: Database, session_id: int, reason: str | None = None) -> SessionI
         if row.retired is not None:
             raise TunaError(
                 f"session {session_id} is already retired (since {row.retired:%Y-%m-%d %H:%M}); "
-                f"`tuna session unretire {session_id}` brings it back"
+                f"`tuna session unretire -s {session_id}` brings it back"
             )
         s.execute(
             update(TuningSession)
@@ -83,7 +83,7 @@ def check_not_retired(info: SessionInfo, what: str) -> None:
         why = f" ({info.retired_reason})" if info.retired_reason else ""
         raise RetiredSessionError(
             f"session {info.id} is retired{why}: its results leave every {what}; "
-            f"`tuna session unretire {info.id}` brings them back"
+            f"`tuna session unretire -s {info.id}` brings them back"
         )
 
 

@@ -239,14 +239,14 @@ def platform_field(info: Mapping[str, Any], key: str) -> str | None:
 
 
 EXCLUSION_HINTS = {
-    "retired": "`tuna session unretire S` brings a retired session back",
+    "retired": "`tuna session unretire -s S` brings a retired session back",
     "backend": "history of another backend never counts",
     "arch": "history of another arch never counts",
     "num_cu": "history of another CU count never counts",
-    "library": "`tuna session rules S --library same|version|any` relaxes the library rule",
-    "library_min": "`tuna session rules S --library-min V` sets the oldest library that counts",
-    "max_age": "`tuna session rules S --max-age 90d` (or --no-max-age) keeps older rows",
-    "platform": "`tuna session rules S --no-platform` drops the platform fields",
+    "library": "`tuna session rules -s S --library same|version|any` relaxes the library rule",
+    "library_min": "`tuna session rules -s S --library-min V` sets the oldest library that counts",
+    "max_age": "`tuna session rules -s S --max-age 90d` (or --no-max-age) keeps older rows",
+    "platform": "`tuna session rules -s S --no-platform` drops the platform fields",
 }
 
 
