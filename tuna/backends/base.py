@@ -37,6 +37,10 @@ class SolverInfo:
     algorithm: str | None = None
 
 
+RUNTIMES = ("HIP", "OpenCL")
+"""MIOpen's GPU runtimes, as its find db names carry them (an export's ``.HIP.``/``.OpenCL.``)."""
+
+
 @dataclass(frozen=True)
 class SessionInfo:
     """A tuning session as everyone outside the database sees it: the fields of its row.

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
+from tuna.backends.base import RUNTIMES
 from tuna.backends.miopen.solvers import BY_NAME as MIOPEN_SOLVERS
 from tuna.errors import DbKeyError, TunaError
 from tuna.problems.keys import (
@@ -73,8 +74,6 @@ def db_basename(arch: str, num_cu: int) -> str:
 
 
 FileKind = Literal["find", "perf", "kern"]
-RUNTIMES = ("HIP", "OpenCL")
-"""MIOpen's GPU backends, as its find db names carry them."""
 
 
 def export_file_names(

@@ -18,7 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session as OrmSession
 
 from tuna.backends import LibraryQueries, get_backend
-from tuna.backends.base import SessionInfo, SolverInfo
+from tuna.backends.base import RUNTIMES, SessionInfo, SolverInfo
 from tuna.db import Database
 from tuna.db.bulk import insert_missing
 from tuna.db.models import Solver, TuningSession
@@ -46,10 +46,6 @@ class SessionSpec:
     # added to the platform of every measurement of the session (not to its fingerprint:
     # which platforms count as the same is for the compatibility rules to say)
     user_platform: dict[str, Any] | None = None
-
-
-RUNTIMES = ("HIP", "OpenCL")
-"""MIOpen's GPU runtimes, as its find db names carry them (an export's ``.HIP.``/``.OpenCL.``)."""
 
 
 def fingerprint(spec: SessionSpec) -> str:
