@@ -275,19 +275,37 @@ def best_report(
     :class:`NotFoundError` when no row counts, saying which rule excluded how many rows.
     """
     with db.session() as s:
-        history = target_history(
-            s, session=session, arch=arch, num_cu=num_cu, backend=backend,
+        history, config_ids = history_and_configs(
+            s, session=session, arch=arch, num_cu=num_cu, backend=backend, tag=tag,
             rule_changes=rule_changes,
         )  # fmt: skip
-        config_ids = config_ids_for(s, tag)
-        if config_ids is not None and not config_ids:
-            raise NotFoundError(f"no config is tagged {tag!r}; import_configs -t {tag} -f FILE")
         found = best_configs(s, history, config_ids)
         if not found:
             reasons = why_none(s, history, config_ids)
             raise NotFoundError(no_history_message(history, reasons, tag))
     best = sorted(found.values(), key=lambda b: b.key)
     return BestReport(history, best, None if config_ids is None else len(config_ids), tag)
+
+
+def history_and_configs(
+    s: OrmSession,
+    *,
+    session: int | None,
+    arch: str | None,
+    num_cu: int | None,
+    backend: str | None,
+    tag: str | None,
+    rule_changes: Mapping[str, Any] | None,
+) -> tuple[Eligibility, list[int] | None]:
+    """A target's history (:func:`target_history`) and the configs tagged ``tag`` (None: all);
+    a tag that names no config is a :class:`NotFoundError`."""
+    history = target_history(
+        s, session=session, arch=arch, num_cu=num_cu, backend=backend, rule_changes=rule_changes
+    )
+    config_ids = config_ids_for(s, tag)
+    if config_ids is not None and not config_ids:
+        raise NotFoundError(f"no config is tagged {tag!r}; import_configs -t {tag} -f FILE")
+    return history, config_ids
 
 
 def no_history_message(history: Eligibility, reasons: Counter[str], tag: str | None) -> str:

@@ -41,9 +41,8 @@ from tuna.db.models import (
 from tuna.errors import NotFoundError, TunaError
 from tuna.library.best import (
     best_per_solver,
-    config_ids_for,
+    history_and_configs,
     no_history_message,
-    target_history,
     target_label,
     why_none,
 )
@@ -348,13 +347,10 @@ def golden_from_best(
     with db.session() as s:
         if s.get(GoldenVersion, version) is not None:
             raise _exists(version)
-        history = target_history(
-            s, session=session, arch=arch, num_cu=num_cu, backend=backend,
+        history, config_ids = history_and_configs(
+            s, session=session, arch=arch, num_cu=num_cu, backend=backend, tag=tag,
             rule_changes=rule_changes,
         )  # fmt: skip
-        config_ids = config_ids_for(s, tag)
-        if config_ids is not None and not config_ids:
-            raise NotFoundError(f"no config is tagged {tag!r}; import_configs -t {tag} -f FILE")
         rows = best_per_solver(s, history, config_ids)
         if not rows:
             raise NotFoundError(no_history_message(history, why_none(s, history, config_ids), tag))
