@@ -601,3 +601,9 @@ CREATE INDEX ix_search_run_search_valid_value_finished_seq ON search_run (search
 
 UPDATE alembic_version SET version_num='0011' WHERE alembic_version.version_num = '0010';
 
+-- Running upgrade 0011 -> 0012
+
+CREATE INDEX ix_search_run_search_finished_seq_valid_value ON search_run (search, finished, seq, valid, value);
+
+UPDATE alembic_version SET version_num='0012' WHERE alembic_version.version_num = '0011';
+

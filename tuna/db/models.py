@@ -607,6 +607,7 @@ class SearchRun(Base):
         # The read side (tuna.searches.query): runs by status, the best run, progress.
         Index(None, "search", "valid", "seq"),
         Index(None, "search", "valid", "value", "finished", "seq"),
+        Index(None, "search", "finished", "seq", "valid", "value"),
         TABLE_OPTIONS,
     )
 

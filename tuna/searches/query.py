@@ -19,14 +19,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlalchemy import ColumnElement, and_, case, false, func, select, true
+from sqlalchemy import ColumnElement, and_, case, false, func, or_, select, true
 from sqlalchemy.engine import Connection
 
 from tuna.db import Database
 from tuna.db.models import Machine, Search, SearchBuild, SearchRun, TuningSession
 from tuna.errors import NotFoundError, TunaError
 from tuna.search import Objective, Run
-from tuna.search.progress import Goal, best_so_far, improvements
+from tuna.search.progress import Goal, best_so_far, better, improvements
 
 RunStatus = Literal["valid", "invalid", "pending"]
 RUN_STATUSES: tuple[RunStatus, ...] = ("valid", "invalid", "pending")
@@ -423,15 +423,117 @@ class Curve:
         return self.steps[-1][1] if self.steps else None
 
 
+HEAD_RUNS = 4096
+"""Finished runs read from the start of a search (in finish order) by the fast curve."""
+LATE_STEPS = 64
+"""Steps after those that the fast curve finds one query each; past this many, it reads all."""
+
+
 def curve(db: Database, search: SearchSummary, recent: int = 2000) -> Curve:
     """The best-so-far curve of :func:`measured`, reduced to what a chart draws: its steps
     and the ``recent`` latest measurements that count.
 
-    Every finished run is read (from the index ``(search, valid, value, finished, seq)``
-    alone when the objective names no validity stat): O(runs of the search), which the
-    dashboard keeps warm rather than paying per page. (Window functions would do it in the
-    database, but MariaDB 10.11 evaluates a running MAX over 10^5 rows for minutes.)
+    Without a validity stat it is read through indexes rather than run by run
+    (:func:`_fast_curve`); with one (the stat is inside the JSON stats), or when the fast
+    path gives up, every finished run is read (:func:`_full_curve`). Both give the same.
     """
+    if search.validity is None:
+        with db.transaction() as conn:
+            fast = _fast_curve(conn, search, recent)
+        if fast is not None:
+            return fast
+    return _full_curve(db, search, recent)
+
+
+def _full_curve(db: Database, search: SearchSummary, recent: int) -> Curve:
+    """Every finished run read: O(runs of the search)."""
     m = measured(db, search)
     counted = [(n, v) for n, v in enumerate(m.values, start=1) if v is not None]
     return Curve(search, len(m.values), m.steps, counted[-recent:] if recent else [])
+
+
+def _before(finished: dt.datetime, seq: int) -> ColumnElement[bool]:
+    """Runs that finished before (``finished``, ``seq``) in landing order."""
+    return or_(
+        SearchRun.finished < finished, and_(SearchRun.finished == finished, SearchRun.seq < seq)
+    )
+
+
+def _fast_curve(conn: Connection, search: SearchSummary, recent: int) -> Curve | None:
+    """The curve from indexes, for an objective without a validity stat (None: give up).
+
+    The first :data:`HEAD_RUNS` finished runs in landing order (the index ``(search,
+    finished, seq, valid, value)``) give the early steps. The later ones are found from the
+    end: the best run of all (earliest of equals) is the last step; the best among the
+    runs that finished before it is the one before, and so on until one is no better than
+    the head's best (each is the first entry of a range of ``(search, valid, value,
+    finished, seq)`` that passes the filter; few entries for a step far from the start).
+    Their positions are counted in one pass over the index up to the latest, the
+    measurements from ``(search, valid, seq)``, and the latest measurements are read from
+    the end of the finish order.
+    """
+    goal = search.goal
+    done = (SearchRun.search == search.id, SearchRun.valid.is_not(None))
+    counts = and_(SearchRun.valid == true(), SearchRun.value.is_not(None))
+    value = case((counts, SearchRun.value))
+    if conn.execute(
+        select(SearchRun.seq).where(*done, SearchRun.finished.is_(None)).limit(1)
+    ).first():
+        return None  # finished runs without a finish time: their order is the database's
+    in_order = select(SearchRun.finished, SearchRun.seq, value).where(*done)
+    head = conn.execute(in_order.order_by(SearchRun.finished, SearchRun.seq).limit(HEAD_RUNS)).all()
+    values: list[float | None] = [None if r[2] is None else float(r[2]) for r in head]
+    steps = [(s.n, s.best) for s in improvements(values, goal)]
+    if len(head) < HEAD_RUNS:  # the whole search
+        counted = [(n, v) for n, v in enumerate(values, start=1) if v is not None]
+        return Curve(search, len(values), steps, counted[-recent:] if recent else [])
+    head_best = steps[-1][1] if steps else None
+    last = (head[-1][0], head[-1][1])
+    value_order = SearchRun.value.desc() if goal == "max" else SearchRun.value.asc()
+    late: list[tuple[dt.datetime, int, float]] = []
+    while True:
+        q = select(SearchRun.value).where(*_best_where(search.id))
+        if late:
+            q = q.where(_before(late[-1][0], late[-1][1]))
+        v = conn.execute(q.order_by(value_order).limit(1)).scalar()
+        if v is None or not better(float(v), head_best, goal):
+            break
+        first = conn.execute(
+            select(SearchRun.finished, SearchRun.seq)
+            .where(*_best_where(search.id), SearchRun.value == v)
+            .order_by(SearchRun.finished, SearchRun.seq)
+            .limit(1)
+        ).one()
+        if first[0] is None or (first[0], first[1]) <= last:
+            break  # the head holds it
+        late.append((first[0], first[1], float(v)))
+        if len(late) > LATE_STEPS:
+            return None
+    late.reverse()
+    total = int(conn.execute(select(func.count()).where(*done)).scalar_one())
+    if late:  # positions: runs up to each, counted over the range up to the latest
+        at = [
+            func.sum(case((or_(_before(f, s), SearchRun.seq == s), 1), else_=0)) for f, s, _ in late
+        ]
+        upto = SearchRun.finished <= late[-1][0]
+        row = conn.execute(select(*at).where(*done, upto)).one()
+        steps += [(int(n), v) for n, (_, _, v) in zip(row, late, strict=True)]
+    return Curve(search, total, steps, _recent(conn, in_order, total, recent))
+
+
+def _recent(conn: Connection, in_order: Any, total: int, recent: int) -> list[tuple[int, float]]:
+    """The ``recent`` latest measurements that count, ``(n, value)``, read from the end."""
+    out: list[tuple[int, float]] = []
+    batch = max(2 * recent, 1024)
+    offset = 0
+    latest = in_order.order_by(SearchRun.finished.desc(), SearchRun.seq.desc())
+    while len(out) < recent and offset < total:
+        rows = conn.execute(latest.limit(batch).offset(offset)).all()
+        for i, r in enumerate(rows):
+            if r[2] is not None and len(out) < recent:
+                out.append((total - offset - i, float(r[2])))
+        if len(rows) < batch:
+            break
+        offset += batch
+    out.reverse()
+    return out
