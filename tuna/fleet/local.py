@@ -27,8 +27,9 @@ import socket
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from subprocess import Popen
 from typing import IO
 
 from tuna.backends import get_backend
@@ -72,6 +73,47 @@ def evaluation_workers(owns: Owns, asked: int) -> int:
 
 def log_path(log_dir: Path, task: Task, arch: str, worker: str) -> Path:
     return log_dir / task.phase.value / arch / socket.gethostname() / f"{worker}.log"
+
+
+def start_worker(argv: Sequence[str], env: dict[str, str], log: Path) -> tuple[Popen, IO[bytes]]:
+    """A local worker process writing to ``log`` (appended; its directory made), in a session
+    of its own: the terminal's Ctrl-C is go_fish's to handle. Returns it and its log file."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    out = log.open("ab")
+    try:
+        proc = subprocess.Popen(
+            list(argv),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except BaseException:
+        out.close()
+        raise
+    return proc, out
+
+
+def wait_workers(procs: Iterable[Popen], timeout: float) -> None:
+    """Wait for each process to exit; one that outlives ``timeout`` is killed (its lease
+    expires back to the queue)."""
+    for p in procs:
+        try:
+            p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            log.warning("go_fish: worker %d did not stop in time; killing it", p.pid)
+            p.kill()
+            p.wait()
+
+
+def stop_workers(procs: Sequence[Popen], timeout: float) -> None:
+    """SIGTERM to every process still running (each finishes its current job), then
+    :func:`wait_workers`."""
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    wait_workers(procs, timeout)
 
 
 class LocalWorkers:
@@ -127,10 +169,6 @@ class LocalWorkers:
         self.scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{self.session.id}-"))
         for i in range(self.workers):
             path = log_path(self.log_dir, self.task, self.session.arch, f"worker-{i}")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            out = path.open("ab")
-            self.files.append(out)
-            self.logs.append(path)
             # Per-worker settings of the backend (private caches), in a directory of its own.
             own = self.scratch / f"worker-{i}"
             own.mkdir()
@@ -138,16 +176,10 @@ class LocalWorkers:
                 **self.env,
                 **self.backend.worker_environment(self.session, phase, None, str(own)),
             }
-            self.procs.append(
-                subprocess.Popen(
-                    self.argv,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,  # the terminal's Ctrl-C is go_fish's to handle
-                )
-            )
+            proc, out = start_worker(self.argv, env, path)
+            self.procs.append(proc)
+            self.files.append(out)
+            self.logs.append(path)
         log.info(
             "go_fish: session %d %s: %d local worker(s), logs under %s",
             self.session.id,
@@ -172,16 +204,7 @@ class LocalWorkers:
     def finish(self) -> None:
         """SIGTERM to every worker still running (each finishes its current job), then wait;
         a worker that outlives ``stop_timeout`` is killed (its lease expires back)."""
-        for p in self.procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in self.procs:
-            try:
-                p.wait(timeout=self.stop_timeout)
-            except subprocess.TimeoutExpired:
-                log.warning("go_fish: worker %d did not stop in time; killing it", p.pid)
-                p.kill()
-                p.wait()
+        stop_workers(self.procs, self.stop_timeout)
         for f in self.files:
             f.close()
         if self.scratch:

@@ -22,7 +22,6 @@ import datetime as dt
 import logging
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 from collections.abc import Callable, Sequence
@@ -35,7 +34,15 @@ from tuna.db.retry import through_outages
 from tuna.errors import TunaError
 from tuna.fleet.commands import worker_argv
 from tuna.fleet.dispatch import Pace, dispatch
-from tuna.fleet.local import LOCAL_PROGRAM, SCRATCH_PREFIX, evaluation_workers, log_path
+from tuna.fleet.local import (
+    LOCAL_PROGRAM,
+    SCRATCH_PREFIX,
+    evaluation_workers,
+    log_path,
+    start_worker,
+    stop_workers,
+    wait_workers,
+)
 from tuna.fleet.phase import FishReport, Progress, Task, remaining_jobs
 from tuna.jobs import job_counts
 from tuna.sessions import get_session
@@ -114,22 +121,13 @@ class LocalPool:
             session, task = plan[0]
             arch = self.sessions[session].arch
             path = log_path(self.log_dir, task, arch, f"worker-{i}")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            out = path.open("ab")
-            self.files.append(out)
-            self.logs.append(path)
             own = self.scratch / f"worker-{i}"
             own.mkdir()
-            self.procs.append(
-                subprocess.Popen(
-                    self.argv(plan),
-                    env={**self.env, **self._environment(plan, own)},
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,  # the terminal's Ctrl-C is go_fish's to handle
-                )
-            )
+            env = {**self.env, **self._environment(plan, own)}
+            proc, out = start_worker(self.argv(plan), env, path)
+            self.procs.append(proc)
+            self.files.append(out)
+            self.logs.append(path)
         evaluating = sum(1 for p in self.plans if p[-1][1] is not Task.COMPILE)
         if evaluating < len(self.plans) and any(t is not Task.COMPILE for _, t in self.stages):
             event(
@@ -152,21 +150,11 @@ class LocalPool:
 
     def wait(self, indexes: Sequence[int]) -> None:
         """Wait for these processes to exit (they are ending by themselves); kill a hung one."""
-        for i in indexes:
-            p = self.procs[i]
-            try:
-                p.wait(timeout=self.stop_timeout)
-            except subprocess.TimeoutExpired:
-                log.warning("go_fish: worker %d did not exit in time; killing it", p.pid)
-                p.kill()
-                p.wait()
+        wait_workers((self.procs[i] for i in indexes), self.stop_timeout)
 
     def stop(self) -> None:
         """SIGTERM to every process still running (each finishes its current job), then wait."""
-        for p in self.procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        self.wait(range(len(self.procs)))
+        stop_workers(self.procs, self.stop_timeout)
 
     def close(self) -> None:
         self.stop()
