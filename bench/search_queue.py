@@ -27,6 +27,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import func, select, text
 from sqlalchemy.engine import make_url
@@ -144,15 +145,17 @@ def delay(db: Database, session: int, db_url: str, runs: int) -> str:
         ),
     )  # fmt: skip
     claimable: dict[int, object] = {}
-    original = SearchDriver._propose
+    original = SearchDriver._enqueue
 
-    def timed(self: SearchDriver, proposal: object) -> None:
-        seq = self.next_seq
-        original(self, proposal)  # type: ignore[arg-type]
+    def timed(self: SearchDriver, proposals: list[Any]) -> dict[int, int]:
+        ids = original(self, proposals)
         with self.db.session() as s:
-            claimable[seq] = s.execute(text("SELECT NOW(6)")).scalar_one()
+            now = s.execute(text("SELECT NOW(6)")).scalar_one()
+        for seq, _ in proposals:
+            claimable[seq] = now
+        return ids
 
-    SearchDriver._propose = timed  # type: ignore[method-assign]
+    SearchDriver._enqueue = timed  # type: ignore[method-assign]
     try:
         stop, t = drive_in_thread(db, session)
         for p in workers(db_url, session, 1, 1):
@@ -160,7 +163,7 @@ def delay(db: Database, session: int, db_url: str, runs: int) -> str:
         stop.set()
         t.join()
     finally:
-        SearchDriver._propose = original  # type: ignore[method-assign]
+        SearchDriver._enqueue = original  # type: ignore[method-assign]
     with db.session() as s:
         finished = dict(
             s.execute(

@@ -41,6 +41,42 @@ def META_get_no_rebuild_params():
 """
 BISECT_SEARCHER = "Bisect('a', 1, 40, 1, lambda r: r.valid and r.stats['t'] <= 170)"
 
+# a dynamic searcher of rounds: 3 points a round, each round above the last round's best
+ROUNDS = """\
+a = []
+b = [10]
+
+def META_get_no_rebuild_params():
+    return ["a"]
+
+class Climb:
+    is_dynamic = True
+
+    def rounds(self):
+        start = 1
+        for _ in range(4):
+            points = [{"a": start + i} for i in range(3)]
+            runs = yield points
+            # the Runs come back together, in proposal order
+            assert [r.config["a"] for r in runs] == [p["a"] for p in points], runs
+            start = max(r.config["a"] for r in runs if r.valid) + 1
+
+    def generate(self):
+        rounds = self.rounds()
+        batch = next(rounds)
+        while True:
+            runs = []
+            for point in batch:
+                runs.append((yield point))
+            try:
+                batch = rounds.send(runs)
+            except StopIteration:
+                return
+
+def META_search_callback():
+    return Climb()
+"""
+
 
 def test_a_static_search_builds_once_per_build_tuple(db: Database) -> None:
     session = bench_session(db)
@@ -128,20 +164,24 @@ def test_an_objective_no_run_prints_fails_the_search_with_the_stats_it_saw(db: D
     assert "the objective's stat 'qps' is in no run's output (the runs printed: t)" in reason
 
 
+@pytest.mark.parametrize("parallelism", [1, 2])
 def test_a_killed_driver_resumes_without_measuring_anything_twice(
-    db: Database, tmp_path: Path
+    db: Database, tmp_path: Path, parallelism: int
 ) -> None:
+    """Bisect (one point in flight) and a searcher of rounds with 2 of its 3 in flight."""
     session = bench_session(db)
     log = tmp_path / "measured.log"
     spec = {**SPEC, "run": f'echo {{a}} >> {log}; echo "t: $(( {{a}} * 10 ))"'}
-    search = new_search(
-        db, session, space=BISECT, searcher=BISECT_SEARCHER, base={"b": 10}, spec=spec
-    )
+    if parallelism == 1:
+        kw = {"space": BISECT, "searcher": BISECT_SEARCHER}
+    else:
+        kw = {"space": ROUNDS, "parallelism": parallelism}
+    search = new_search(db, session, base={"b": 10}, spec=spec, **kw)  # type: ignore[arg-type]
     stop = threading.Event()
     worker = threading.Thread(
         target=run_worker,
         args=(db, session, "eval"),
-        kwargs={"stop": stop, "handle_signals": False, "idle_sleep": 0.02},
+        kwargs={"stop": stop, "handle_signals": False, "idle_sleep": 0.02, "claim_batch": 2},
     )
     worker.start()
     driver = subprocess.Popen(
@@ -150,9 +190,10 @@ def test_a_killed_driver_resumes_without_measuring_anything_twice(
         start_new_session=True,
     )
     try:
+        landed = 2 * parallelism  # rounds of 3: the kill comes in the second
         wait_until(
-            lambda: sum(r.valid is not None for r in runs(db, search)) >= 2,
-            "two runs recorded while the first driver runs",
+            lambda: sum(r.valid is not None for r in runs(db, search)) >= landed,
+            f"{landed} runs recorded while the first driver runs",
         )
         driver.send_signal(signal.SIGKILL)
         driver.wait()
@@ -167,8 +208,11 @@ def test_a_killed_driver_resumes_without_measuring_anything_twice(
     assert search_state(db, search) == ("done", None)
     measured = [int(x) for x in log.read_text().split()]
     assert len(measured) == len(set(measured)) == len(runs(db, search)) > before
-    assert max(r.config["a"] for r in runs(db, search) if r.value <= 170) == 17
     assert [r.seq for r in runs(db, search)] == list(range(len(measured)))
+    if parallelism == 1:
+        assert max(r.config["a"] for r in runs(db, search) if r.value <= 170) == 17
+    else:
+        assert sorted(measured) == list(range(1, 13))
 
 
 DRIVER = """
@@ -193,3 +237,73 @@ def test_starting_a_driver_twice_enqueues_nothing_twice(lite: Database, static: 
     SearchDriver(lite, search).start()
     assert [(r.seq, r.point) for r in runs(lite, search)] == first
     assert len(first) == (6 if static else 1)
+
+
+def in_flight(db: Database, search: int) -> list[int]:
+    return [r.seq for r in runs(db, search) if r.valid is None]
+
+
+def work(db: Database, session: int, jobs: int | None = None) -> None:
+    """Run the jobs ready now (at most ``jobs``: builds count), with no driver running."""
+    run_worker(db, session, "eval", until_empty=True, max_jobs=jobs, handle_signals=False)
+
+
+def test_parallelism_bounds_a_rounds_searchers_points_in_flight(lite: Database) -> None:
+    session = bench_session(lite)
+    search = new_search(lite, session, space=ROUNDS, base={"b": 10}, parallelism=2)
+    driver = SearchDriver(lite, search)
+    assert driver.tick()
+    assert in_flight(lite, search) == [0, 1]  # 2 of the round's 3 points
+    work(lite, session, 2)  # the build, then seq 0
+    assert driver.tick()
+    # one landed: the round's third point goes out; the round is not complete yet
+    assert in_flight(lite, search) == [1, 2]
+    work(lite, session, 2)
+    assert driver.tick()
+    assert in_flight(lite, search) == [3, 4]  # the next round, above the first's best (3)
+    assert [r.config["a"] for r in runs(lite, search)] == [1, 2, 3, 4, 5]
+    while driver.tick():
+        work(lite, session)
+    assert search_state(lite, search) == ("done", None)
+    assert [(r.seq, r.config["a"]) for r in runs(lite, search)] == [(i, i + 1) for i in range(12)]
+
+
+@pytest.mark.parametrize("parallelism", [1, 3])
+def test_a_plain_dynamic_searcher_has_one_point_in_flight_whatever_the_parallelism(
+    lite: Database, parallelism: int
+) -> None:
+    session = bench_session(lite)
+    search = new_search(
+        lite, session, space=BISECT, searcher=BISECT_SEARCHER, base={"b": 10},
+        parallelism=parallelism,
+    )  # fmt: skip
+    driver = SearchDriver(lite, search)
+    driver.tick()
+    assert in_flight(lite, search) == [0]  # Bisect needs each Run before its next point
+
+
+def test_a_budget_cuts_the_round_in_flight(lite: Database) -> None:
+    session = bench_session(lite)
+    search = new_search(lite, session, space=ROUNDS, base={"b": 10}, parallelism=3, budget=5)
+    driver = SearchDriver(lite, search)
+    while driver.tick():
+        work(lite, session)
+    assert search_state(lite, search) == ("done", None)
+    assert [r.config["a"] for r in runs(lite, search)] == [1, 2, 3, 4, 5]
+
+
+@pytest.mark.parametrize("landed", [0, 1, 2])
+def test_a_resumed_round_awaits_its_runs_and_enqueues_the_rest(lite: Database, landed: int) -> None:
+    session = bench_session(lite)
+    search = new_search(lite, session, space=ROUNDS, base={"b": 10}, parallelism=2)
+    first = SearchDriver(lite, search)
+    first.tick()  # seq 0 and 1 in flight
+    if landed:
+        work(lite, session, 1 + landed)
+    second = SearchDriver(lite, search)  # the first one died here
+    second.tick()
+    assert len(runs(lite, search)) == 2 + (landed > 0)  # landed: the round's third goes out
+    assert in_flight(lite, search) == [s for s in (0, 1, 2) if s >= landed][:2]
+    while second.tick():
+        work(lite, session)
+    assert [(r.seq, r.config["a"]) for r in runs(lite, search)] == [(i, i + 1) for i in range(12)]

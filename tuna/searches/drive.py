@@ -5,13 +5,19 @@
   build job per distinct build tuple (the build-time values, hashed as ``build_key``), and
   each run's job once its build is stored (:mod:`tuna.jobs.states`).
   ``META_is_config_valid`` has already filtered the points: a refused one is never built.
-* A **dynamic** searcher is sent each finished Run in proposal order and its next point is
-  enqueued at once. Its next point depends on that Run, so one is in flight at a time;
-  ``parallelism`` bounds the points in flight of searchers that propose without waiting.
+* A **dynamic** searcher is driven in rounds (:class:`tuna.search.RoundProposer`): a round
+  is the points it proposes before it needs a result — one point for a searcher of the
+  one-point protocol (Bisect, Step, Composer: each point depends on the last Run), a whole
+  round for one with ``rounds()`` (the strategies of :mod:`tuna.search.strategies`). Up to
+  ``parallelism`` points of the round are in flight; as each Run lands the next point of
+  the round is enqueued, and once the round's Runs have all landed they are sent to the
+  searcher together, in proposal order, for its next round.
 * **Resume**: a driver keeps nothing it has not recorded. Started again (after a crash, or
-  by another go_fish), it rebuilds the searcher from the ``search_run`` rows with
-  :func:`tuna.search.replay` — a static one passes over recorded points, a dynamic one is
-  sent the recorded Runs in order — and continues: nothing is measured twice or lost.
+  by another go_fish), it rebuilds the searcher from the ``search_run`` rows — a static
+  one passes over recorded points (:func:`tuna.search.replay`), a dynamic one is replayed
+  round by round: each round's recorded Runs (matched to its proposals by ``seq``) are
+  sent to it, up to the round still in flight, whose recorded runs are awaited and whose
+  unrecorded points are enqueued — and continues: nothing is measured twice or lost.
   Enqueueing is idempotent (a ``seq`` already recorded is skipped), so two drivers of one
   search do no harm.
 * A search ends ``done`` when the searcher has nothing more (or the budget is spent) and
@@ -39,7 +45,7 @@ from tuna.db.models import Search, SearchBuild, SearchRun
 from tuna.db.retry import with_retry
 from tuna.errors import TunaError
 from tuna.jobs.states import insert_build_jobs, insert_run_jobs
-from tuna.search import Objective, Proposal, Run, build_key, replay
+from tuna.search import Objective, Proposal, RoundProposer, Run, build_key, replay
 from tuna.search.errors import ObjectiveError, SearchError
 from tuna.search.propose import Proposer
 from tuna.searches.create import load_space, make_searcher
@@ -68,10 +74,17 @@ def run_of(row: Any) -> Run:
 
 
 @dataclass
-class _Pending:
-    seq: int
-    run_id: int
+class _Slot:
+    """One proposal of the round in flight: not enqueued yet (``run_id`` None), in flight,
+    or landed (``run`` set)."""
+
     proposal: Proposal
+    run_id: int | None = None
+    run: Run | None = None
+
+    @property
+    def seq(self) -> int:
+        return self.proposal.index
 
 
 class SearchDriver:
@@ -99,7 +112,10 @@ class SearchDriver:
         self.space = load_space(space_file, space_text)
         self.builds = needs_build(self.spec)
         self.proposer: Proposer | None = None
-        self.pending: list[_Pending] = []
+        self.rounds: RoundProposer | None = None
+        self.round: list[_Slot] = []  # the dynamic searcher's round in flight
+        self.round_cut = False  # the budget cut the round: it is the last
+        self.started = False
         self.exhausted = False
         self.next_seq = 0
         self.enqueued = 0  # proposals this driver enqueued (not counting a resume's)
@@ -107,13 +123,24 @@ class SearchDriver:
 
     @property
     def dynamic(self) -> bool:
-        return self.proposer is not None and self.proposer.dynamic
+        return self.rounds is not None
+
+    @property
+    def in_flight(self) -> list[_Slot]:
+        """The round's points enqueued whose Run has not landed."""
+        return [s for s in self.round if s.run_id is not None and s.run is None]
+
+    @property
+    def waiting(self) -> bool:
+        """Whether a Run landing would let this driver propose or enqueue more."""
+        return bool(self.in_flight)
 
     # -- start / resume ---------------------------------------------------------------------
 
     def start(self) -> None:
         """Rebuild the searcher from the recorded runs and enqueue what comes next."""
         rows = self._rows()
+        self.started = True
         searcher = make_searcher(self.expression, self.space)
         probe = Proposer(self.space, searcher, self.base)
         self.next_seq = max((r.seq for r in rows), default=-1) + 1
@@ -130,69 +157,114 @@ class SearchDriver:
                 self._enqueue([(p.index, p) for p in fresh[i : i + _CHUNK]])
             self.exhausted = True
             return
-        finished = []
-        for r in rows:
-            if r.valid is None:
-                break
-            finished.append(r)
-        unfinished = rows[len(finished) :]
-        searcher = make_searcher(self.expression, self.space)
-        replayed = replay(self.space, [run_of(r) for r in finished], searcher, self.base)
-        self.proposer = replayed.proposer
-        proposal = replayed.next
-        for r in unfinished:  # in flight when the last driver stopped
-            if proposal is None or not run_of(r).matches(proposal.point):
-                raise SearchError(
-                    f"search {self.id}: recorded run {r.seq} ran {dict(r.point)}, which the "
-                    "searcher does not propose there on replay; the parameter file or searcher "
-                    "changed since — start a new search"
-                )
-            self.pending.append(_Pending(r.seq, r.id, proposal))
-            proposal = None  # a dynamic searcher waits for this Run
-        if proposal is not None:
-            self._propose(proposal)
-        elif not self.pending:
+        self.rounds = RoundProposer(
+            self.space, make_searcher(self.expression, self.space), self.base
+        )
+        by_seq = {r.seq: r for r in rows}
+        self._begin(self.rounds.start())
+        while self.round and all(s.seq in by_seq for s in self.round):
+            for slot in self.round:
+                self._adopt(slot, by_seq.pop(slot.seq))
+            if any(slot.run is None for slot in self.round):
+                break  # the round in flight when the last driver stopped
+            self._next_round()
+        else:
+            for slot in self.round:  # the round in flight, partly enqueued
+                row = by_seq.pop(slot.seq, None)
+                if row is not None:
+                    self._adopt(slot, row)
+        if by_seq:
+            seq = min(by_seq)
+            raise SearchError(
+                f"search {self.id}: recorded run {seq} ran {dict(by_seq[seq].point)}, which the "
+                "searcher does not propose on replay; the parameter file or searcher changed "
+                "since — start a new search"
+            )
+        self.next_seq = max((r.seq for r in rows), default=-1) + 1
+        self._fill()
+
+    def _adopt(self, slot: _Slot, row: Any) -> None:
+        """A recorded row as the slot's run (checked against what the searcher proposes)."""
+        run = run_of(row)
+        if not run.matches(slot.proposal.point):
+            raise SearchError(
+                f"search {self.id}: recorded run {row.seq} ran {dict(row.point)}, which the "
+                f"searcher does not propose there on replay (it proposes "
+                f"{slot.proposal.point}); the parameter file or searcher changed since — "
+                "start a new search"
+            )
+        slot.run_id = row.id
+        if row.valid is not None:
+            slot.run = run
+
+    def _begin(self, proposals: list[Proposal]) -> None:
+        """Make ``proposals`` the round in flight, cut to the budget."""
+        kept = [p for p in proposals if self._within_budget(p.index)]
+        self.round_cut = len(kept) < len(proposals)
+        self.round = [_Slot(p) for p in kept]
+        if not self.round:
             self.exhausted = True
+
+    def _next_round(self) -> None:
+        """Send the landed round's Runs (proposal order) and take the next round."""
+        assert self.rounds is not None
+        if self.round_cut:
+            self.round, self.exhausted = [], True
+            return
+        runs = [slot.run for slot in self.round]
+        assert all(r is not None for r in runs)
+        self._begin(self.rounds.send([r for r in runs if r is not None]))
+
+    def _fill(self) -> None:
+        """Enqueue the round's next points while fewer than ``parallelism`` are in flight."""
+        room = max(1, self.parallelism) - len(self.in_flight)
+        todo = [s for s in self.round if s.run_id is None][: max(0, room)]
+        if not todo:
+            return
+        ids = self._enqueue([(s.seq, s.proposal) for s in todo])
+        for slot in todo:
+            slot.run_id = ids[slot.seq]
+        self.next_seq = max(self.next_seq, todo[-1].seq + 1)
 
     def _within_budget(self, seq: int) -> bool:
         return self.budget is None or seq < self.budget
-
-    def _propose(self, proposal: Proposal) -> None:
-        if not self._within_budget(self.next_seq):
-            self.exhausted = True
-            return
-        seq = self.next_seq
-        ids = self._enqueue([(seq, proposal)])
-        self.pending.append(_Pending(seq, ids[seq], proposal))
-        self.next_seq += 1
 
     # -- driving ----------------------------------------------------------------------------
 
     def tick(self) -> bool:
         """Feed finished Runs to the searcher and enqueue what it proposes; True while the
         search goes on."""
-        if self.proposer is None:
+        if not self.started:
             self.start()
-        assert self.proposer is not None
-        if self.dynamic and self.pending:
-            rows = self._rows_by_id([p.run_id for p in self.pending])
-            while self.pending:
-                row = rows.get(self.pending[0].run_id)  # None: proposed in this loop
-                if row is None or row.valid is None:
-                    break
-                done = self.pending.pop(0)
-                self.landed_at[done.seq] = time.monotonic()
-                proposal = self.proposer.send(run_of(row))
-                if proposal is None:
-                    self.exhausted = True
-                else:
-                    self._propose(proposal)
-        if not self.exhausted or self.pending:
+        if self.dynamic:
+            self._land()
+        if not self.exhausted or self.round:
             return True
         if self._unfinished():
             return True
         self._finish()
         return False
+
+    def _land(self) -> None:
+        """Take the Runs that landed; send each completed round and enqueue what is next."""
+        while self.round:
+            flying = self.in_flight
+            if flying:
+                rows = self._rows_by_id([s.run_id for s in flying if s.run_id is not None])
+                now = time.monotonic()
+                for slot in flying:
+                    row = rows.get(slot.run_id or 0)
+                    if row is not None and row.valid is not None:
+                        slot.run = run_of(row)
+                        self.landed_at[slot.seq] = now
+            if all(slot.run is not None for slot in self.round):
+                self._next_round()
+                if self.round:
+                    self._fill()
+                    continue  # a new round: its points may have landed already (a resume)
+                return
+            self._fill()
+            return
 
     def _finish(self) -> None:
         runs = [run_of(r) for r in self._rows() if r.valid is not None]
@@ -421,5 +493,5 @@ class SessionSearches:
                 last_look = now
             if self.tick(look=look) == 0:
                 return
-            waiting = any(d.dynamic and d.pending for d in self.drivers.values())
+            waiting = any(d.waiting for d in self.drivers.values())
             stop.wait(poll_s if waiting else idle_s)
