@@ -1,0 +1,629 @@
+"""Tuna's tables, as SQLAlchemy Core ``Table`` objects: the one definition of the schema.
+
+The ORM classes in :mod:`tuna.db.models` are mapped onto these tables, and code on a hot
+path (a worker's claims and records) builds its statements from them directly: a worker
+never imports the ORM (``tests/worker/test_imports.py``). ``migrations/`` at the repo root
+creates these tables, and a test fails when the two drift apart. Column types are chosen to
+fit both MySQL 8 / MariaDB >= 10.6 (utf8mb4, InnoDB) and SQLite. A column whose type is
+not written takes the type of the column its foreign key names.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    Double,
+    Enum,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    SmallInteger,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    text,
+)
+from sqlalchemy.dialects import mysql
+
+from tuna.db.enums import JobState, JobStep
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# BIGINT ids on MySQL; SQLite only auto-increments an INTEGER PRIMARY KEY.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+# Microsecond timestamps on MySQL (leases are compared at that resolution).
+Timestamp = DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
+# Kernel binaries and other blobs: LONGBLOB on MySQL (BLOB stops at 64 KiB).
+Blob = LargeBinary().with_variant(mysql.LONGBLOB(), "mysql", "mariadb")
+# Db keys are ASCII and compared byte for byte: a binary ASCII collation keeps their
+# unique indexes small and their comparisons cheap on MySQL.
+KeyString = String(255).with_variant(
+    mysql.VARCHAR(255, charset="ascii", collation="ascii_bin"), "mysql", "mariadb"
+)
+# Names compared exactly (solver names): a binary collation on MySQL, where the table's
+# utf8mb4_unicode_ci would make "ConvAsm1x1U" and "convasm1x1u" one name. SQLite compares bytes.
+NameString = String(128).with_variant(
+    mysql.VARCHAR(128, charset="utf8mb4", collation="utf8mb4_bin"), "mysql", "mariadb"
+)
+# Long free text (driver lines, reasons): TEXT holds 64 KiB, enough and indexable by prefix.
+LongText = Text().with_variant(mysql.MEDIUMTEXT(), "mysql", "mariadb")
+
+
+def _enum(cls: type[Any], name: str) -> Enum:
+    """A string column holding an enum's values (not names), checked by a CHECK constraint."""
+    return Enum(
+        cls,
+        name=name,
+        native_enum=False,
+        create_constraint=True,
+        length=20,
+        values_callable=lambda e: [m.value for m in e],
+        validate_strings=True,
+    )
+
+
+# InnoDB and utf8mb4 on MySQL / MariaDB; ignored by SQLite.
+TABLE_OPTIONS: dict[str, Any] = {
+    "mysql_engine": "InnoDB",
+    "mysql_charset": "utf8mb4",
+    "mysql_collate": "utf8mb4_unicode_ci",
+}
+
+metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+# A tuning session: what is tuned, where, with which library build.
+session = Table(
+    "session",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("arch", String(64), nullable=False),
+    Column("num_cu", Integer, nullable=False),
+    Column("backend", String(32), nullable=False),
+    Column("library_version", String(64)),
+    Column("library_commit", String(64)),
+    Column("toolchain", String(255)),
+    Column("docker_image", String(255)),
+    Column("docker_digest", String(128)),
+    Column("label", String(128)),
+    Column("ticket", String(64)),
+    Column("runtime", String(16)),  # HIP (None) or OpenCL
+    Column("environment", JSON),
+    # What the user adds to the platform of every measurement taken for this session
+    # (``tuna session create --platform-json FILE``); see the platform table.
+    Column("user_platform", JSON),
+    Column("fingerprint", String(64), index=True, nullable=False),
+    Column("created", DateTime, server_default=text("CURRENT_TIMESTAMP"), nullable=False),
+    # Which history counts for this session (tuna.sessions.rules); None: the defaults.
+    Column("history_rules", JSON),
+    # A retired session's results stop counting anywhere; its rows stay.
+    Column("retired", Timestamp),
+    Column("retired_reason", String(255)),
+    **TABLE_OPTIONS,
+)
+
+
+# A worker host go_fish can reach over SSH. No password is ever stored.
+machine = Table(
+    "machine",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("hostname", String(255), nullable=False),
+    Column("port", Integer, default=22, server_default="22", nullable=False),
+    Column("user", String(64)),
+    Column("arch", String(64)),
+    Column("num_cu", Integer),
+    Column("gpus", JSON),
+    Column("available", Boolean, default=True, server_default="1", nullable=False),
+    Column("key_file", String(512)),
+    Column("docker_settings", JSON),
+    Column("ipmi_address", String(255)),
+    Column("last_seen", Timestamp),
+    # What the user adds to the platform of every measurement taken here
+    # (``tuna machine add/update --platform-json FILE``), and the platform its latest
+    # evaluation worker reported (collected facts and the user's additions).
+    Column("user_platform", JSON),
+    Column("platform", Integer),  # platform.id; never deleted
+    UniqueConstraint("hostname", "port"),
+    **TABLE_OPTIONS,
+)
+
+
+# A tensor shape: logical lengths in N, C, (D,) H, W order, a layout and a data type.
+tensor = Table(
+    "tensor",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("num_dims", SmallInteger, nullable=False),
+    Column("dim0", Integer, nullable=False),
+    Column("dim1", Integer, nullable=False),
+    Column("dim2", Integer, nullable=False),
+    Column("dim3", Integer, nullable=False),
+    Column("dim4", Integer, default=0, server_default="0", nullable=False),
+    Column("layout", String(16), nullable=False),
+    Column("data_type", String(16), nullable=False),
+    UniqueConstraint("num_dims", "dim0", "dim1", "dim2", "dim3", "dim4", "layout", "data_type"),
+    **TABLE_OPTIONS,
+)
+
+
+# One convolution problem in one direction, unique by its MIOpen find-db key.
+#
+# x is ``input_tensor`` ([N, C, (D,) H, W]), w is ``weight_tensor`` ([K, C/G, ...]);
+# the output's layout and type are kept here. ``driver`` is the line it was imported from,
+# or one that gives its problem; empty for a problem only a db key describes (INT8 types
+# that no base arg gives, "same" padding).
+conv_config = Table(
+    "conv_config",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("fdb_key", KeyString, unique=True, nullable=False),
+    Column("spatial_dim", SmallInteger, nullable=False),
+    Column("direction", String(1), nullable=False),
+    Column("mode", String(8), default="conv", server_default="conv", nullable=False),
+    Column("pad_mode", String(8), default="default", server_default="default", nullable=False),
+    Column("group_count", Integer, default=1, server_default="1", nullable=False),
+    Column("pad_d", Integer, default=0, server_default="0", nullable=False),
+    Column("pad_h", Integer, nullable=False),
+    Column("pad_w", Integer, nullable=False),
+    Column("conv_stride_d", Integer, default=1, server_default="1", nullable=False),
+    Column("conv_stride_h", Integer, nullable=False),
+    Column("conv_stride_w", Integer, nullable=False),
+    Column("dilation_d", Integer, default=1, server_default="1", nullable=False),
+    Column("dilation_h", Integer, nullable=False),
+    Column("dilation_w", Integer, nullable=False),
+    Column("trans_output_pad_d", Integer, default=0, server_default="0", nullable=False),
+    Column("trans_output_pad_h", Integer, default=0, server_default="0", nullable=False),
+    Column("trans_output_pad_w", Integer, default=0, server_default="0", nullable=False),
+    Column("bias", Integer, default=0, server_default="0", nullable=False),
+    Column("input_tensor", ForeignKey("tensor.id"), nullable=False),
+    Column("weight_tensor", ForeignKey("tensor.id"), nullable=False),
+    Column("out_layout", String(16), nullable=False),
+    Column("out_type", String(16), nullable=False),
+    Column("in_cast", String(8)),
+    Column("wei_cast", String(8)),
+    Column("out_cast", String(8)),
+    Column("driver", LongText, nullable=False),
+    Column("created", DateTime, server_default=text("CURRENT_TIMESTAMP"), nullable=False),
+    **TABLE_OPTIONS,
+)
+
+
+# A tag on a convolution config (e.g. the network it came from).
+config_tag = Table(
+    "config_tag",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("config", ForeignKey("conv_config.id", ondelete="CASCADE"), nullable=False),
+    Column("tag", String(128), nullable=False),
+    Column("recurrent", Boolean, default=False, server_default="0", nullable=False),
+    UniqueConstraint("config", "tag"),
+    Index(None, "tag"),
+    **TABLE_OPTIONS,
+)
+
+
+# One batch-norm problem, unique by its canonical key (see ``tuna.problems.bnorm``).
+bn_config = Table(
+    "bn_config",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("bn_key", KeyString, unique=True, nullable=False),
+    Column("data_type", String(32), nullable=False),
+    Column("layout", String(16), nullable=False),
+    Column("batchsize", Integer, nullable=False),
+    Column("in_channels", Integer, nullable=False),
+    Column("in_d", Integer, default=0, server_default="0", nullable=False),
+    Column("in_h", Integer, nullable=False),
+    Column("in_w", Integer, nullable=False),
+    Column("mode", SmallInteger, nullable=False),
+    Column("direction", String(16), nullable=False),
+    Column("save", Boolean, default=False, server_default="0", nullable=False),
+    Column("run", Boolean, default=False, server_default="0", nullable=False),
+    Column("alpha", Double, default=1.0, server_default="1", nullable=False),
+    Column("beta", Double, default=0.0, server_default="0", nullable=False),
+    Column("driver", LongText, nullable=False),
+    Column("created", DateTime, server_default=text("CURRENT_TIMESTAMP"), nullable=False),
+    **TABLE_OPTIONS,
+)
+
+
+bn_config_tag = Table(
+    "bn_config_tag",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("config", ForeignKey("bn_config.id", ondelete="CASCADE"), nullable=False),
+    Column("tag", String(128), nullable=False),
+    Column("recurrent", Boolean, default=False, server_default="0", nullable=False),
+    UniqueConstraint("config", "tag"),
+    Index(None, "tag"),
+    **TABLE_OPTIONS,
+)
+
+
+# A solver of one backend; ``numeric_id`` is the library's own id where it has one.
+solver = Table(
+    "solver",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("backend", String(32), nullable=False),
+    Column("name", NameString, nullable=False),
+    Column("tunable", Boolean, default=False, server_default="0", nullable=False),
+    Column("numeric_id", Integer),
+    Column("algorithm", String(64)),
+    Column("valid", Boolean, default=True, server_default="1", nullable=False),
+    UniqueConstraint("backend", "name"),
+    **TABLE_OPTIONS,
+)
+
+
+# One (session, config, solver, step) to compile and evaluate, or one step of a search.
+#
+# A convolution job names ``config`` and ``solver``. A search's job names instead either
+# ``search_build`` (step ``build``: compile-phase work only, it ends ``evaluated`` once its
+# artifact is stored) or ``search_run`` (step ``run``: evaluate-phase work, inserted
+# ``compiled`` once its build is stored); its ``config`` and ``solver`` are NULL.
+#
+# Only ``tuna.jobs.states`` assigns ``state``; every write there is fenced by ``attempt``.
+# The claim index (session, state, priority, id) keeps claims independent of table size.
+job = Table(
+    "job",
+    metadata,
+    Column("id", BigId, primary_key=True),
+    Column("session", ForeignKey("session.id"), nullable=False),
+    Column("config", ForeignKey("conv_config.id")),
+    Column("solver", ForeignKey("solver.id")),
+    Column("step", _enum(JobStep, "job_step"), nullable=False),
+    Column(
+        "state",
+        _enum(JobState, "job_state"),
+        default=JobState.NEW,
+        server_default=JobState.NEW.value,
+        nullable=False,
+    ),
+    Column("label", String(128)),
+    Column("priority", SmallInteger, default=0, server_default="0", nullable=False),
+    Column("attempt", Integer, default=0, server_default="0", nullable=False),
+    Column("retries", Integer, default=0, server_default="0", nullable=False),
+    Column("lease_owner", String(128)),
+    Column("lease_expires", Timestamp),
+    Column("machine", ForeignKey("machine.id")),
+    Column("gpu", Integer),
+    Column("result", LongText),
+    Column("reason", LongText),
+    Column("compile_start", Timestamp),
+    Column("compile_end", Timestamp),
+    Column("eval_start", Timestamp),
+    Column("eval_end", Timestamp),
+    Column("created", DateTime, server_default=text("CURRENT_TIMESTAMP"), nullable=False),
+    Column("search_build", ForeignKey("search_build.id")),
+    Column("search_run", ForeignKey("search_run.id")),
+    UniqueConstraint("session", "config", "solver", "step"),
+    Index("ix_job_claim", "session", "state", "priority", "id"),
+    Index("ix_job_lease", "state", "lease_expires"),
+    # A session's recent phase ends (its rate and ETA) without reading all its rows.
+    Index("ix_job_session_compile_end", "session", "compile_end"),
+    Index("ix_job_session_eval_end", "session", "eval_end"),
+    # At most one job per search build / search run (NULLs do not collide).
+    Index("ix_job_search_build", "search_build", unique=True),
+    Index("ix_job_search_run", "search_run", unique=True),
+    **TABLE_OPTIONS,
+)
+
+
+# A compiled kernel binary, stored once: ``identity`` hashes name, args and content.
+#
+# ``kernel_hash`` is the md5 of the uncompressed bytes (what MIOpen checks on load);
+# ``blob`` is compressed unless ``uncompressed_size`` is 0.
+kernel_cache = Table(
+    "kernel_cache",
+    metadata,
+    Column("id", BigId, primary_key=True),
+    Column("identity", String(64), unique=True, nullable=False),
+    Column("kernel_name", String(512), nullable=False),
+    Column("kernel_args", LongText, nullable=False),
+    Column("kernel_hash", String(64), index=True, nullable=False),
+    Column("uncompressed_size", BigInteger, nullable=False),
+    Column("blob", Blob, nullable=False),
+    Column("created", DateTime, server_default=text("CURRENT_TIMESTAMP"), nullable=False),
+    **TABLE_OPTIONS,
+)
+
+
+# Which kernels a job produced (compile phase) and which of them its solution runs.
+#
+# The compile phase links every kernel it built (replacing the old links, ``chosen``
+# false); the evaluate phase sets ``chosen`` on the kernels of the solution it chose
+# (all of them: a solution can run several) and clears it on the rest. The kernel db
+# exports the chosen kernels of each winning job.
+job_kernel = Table(
+    "job_kernel",
+    metadata,
+    Column("id", BigId, primary_key=True),
+    Column("job", ForeignKey("job.id", ondelete="CASCADE"), nullable=False),
+    Column("kernel", ForeignKey("kernel_cache.id"), index=True, nullable=False),
+    Column("chosen", Boolean, default=False, server_default="0", nullable=False),
+    UniqueConstraint("job", "kernel"),
+    **TABLE_OPTIONS,
+)
+
+
+# Best parameters per (session, config, solver): the perf db.
+perf_db = Table(
+    "perf_db",
+    metadata,
+    Column("id", BigId, primary_key=True),
+    Column("session", ForeignKey("session.id"), nullable=False),
+    Column("config", ForeignKey("conv_config.id"), nullable=False),
+    Column("solver", ForeignKey("solver.id"), nullable=False),
+    Column("params", Text, nullable=False),
+    Column("job", ForeignKey("job.id", ondelete="SET NULL")),
+    Column("kernel", ForeignKey("kernel_cache.id")),
+    Column("created", DateTime, server_default=text("CURRENT_TIMESTAMP"), nullable=False),
+    UniqueConstraint("session", "config", "solver"),
+    **TABLE_OPTIONS,
+)
+
+
+# Time and workspace per (session, config, solver): the find db.
+find_db = Table(
+    "find_db",
+    metadata,
+    Column("id", BigId, primary_key=True),
+    Column("session", ForeignKey("session.id"), nullable=False),
+    Column("config", ForeignKey("conv_config.id"), nullable=False),
+    Column("solver", ForeignKey("solver.id"), nullable=False),
+    Column("time_ms", Double, nullable=False),
+    Column("workspace", BigInteger, nullable=False),
+    Column("algorithm", String(64), nullable=False),
+    Column("params", Text),
+    Column("job", ForeignKey("job.id", ondelete="SET NULL")),
+    Column("kernel", ForeignKey("kernel_cache.id")),
+    Column("created", DateTime, server_default=text("CURRENT_TIMESTAMP"), nullable=False),
+    UniqueConstraint("session", "config", "solver"),
+    **TABLE_OPTIONS,
+)
+
+
+# An immutable, versioned snapshot of find results, with the version it grew from.
+golden_version = Table(
+    "golden_version",
+    metadata,
+    Column("version", Integer, primary_key=True, autoincrement=False),
+    Column("parent", ForeignKey("golden_version.version")),
+    Column("arch", String(64), nullable=False),
+    Column("num_cu", Integer, nullable=False),
+    Column("note", Text),
+    Column("created", DateTime, server_default=text("CURRENT_TIMESTAMP"), nullable=False),
+    **TABLE_OPTIONS,
+)
+
+
+# One find result frozen into a golden version.
+#
+# ``job`` is the job that produced the find row (None for a row no job produced, e.g.
+# one imported from a file); the kernels of its chosen solution at the time are frozen
+# in ``golden_kernel``.
+golden = Table(
+    "golden",
+    metadata,
+    Column("id", BigId, primary_key=True),
+    Column("golden_v", ForeignKey("golden_version.version"), nullable=False),
+    Column("session", ForeignKey("session.id"), nullable=False),
+    Column("config", ForeignKey("conv_config.id"), nullable=False),
+    Column("solver", ForeignKey("solver.id"), nullable=False),
+    Column("fdb_key", KeyString, nullable=False),
+    Column("params", Text),
+    Column("time_ms", Double, nullable=False),
+    Column("workspace", BigInteger, nullable=False),
+    Column("algorithm", String(64), nullable=False),
+    Column("job", ForeignKey("job.id", ondelete="SET NULL")),
+    UniqueConstraint("golden_v", "config", "solver"),
+    **TABLE_OPTIONS,
+)
+
+
+# A kernel of a golden row's chosen solution, frozen when the row was.
+#
+# A golden row's job can be evaluated again (``tuna jobs requeue``) or compiled again
+# (``tuna jobs reset``), which moves its ``job_kernel`` links; these rows do not move, so
+# a golden version's kernel db stays what it was. Kernels are content-addressed and never
+# deleted, so the ids hold.
+golden_kernel = Table(
+    "golden_kernel",
+    metadata,
+    Column("id", BigId, primary_key=True),
+    Column("golden", ForeignKey("golden.id", ondelete="CASCADE"), nullable=False),
+    Column("kernel", ForeignKey("kernel_cache.id"), index=True, nullable=False),
+    UniqueConstraint("golden", "kernel"),
+    **TABLE_OPTIONS,
+)
+
+
+# Whether a solver applies to a config, as a session's library build said.
+#
+# Written by ``tuna applicability update`` (for MIOpen: fin's ``applicability`` step) and
+# read by ``load_jobs``; ``reason`` says why a solver does not apply. One row per
+# (session, config, solver).
+solver_applicability = Table(
+    "solver_applicability",
+    metadata,
+    Column("id", BigId, primary_key=True),
+    Column("session", ForeignKey("session.id"), nullable=False),
+    Column("config", ForeignKey("conv_config.id", ondelete="CASCADE"), nullable=False),
+    Column("solver", ForeignKey("solver.id"), nullable=False),
+    Column("applicable", Boolean, nullable=False),
+    Column("reason", String(512)),
+    Column("created", DateTime, server_default=text("CURRENT_TIMESTAMP"), nullable=False),
+    UniqueConstraint("session", "config", "solver"),
+    **TABLE_OPTIONS,
+)
+
+
+# What a measurement was taken on, stored once: ``digest`` is the sha256 of ``info``'s
+# canonical JSON (sorted keys, no spaces), so the same machine or container reports the
+# same row. ``info`` holds the facts a worker collects (``tuna.platforms``) and, under
+# ``"user"``, what the machine's and the session's ``user_platform`` add. Never deleted.
+platform = Table(
+    "platform",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("digest", String(64), unique=True, nullable=False),
+    Column("info", JSON, nullable=False),
+    Column("created", DateTime, server_default=text("CURRENT_TIMESTAMP"), nullable=False),
+    **TABLE_OPTIONS,
+)
+
+
+# One candidate timed: what (config, solver, params), where (platform, machine), for
+# which session and job, by which strategy, with what result (``time_ms`` of a valid one;
+# ``reason`` says what happened otherwise: wrong result, crashed, timed out ...).
+#
+# Built to hold 10^8 rows: compact columns and only the indexes the queries need,
+# (session, config, solver, platform, taken) to resume a job, export a session and count
+# its effort (migration 0010), (config, solver, platform) for the effort spent on a
+# problem. ``job``, ``solver``, ``platform`` and
+# ``machine`` carry no foreign-key constraint: on InnoDB each would add an index of its
+# own (about 85 bytes a row for the four, measured), and the rows they name are never
+# deleted (jobs, solvers, platforms) or, for a removed machine, the id stays as history.
+# The worker writes them from the ids it holds.
+measurement = Table(
+    "measurement",
+    metadata,
+    Column("id", BigId, primary_key=True),
+    Column("session", ForeignKey("session.id"), nullable=False),
+    Column("job", BigInteger),
+    Column("config", ForeignKey("conv_config.id"), nullable=False),
+    Column("solver", Integer, nullable=False),
+    Column("params", Text, nullable=False),
+    Column("platform", Integer, nullable=False),
+    Column("machine", Integer),
+    Column("strategy", String(32)),
+    Column("time_ms", Double),
+    Column("valid", Boolean, nullable=False),
+    Column("reason", String(255)),
+    Column("taken", DateTime, server_default=text("CURRENT_TIMESTAMP"), nullable=False),
+    # Covers the effort count under the history rules (tuna.library.effort).
+    Index(
+        "ix_measurement_session_config_solver_platform_taken",
+        "session",
+        "config",
+        "solver",
+        "platform",
+        "taken",
+    ),
+    Index("ix_measurement_config_solver_platform", "config", "solver", "platform"),
+    **TABLE_OPTIONS,
+)
+
+
+# A search over a benchmark's parameters, driven through the job queue (issue #15).
+#
+# ``space_text`` is the parameter file's text (a resume needs no file on disk), ``base``
+# the configuration its points override, ``searcher`` a searcher expression (NULL: the
+# file's ``META_search_callback`` or the exhaustive product). ``objective`` is
+# ``{"stat", "goal": "min"|"max", "valid": stat name or null}``; ``spec`` the backend's
+# settings (build/run templates, stats format, timeouts). ``state``: active, done,
+# failed or stopped; ``reason`` says why it failed or stopped.
+search = Table(
+    "search",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("session", ForeignKey("session.id"), nullable=False),
+    Column("name", String(128), nullable=False),
+    Column("space_file", String(255), nullable=False),
+    Column("space_text", LongText, nullable=False),
+    Column("base", JSON, nullable=False),
+    Column("searcher", String(255)),
+    Column("objective", JSON, nullable=False),
+    Column("budget", Integer),
+    Column("parallelism", Integer, nullable=False),
+    Column("backend", String(32), nullable=False),
+    Column("spec", JSON, nullable=False),
+    Column("state", String(16), default="active", server_default="active", nullable=False),
+    Column("reason", LongText),
+    Column("created", DateTime, server_default=text("CURRENT_TIMESTAMP"), nullable=False),
+    Column("finished", Timestamp),
+    UniqueConstraint("session", "name"),
+    **TABLE_OPTIONS,
+)
+
+
+# A build's output directory as a compressed tar, stored once by the sha256 of its bytes.
+artifact = Table(
+    "artifact",
+    metadata,
+    Column("id", BigId, primary_key=True),
+    Column("digest", String(64), unique=True, nullable=False),
+    Column("size", BigInteger, nullable=False),
+    Column("blob", Blob, nullable=False),
+    Column("created", DateTime, server_default=text("CURRENT_TIMESTAMP"), nullable=False),
+    **TABLE_OPTIONS,
+)
+
+
+# One build of a search: its build-time parameters (``build_key`` hashes them).
+#
+# ``artifact`` is set once the build is stored; ``valid`` is NULL until the build job
+# ended, then whether it built (``reason`` says why not). Runs of a failed build are
+# invalid with its reason.
+search_build = Table(
+    "search_build",
+    metadata,
+    Column("id", BigId, primary_key=True),
+    Column("search", ForeignKey("search.id"), nullable=False),
+    Column("build_key", String(64), nullable=False),
+    Column("params", JSON, nullable=False),
+    Column("artifact", ForeignKey("artifact.id")),
+    Column("valid", Boolean),
+    Column("reason", LongText),
+    Column("created", DateTime, server_default=text("CURRENT_TIMESTAMP"), nullable=False),
+    Column("finished", Timestamp),
+    UniqueConstraint("search", "build_key"),
+    **TABLE_OPTIONS,
+)
+
+
+# One proposal of a search (``seq``: proposal order from 0) and, once run, its Run.
+#
+# ``point`` holds the searcher's values, ``config`` the full merged config; ``stats`` the
+# parsed output and ``value`` the objective's stat. ``valid`` is NULL until the run ended;
+# false with ``reason`` for a failed, timed-out or refused run, or one whose build failed.
+search_run = Table(
+    "search_run",
+    metadata,
+    Column("id", BigId, primary_key=True),
+    Column("search", ForeignKey("search.id"), nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("point", JSON, nullable=False),
+    Column("config", JSON, nullable=False),
+    Column("build", ForeignKey("search_build.id"), index=True),
+    Column("stats", JSON),
+    Column("value", Double),
+    Column("valid", Boolean),
+    Column("reason", LongText),
+    Column("machine", ForeignKey("machine.id")),
+    Column("created", DateTime, server_default=text("CURRENT_TIMESTAMP"), nullable=False),
+    Column("finished", Timestamp),
+    UniqueConstraint("search", "seq"),
+    # The read side (tuna.searches.query): runs by status, the best run, progress.
+    Index(None, "search", "valid", "seq"),
+    Index(None, "search", "valid", "value", "finished", "seq"),
+    Index(None, "search", "finished", "seq", "valid", "value"),
+    **TABLE_OPTIONS,
+)
