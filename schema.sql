@@ -607,3 +607,18 @@ CREATE INDEX ix_search_run_search_finished_seq_valid_value ON search_run (search
 
 UPDATE alembic_version SET version_num='0012' WHERE alembic_version.version_num = '0011';
 
+-- Running upgrade 0012 -> 0013
+
+CREATE TABLE search_tally (
+    search INTEGER NOT NULL, 
+    runs BIGINT NOT NULL, 
+    done BIGINT NOT NULL, 
+    valid BIGINT NOT NULL, 
+    CONSTRAINT pk_search_tally PRIMARY KEY (search), 
+    CONSTRAINT fk_search_tally_search_search FOREIGN KEY(search) REFERENCES search (id)
+)ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci;
+
+INSERT INTO search_tally (search, runs, done, valid) SELECT s.id, COUNT(r.id), COUNT(r.valid), COALESCE(SUM(CASE WHEN r.valid = 1 THEN 1 ELSE 0 END), 0) FROM search s LEFT JOIN search_run r ON r.search = s.id GROUP BY s.id;
+
+UPDATE alembic_version SET version_num='0013' WHERE alembic_version.version_num = '0012';
+

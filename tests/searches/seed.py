@@ -4,7 +4,8 @@ Rows go straight into ``search``, ``search_build`` and ``search_run`` (what the 
 and the result writer store), so the read side is tested on known values without running
 a benchmark. ``land`` finishes a run the way a worker's result does: stats, the objective's
 stat as ``value``, ``valid``, the machine and the finish time. Shared by the searches,
-report, CLI and dashboard tests.
+report, CLI and dashboard tests. Each write recounts the search's ``search_tally`` row, as
+the result writer keeps it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from tests.report.seed import session
 from tuna.db import Database
 from tuna.db.models import Artifact, Search, SearchBuild, SearchRun
 from tuna.fleet.machines import add_machine
+from tuna.jobs.search_results import recount
 
 T0 = dt.datetime(2026, 11, 24, 1, 0, 0)
 
@@ -110,13 +112,11 @@ def add_build(db: Database, search: int, params: dict[str, Any], built: bool) ->
 def add_run(db: Database, search: int, seq: int, point: dict[str, Any],
             build: int | None = None) -> int:  # fmt: skip
     with db.session() as s:
-        return int(
-            s.execute(
-                insert(SearchRun).values(
-                    search=search, seq=seq, point=point, config=point, build=build
-                )  # fmt: skip
-            ).inserted_primary_key[0]  # type: ignore[index]
-        )
+        run = s.execute(
+            insert(SearchRun).values(search=search, seq=seq, point=point, config=point, build=build)
+        ).inserted_primary_key[0]  # type: ignore[index]
+        recount(s.connection(), [search])
+        return int(run)
 
 
 def land(
@@ -142,6 +142,7 @@ def land(
             .where(SearchRun.search == search, SearchRun.seq == seq)
             .values(machine=machine, finished=at or dt.datetime.now(), **values)
         )
+        recount(s.connection(), [search])
 
 
 def seed_searches(db: Database) -> SeededSearches:

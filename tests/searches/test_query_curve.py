@@ -12,6 +12,7 @@ from tests.report.seed import session
 from tests.searches.seed import T0, add_search
 from tuna.db import Database
 from tuna.db.models import SearchRun
+from tuna.jobs.search_results import recount
 from tuna.searches import query
 
 
@@ -38,9 +39,10 @@ def _seed_runs(db: Database, search: int, rng: random.Random, n: int, trend: flo
             at = T0 + dt.timedelta(seconds=rng.randint(0, n // 3))
             row |= {"valid": valid, "value": value, "finished": at, "stats": {}}
         rows.append(row)
-    if rows:
-        with db.session() as s:
+    with db.session() as s:
+        if rows:
             s.execute(insert(SearchRun), rows)
+        recount(s.connection(), [search])
 
 
 @pytest.mark.parametrize("goal", ["min", "max"])
@@ -76,6 +78,7 @@ def test_a_fast_curve_with_too_many_late_steps_falls_back_to_the_full_read(lite,
              "value": 100.0 - i, "finished": at[i]} for i in range(20)]  # fmt: skip
     with lite.session() as s:
         s.execute(insert(SearchRun), rows)
+        recount(s.connection(), [search])
     summary = query.find_search(lite, search)
     with lite.transaction() as conn:
         assert query._fast_curve(conn, summary, 10) is None

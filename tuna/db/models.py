@@ -382,3 +382,12 @@ class SearchRun(Base):
     machine: Mapped[int | None]
     created: Mapped[dt.datetime]
     finished: Mapped[dt.datetime | None]
+
+
+class SearchTally(Base):
+    __table__ = tables.search_tally
+
+    search: Mapped[int]
+    runs: Mapped[int]
+    done: Mapped[int]
+    valid: Mapped[int]

@@ -627,3 +627,19 @@ search_run = Table(
     Index(None, "search", "finished", "seq", "valid", "value"),
     **TABLE_OPTIONS,
 )
+
+
+# A search's runs counted as they land: ``runs`` proposed, ``done`` ended (``valid`` not
+# NULL) and ``valid`` ended valid, kept in the transaction that changes a run
+# (:mod:`tuna.jobs.search_results`), so the read side need not count 10^6 index entries.
+# A row of its own, not columns of ``search``: a run's insert takes a shared lock on its
+# ``search`` row (the foreign key), which a counter there would have to upgrade.
+search_tally = Table(
+    "search_tally",
+    metadata,
+    Column("search", ForeignKey("search.id"), primary_key=True, autoincrement=False),
+    Column("runs", BigInteger, nullable=False),
+    Column("done", BigInteger, nullable=False),
+    Column("valid", BigInteger, nullable=False),
+    **TABLE_OPTIONS,
+)

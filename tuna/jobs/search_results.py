@@ -10,6 +10,11 @@
   often) ends its build or Run the same way, invalid with the job's reason, so a search
   never waits for a job that will not come back.
 
+Every write that adds a run or changes whether it ended (``valid``) goes through this
+module, the driver's inserts included (:func:`insert_runs`, :func:`fail_runs`), and counts
+its change in the search's ``search_tally`` row in the same transaction: the read side's
+counts by status and the best-so-far curve's number of measurements read one row.
+
 The run jobs of a stored build are inserted by :mod:`tuna.jobs.states` (the only module that
 assigns ``job.state``) from :func:`runs_awaiting`.
 """
@@ -18,15 +23,28 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Update, and_, bindparam, exists, insert, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Update,
+    bindparam,
+    case,
+    exists,
+    func,
+    insert,
+    select,
+    true,
+    update,
+)
 
 from tuna.backends.base import BuildOutcome, RunOutcome
 from tuna.db.clock import db_now
-from tuna.db.models import Artifact, Job, Search, SearchBuild, SearchRun
+from tuna.db.models import Artifact, Job, Search, SearchBuild, SearchRun, SearchTally
 
 if TYPE_CHECKING:
     from tuna.jobs.states import ClaimedJob
@@ -86,11 +104,7 @@ def fail_builds(conn: Connection, failed: Sequence[tuple[int, str]]) -> None:
             .where(SearchBuild.id == build_id)
             .values(valid=False, reason=reason, finished=db_now())
         )
-        conn.execute(
-            update(SearchRun)
-            .where(SearchRun.build == build_id, SearchRun.valid.is_(None))
-            .values(valid=False, reason=f"not run: {reason}", finished=db_now())
-        )
+        fail_runs(conn, SearchRun.build == build_id, f"not run: {reason}")
 
 
 def runs_awaiting(conn: Connection, build_ids: Sequence[int]) -> list[tuple[int, int]]:
@@ -125,28 +139,35 @@ def store_runs(conn: Connection, done: Sequence[tuple[ClaimedJob, RunOutcome]]) 
     if not done:
         return
     ids = sorted(j.search_run for j, _ in done if j.search_run is not None)
+    before = {r.id: r for r in conn.execute(_locked(SearchRun.id.in_(ids)))}
+    searches = sorted({r.search for r in before.values()})
     objectives = {
-        r.id: r.objective
-        for r in conn.execute(
-            select(SearchRun.id, Search.objective)
-            .join(Search, Search.id == SearchRun.search)
-            .where(SearchRun.id.in_(ids))
-        )
+        int(r.id): r.objective
+        for r in conn.execute(select(Search.id, Search.objective).where(Search.id.in_(searches)))
     }
     rows = []
+    tally: _Tally = defaultdict(lambda: [0, 0, 0])
     for job, outcome in sorted(done, key=lambda d: d[0].search_run or 0):
         assert job.search_run is not None
+        was = before.get(job.search_run)
+        if was is None:
+            continue  # no such run: nothing to write
         stats = dict(outcome.stats)
         rows.append(
             {
                 "rid": job.search_run,
                 "v_stats": stats,
-                "v_value": objective_value(objectives.get(job.search_run) or {}, stats),
+                "v_value": objective_value(objectives.get(was.search) or {}, stats),
                 "v_valid": outcome.valid,
                 "v_reason": None if outcome.valid else (outcome.failure or "invalid run"),
             }
         )
-    conn.execute(_store_run(), rows)
+        t = tally[was.search]
+        t[1] += 1 if was.valid is None else 0
+        t[2] += int(bool(outcome.valid)) - int(bool(was.valid))
+    if rows:
+        conn.execute(_store_run(), rows)
+    _count(conn, tally)
 
 
 @functools.cache
@@ -173,8 +194,96 @@ def store_gave_up(conn: Connection, gave_up: Sequence[GaveUp]) -> None:
     fail_builds(conn, [(b, f"build job errored: {r}") for b, r in builds])
     for g in gave_up:
         if g.search_run is not None:
-            conn.execute(
-                update(SearchRun)
-                .where(and_(SearchRun.id == g.search_run, SearchRun.valid.is_(None)))
-                .values(valid=False, reason=f"run job errored: {g.reason}", finished=db_now())
+            fail_runs(conn, SearchRun.id == g.search_run, f"run job errored: {g.reason}")
+
+
+_Tally = defaultdict[int, list[int]]
+"""search id -> [runs, done, valid] added."""
+
+
+def insert_runs(conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Insert proposed runs (``search_run`` rows, not yet run) and count them."""
+    if not rows:
+        return
+    conn.execute(insert(SearchRun), list(rows))
+    tally: _Tally = defaultdict(lambda: [0, 0, 0])
+    for row in rows:
+        t = tally[int(row["search"])]
+        t[0] += 1
+        t[1] += 0 if row.get("valid") is None else 1
+        t[2] += 1 if row.get("valid") else 0
+    _count(conn, tally)
+
+
+def fail_runs(conn: Connection, where: ColumnElement[bool], reason: str) -> int:
+    """End the unfinished runs that match ``where`` invalid with ``reason`` (a run of a
+    build that did not build, a run whose job gave up); returns how many."""
+    ended = conn.execute(_locked(where, SearchRun.valid.is_(None))).all()
+    if not ended:
+        return 0
+    conn.execute(
+        update(SearchRun)
+        .where(SearchRun.id.in_([r.id for r in ended]))
+        .values(valid=False, reason=reason, finished=db_now())
+    )
+    tally: _Tally = defaultdict(lambda: [0, 0, 0])
+    for r in ended:
+        tally[r.search][1] += 1
+    _count(conn, tally)
+    return len(ended)
+
+
+def _locked(*where: ColumnElement[bool]) -> Any:
+    """The runs matching ``where`` (id, search, valid), locked until the transaction ends:
+    their counts are taken from what they were just before this transaction changes them."""
+    return (
+        select(SearchRun.id, SearchRun.search, SearchRun.valid)
+        .where(*where)
+        .order_by(SearchRun.id)
+        .with_for_update()
+    )
+
+
+def _count(conn: Connection, tally: Mapping[int, Sequence[int]]) -> None:
+    """Add ``tally``'s changes to the searches' counters (in id order: no deadlock between
+    two writers); a search without a counter row yet gets one counted from its runs."""
+    for search in sorted(tally):
+        runs, done, valid = tally[search]
+        if not (runs or done or valid):
+            continue
+        c = SearchTally.__table__.c
+        changed = conn.execute(
+            update(SearchTally)
+            .where(c.search == search)
+            .values({c.runs: c.runs + runs, c.done: c.done + done, c.valid: c.valid + valid})
+        ).rowcount
+        if not changed:
+            recount(conn, [search])
+
+
+def recount(conn: Connection, searches: Iterable[int]) -> None:
+    """Set the counters of ``searches`` from their runs (a full count of each): for a
+    search whose counter row is missing, and for tests and benchmarks that write runs
+    directly."""
+    ids = sorted(set(searches))
+    if not ids:
+        return
+    counted = {
+        int(r[0]): (int(r[1]), int(r[2]), int(r[3] or 0))
+        for r in conn.execute(
+            select(
+                SearchRun.search,
+                func.count(),
+                func.count(SearchRun.valid),
+                func.sum(case((SearchRun.valid == true(), 1), else_=0)),
             )
+            .where(SearchRun.search.in_(ids))
+            .group_by(SearchRun.search)
+        )
+    }
+    c = SearchTally.__table__.c
+    for search in ids:
+        runs, done, valid = counted.get(search, (0, 0, 0))
+        values = {c.runs: runs, c.done: done, c.valid: valid}
+        if not conn.execute(update(SearchTally).where(c.search == search).values(values)).rowcount:
+            conn.execute(insert(SearchTally).values({c.search: search, **values}))

@@ -44,6 +44,7 @@ from tuna.db.clock import db_now
 from tuna.db.models import Search, SearchBuild, SearchRun
 from tuna.db.retry import with_retry
 from tuna.errors import TunaError
+from tuna.jobs.search_results import fail_runs, insert_runs
 from tuna.jobs.states import insert_build_jobs, insert_run_jobs
 from tuna.search import Objective, Proposal, RoundProposer, Run, build_key, replay
 from tuna.search.errors import ObjectiveError, SearchError
@@ -390,8 +391,8 @@ class SearchDriver:
                 ):
                     builds[r.build_key] = r
                 insert_build_jobs(conn, [(self.session, builds[k].id) for k in new])
-        conn.execute(
-            insert(SearchRun),
+        insert_runs(
+            conn,
             [
                 {
                     "search": self.id,
@@ -417,11 +418,7 @@ class SearchDriver:
             if build is None or build.valid:
                 ready.append((self.session, ids[seq]))
             elif build.valid is False:
-                conn.execute(
-                    update(SearchRun)
-                    .where(SearchRun.id == ids[seq])
-                    .values(valid=False, reason=f"not run: {build.reason}", finished=db_now())
-                )
+                fail_runs(conn, SearchRun.id == ids[seq], f"not run: {build.reason}")
         insert_run_jobs(conn, ready)
         return {**present, **ids}
 

@@ -23,7 +23,7 @@ from sqlalchemy import ColumnElement, and_, case, false, func, or_, select, true
 from sqlalchemy.engine import Connection
 
 from tuna.db import Database
-from tuna.db.models import Machine, Search, SearchBuild, SearchRun, TuningSession
+from tuna.db.models import Machine, Search, SearchBuild, SearchRun, SearchTally, TuningSession
 from tuna.errors import NotFoundError, TunaError
 from tuna.search import Objective, Run
 from tuna.search.progress import Goal, best_so_far, better, improvements
@@ -195,23 +195,31 @@ class _Counts:
 
 
 def _summaries(conn: Connection, rows: Sequence[Any]) -> list[SearchSummary]:
-    """Each search row with its run and build aggregates, read from indexes: runs counted
-    by status (``(search, valid, seq)``), the best value (``(search, valid, value, ...)``)."""
+    """Each search row with its run and build aggregates: runs by status from its
+    ``search_tally`` row (counted from the index ``(search, valid, seq)`` for a search
+    without one), the best value from ``(search, valid, value, ...)``."""
     ids = [r.id for r in rows]
     runs: dict[int, _Counts] = {i: _Counts() for i in ids}
     lo_hi: dict[int, tuple[Any, Any]] = {}
     builds: dict[int, tuple[int, int]] = {}
     if ids:
-        for sid, valid, n in conn.execute(
+        tallied = {
+            t.search: _Counts(int(t.runs), int(t.done), int(t.valid))
+            for t in conn.execute(select(SearchTally).where(SearchTally.search.in_(ids)))
+        }
+        runs.update(tallied)
+        untallied = [i for i in ids if i not in tallied]
+        by_status = (
             select(SearchRun.search, SearchRun.valid, func.count())
-            .where(SearchRun.search.in_(ids))
+            .where(SearchRun.search.in_(untallied))
             .group_by(SearchRun.search, SearchRun.valid)
-        ):
+        )
+        for sid, status, n in conn.execute(by_status) if untallied else ():
             c = runs[sid]
             c.runs += int(n)
-            if valid is not None:
+            if status is not None:
                 c.done += int(n)
-                c.valid += int(n) if valid else 0
+                c.valid += int(n) if status else 0
         for sid, lo, hi in conn.execute(
             select(SearchRun.search, func.min(SearchRun.value), func.max(SearchRun.value))
             .where(SearchRun.search.in_(ids), SearchRun.valid == true())
@@ -510,7 +518,7 @@ def _fast_curve(conn: Connection, search: SearchSummary, recent: int) -> Curve |
         if len(late) > LATE_STEPS:
             return None
     late.reverse()
-    total = int(conn.execute(select(func.count()).where(*done)).scalar_one())
+    total = _measurements(conn, search.id)
     if late:  # positions: runs up to each, counted over the range up to the latest
         at = [
             func.sum(case((or_(_before(f, s), SearchRun.seq == s), 1), else_=0)) for f, s, _ in late
@@ -519,6 +527,15 @@ def _fast_curve(conn: Connection, search: SearchSummary, recent: int) -> Curve |
         row = conn.execute(select(*at).where(*done, upto)).one()
         steps += [(int(n), v) for n, (_, _, v) in zip(row, late, strict=True)]
     return Curve(search, total, steps, _recent(conn, in_order, total, recent))
+
+
+def _measurements(conn: Connection, search_id: int) -> int:
+    """How many runs of the search ended: its ``search_tally`` row, else counted."""
+    tallied = conn.execute(select(SearchTally.done).where(SearchTally.search == search_id)).scalar()
+    if tallied is not None:
+        return int(tallied)
+    done = (SearchRun.search == search_id, SearchRun.valid.is_not(None))
+    return int(conn.execute(select(func.count()).where(*done)).scalar_one())
 
 
 def _recent(conn: Connection, in_order: Any, total: int, recent: int) -> list[tuple[int, float]]:
