@@ -236,7 +236,9 @@ def test_one_evaluation_worker_per_device_an_evaluation_owns_and_compiles_side_b
     noop = create_session(db, SessionSpec(arch="cpu", num_cu=2, backend="noop")).id
 
     def workers(session: int, task: Task) -> int:
-        return LocalWorkers(db, session, task, workers=4, log_dir=tmp_path, db_url="x").workers
+        return len(
+            LocalWorkers(db, [(session, task)], workers=4, log_dir=tmp_path, db_url="x").plans
+        )
 
     assert workers(cpu, Task.COMPILE) == 4
     assert workers(cpu, Task.RUN_PERF) == workers(cpu, Task.RUN_FIND) == 1

@@ -7,8 +7,9 @@ import pytest
 from tuna.catalog.importer import import_configs, read_lines
 from tuna.db.enums import JobState
 from tuna.errors import TunaError
-from tuna.fleet.phase import Task
-from tuna.fleet.pool import LocalPool, run_local_stages
+from tuna.fleet.local import LocalWorkers
+from tuna.fleet.phase import Progress, Task
+from tuna.fleet.pool import run_local_stages
 from tuna.jobs import job_counts
 from tuna.jobs.load import load_jobs
 from tuna.sessions import SessionSpec, create_session
@@ -18,11 +19,12 @@ LINES = "\n".join(
 )
 
 
-def sessions(db, backend: str, n: int = 2) -> list[int]:
+def sessions(db, backend: str, n: int = 2, env: dict[str, str] | None = None) -> list[int]:
     import_configs(db, read_lines(LINES), tag="net")
     out = []
     for _ in range(n):
-        sid = create_session(db, SessionSpec(arch="cpu", num_cu=2, backend=backend)).id
+        spec = SessionSpec(arch="cpu", num_cu=2, backend=backend, environment=env or {})
+        sid = create_session(db, spec).id
         load_jobs(db, sid, step="perf", tag="net", force=True)
         out.append(sid)
     return out
@@ -31,7 +33,7 @@ def sessions(db, backend: str, n: int = 2) -> list[int]:
 def test_every_process_compiles_and_one_per_owned_device_then_evaluates(db, tmp_path):
     a, b = sessions(db, "cpuconv")
     stages = [(a, Task.COMPILE), (a, Task.RUN_PERF), (b, Task.COMPILE), (b, Task.RUN_PERF)]
-    pool = LocalPool(db, stages, workers=3, log_dir=tmp_path, db_url="sqlite://")
+    pool = LocalWorkers(db, stages, workers=3, log_dir=tmp_path, db_url="sqlite://")
     # watched and worked compiles first: no evaluation while anything compiles
     assert pool.stages == [(a, Task.COMPILE), (b, Task.COMPILE), (a, Task.RUN_PERF),
                            (b, Task.RUN_PERF)]  # fmt: skip
@@ -43,16 +45,22 @@ def test_every_process_compiles_and_one_per_owned_device_then_evaluates(db, tmp_
         "worker", "-v", "--session", str(a), "--phase", "compile", "--burst",
         "--then", f"{b}:compile", "--then", f"{a}:eval", "--then", f"{b}:eval",
     ]  # fmt: skip
-    only_eval = LocalPool(db, [(a, Task.RUN_PERF)], workers=3, log_dir=tmp_path, db_url="x")
+    assert pool.note() == (
+        "3 local worker(s) compile, 1 of them then evaluate: a cpuconv evaluation owns the machine"
+    )
+    only_eval = LocalWorkers(db, [(a, Task.RUN_PERF)], workers=3, log_dir=tmp_path, db_url="x")
     assert only_eval.plans == [[(a, Task.RUN_PERF)]]
+    assert only_eval.note().startswith("1 evaluation worker(s), not 3: a cpuconv evaluation")
+    alone = LocalWorkers(db, [(a, Task.COMPILE)], workers=3, log_dir=tmp_path, db_url="x")
+    assert alone.plans == [[(a, Task.COMPILE)]] * 3 and alone.note() == ""
 
 
 def test_a_pool_takes_sessions_of_one_backend(db, tmp_path):
     [cpu] = sessions(db, "cpuconv", 1)
     noop = create_session(db, SessionSpec(arch="cpu", num_cu=2, backend="noop")).id
-    with pytest.raises(TunaError, match="one pool works sessions of one backend"):
-        LocalPool(db, [(cpu, Task.COMPILE), (noop, Task.COMPILE)], workers=1, log_dir=tmp_path,
-                  db_url="x")  # fmt: skip
+    with pytest.raises(TunaError, match="one set of workers works sessions of one backend"):
+        LocalWorkers(db, [(cpu, Task.COMPILE), (noop, Task.COMPILE)], workers=1,
+                     log_dir=tmp_path, db_url="x")  # fmt: skip
 
 
 def test_two_sessions_drain_through_four_stages_with_one_start(sqlite_url, tmp_path):
@@ -85,5 +93,40 @@ def test_two_sessions_drain_through_four_stages_with_one_start(sqlite_url, tmp_p
         assert logs == ["worker-0.log", "worker-1.log"]
         text = (tmp_path / "logs").rglob("worker-0.log").__next__().read_text()
         assert text.count("worker for session") >= 4  # one process, every stage
+    finally:
+        db.dispose()
+
+
+def test_an_interrupt_stops_every_process_and_hands_the_jobs_back(sqlite_url, tmp_path):
+    """Ctrl-C during the first stage: the launcher stops the processes of every stage (each
+    finishes its current job), no job stays leased and nothing later is started."""
+    from tuna.db import open_database
+
+    db = open_database(sqlite_url)
+    try:
+        a, b = sessions(db, "noop", env={"NOOP_SLEEP_S": "0.3"})
+
+        def interrupt(p: Progress) -> None:
+            if p.counts.by_state[JobState.COMPILE_START] > 0:
+                raise KeyboardInterrupt
+
+        reports = run_local_stages(
+            db,
+            [(a, Task.COMPILE), (b, Task.COMPILE), (a, Task.RUN_PERF), (b, Task.RUN_PERF)],
+            workers=2,
+            log_dir=tmp_path / "logs",
+            db_url=sqlite_url,
+            interval=0.1,
+            on_progress=interrupt,
+        )
+        [report] = reports
+        assert report.interrupted and not report.drained
+        assert len(report.exit_codes) == 2  # both processes stopped and reaped
+        a_states = job_counts(db, a).by_state
+        assert a_states[JobState.NEW] > 0  # handed back, not lost
+        for s in (a, b):
+            counts = job_counts(db, s).by_state
+            assert counts[JobState.COMPILE_START] == counts[JobState.EVAL_START] == 0
+            assert counts[JobState.EVALUATED] == 0
     finally:
         db.dispose()

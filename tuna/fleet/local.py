@@ -1,19 +1,24 @@
-"""go_fish on this machine: worker processes for one phase of a session.
+"""go_fish on this machine: local worker processes, for one stage or for several in turn.
 
-Each worker is a ``tuna worker --burst`` process (:func:`tuna.fleet.commands.worker_argv`):
-it exits when no job of its phase is ready or in flight. The database URL reaches it
-through the environment, never argv. Logs go to
-``<log dir>/<phase>/<arch>/<host>/<worker>.log``.
+A stage is one phase of one session (``(session, Task)``). :class:`LocalWorkers` is the one
+owner of local worker processes: it starts them, gives each a log and a scratch directory
+of its own, stops them on an interrupt and reaps them. Each is a ``tuna worker --burst``
+process (:func:`tuna.fleet.commands.worker_argv`) that works its stages in order
+(``--then SESSION:PHASE``, see :mod:`tuna.worker.stages`) and exits once the last is
+drained; go_fish runs one stage (:func:`run_local`), the quick start four with the same
+processes (:mod:`tuna.fleet.pool`). The database URL reaches a worker through the
+environment, never argv. Logs go to ``<log dir>/<phase>/<arch>/<host>/worker-<i>.log``
+(the phase of the process's first stage).
 
-An evaluation runs one worker per device an evaluation owns (the backend's
-``evaluation_owns``): cpuconv's timings own the whole machine and local workers name no
-GPU, so more evaluation workers would only wait for the lock in turn
-(:func:`evaluation_workers`); compiles run ``-w`` workers side by side.
+Every process compiles; an evaluation runs on one worker per device an evaluation owns
+(the backend's ``evaluation_owns``): cpuconv's timings own the whole machine and local
+workers name no GPU, so more evaluation workers would only wait for the lock in turn
+(:func:`evaluation_workers`). Compiles are worked before evaluations.
 
 Workers run in a session of their own, so the terminal's Ctrl-C reaches go_fish only (not
 a worker, nor the compiler a worker runs); go_fish then stops them deliberately with
 SIGTERM, and each finishes its current job and hands the rest back. The dispatcher
-(:mod:`tuna.fleet.dispatch`) does the watching.
+(:mod:`tuna.fleet.dispatch`) does the watching, one stage at a time.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import socket
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from subprocess import Popen
 from typing import IO
@@ -35,15 +40,12 @@ from typing import IO
 from tuna.backends import get_backend
 from tuna.backends.base import Owns
 from tuna.db import Database
+from tuna.db.retry import through_outages
 from tuna.errors import TunaError
 from tuna.fleet.commands import worker_argv
 from tuna.fleet.dispatch import Pace, dispatch
-from tuna.fleet.phase import (
-    FishReport,
-    Progress,
-    Task,
-    worker_environment,
-)
+from tuna.fleet.phase import FishReport, Progress, Task, remaining_jobs, worker_environment
+from tuna.jobs import job_counts
 from tuna.sessions import get_session
 from tuna.worker.settings import WorkerSettings
 
@@ -51,10 +53,13 @@ __all__ = [
     "FishReport",
     "LocalWorkers",
     "Progress",
+    "StageTask",
     "Task",
     "evaluation_workers",
     "log_path",
+    "plans",
     "run_local",
+    "watch_order",
     "worker_environment",
 ]
 
@@ -63,12 +68,32 @@ log = logging.getLogger(__name__)
 LOCAL_PROGRAM = (sys.executable, "-m", "tuna.cli")
 SCRATCH_PREFIX = "tuna-go_fish-"
 
+StageTask = tuple[int, Task]
+
 
 def evaluation_workers(owns: Owns, asked: int) -> int:
     """How many of ``asked`` evaluation workers on this machine can time at once: one where
     an evaluation owns the machine, or a device (local workers are given no GPU, so they
     would all take the same device's lock), otherwise all of them."""
     return asked if owns is Owns.NOTHING else 1
+
+
+def watch_order(stages: Sequence[StageTask]) -> list[StageTask]:
+    """The order every process works ``stages`` in (and go_fish watches them): compiles
+    first, so that nothing is timed while anything compiles."""
+    compiles = [st for st in stages if st[1] is Task.COMPILE]
+    return compiles + [st for st in stages if st[1] is not Task.COMPILE]
+
+
+def plans(stages: Sequence[StageTask], workers: int, owns: Owns) -> list[list[StageTask]]:
+    """Each process's stages (``stages`` in :func:`watch_order`): with compiles, ``workers``
+    processes compile and the first :func:`evaluation_workers` of them then evaluate;
+    without, only those evaluate."""
+    compiles = [st for st in stages if st[1] is Task.COMPILE]
+    evals = [st for st in stages if st[1] is not Task.COMPILE]
+    evaluators = evaluation_workers(owns, workers)
+    count = workers if compiles else evaluators
+    return [compiles + (evals if i < evaluators else []) for i in range(count)]
 
 
 def log_path(log_dir: Path, task: Task, arch: str, worker: str) -> Path:
@@ -95,37 +120,17 @@ def start_worker(argv: Sequence[str], env: dict[str, str], log: Path) -> tuple[P
     return proc, out
 
 
-def wait_workers(procs: Iterable[Popen], timeout: float) -> None:
-    """Wait for each process to exit; one that outlives ``timeout`` is killed (its lease
-    expires back to the queue)."""
-    for p in procs:
-        try:
-            p.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            log.warning("go_fish: worker %d did not stop in time; killing it", p.pid)
-            p.kill()
-            p.wait()
-
-
-def stop_workers(procs: Sequence[Popen], timeout: float) -> None:
-    """SIGTERM to every process still running (each finishes its current job), then
-    :func:`wait_workers`."""
-    for p in procs:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-    wait_workers(procs, timeout)
-
-
 class LocalWorkers:
-    """Worker processes on this machine (a :class:`~tuna.fleet.dispatch.Launcher`)."""
+    """Worker processes on this machine, each with its list of stages to work; to the
+    dispatcher, a :class:`~tuna.fleet.dispatch.Launcher` of the stage :meth:`watch` names
+    (the first, until told otherwise)."""
 
     description = "local worker(s)"
 
     def __init__(
         self,
         db: Database,
-        session_id: int,
-        task: Task,
+        stages: Sequence[StageTask],
         *,
         workers: int,
         log_dir: Path,
@@ -136,64 +141,125 @@ class LocalWorkers:
     ) -> None:
         if workers < 1:
             raise TunaError(f"-w/--workers must be at least 1, not {workers}")
-        self.session = get_session(db, session_id)
-        self.backend = get_backend(self.session.backend)
-        self.task, self.workers, self.log_dir = task, workers, log_dir
-        self.note = ""
-        if task.phase.value == "eval":
-            self.workers = evaluation_workers(self.backend.evaluation_owns, workers)
-            if self.workers < workers:
-                self.note = (
-                    f"{self.workers} evaluation worker(s), not {workers}: a {self.backend.name} "
-                    f"evaluation owns the {self.backend.evaluation_owns.value} (compiles run "
-                    "side by side)"
-                )
-        self.stop_timeout = stop_timeout
+        if not stages:
+            raise TunaError("no stage to run")
+        self.db, self.log_dir, self.stop_timeout = db, log_dir, stop_timeout
+        self.sessions = {s: get_session(db, s) for s in dict.fromkeys(s for s, _ in stages)}
+        names = {info.backend for info in self.sessions.values()}
+        if len(names) != 1:
+            raise TunaError(
+                f"one set of workers works sessions of one backend, not {', '.join(sorted(names))}"
+            )
+        self.backend = get_backend(names.pop())
+        self.stages = watch_order(stages)
+        self.plans = plans(self.stages, workers, self.backend.evaluation_owns)
+        self.asked, self.settings = workers, settings
         self.env = {**os.environ, **(extra_env or {})}
         self.env["TUNA_DB_URL"] = db_url  # the environment, never argv: ps shows argv to all
-        self.argv = worker_argv(
-            session_id, task.phase.value, program=LOCAL_PROGRAM, settings=settings
-        )
-        self.procs: list[subprocess.Popen[bytes]] = []
+        self.watching = self.stages[0]
+        self.procs: list[Popen[bytes]] = []
         self.files: list[IO[bytes]] = []
         self.logs: list[Path] = []
         self.scratch: Path | None = None
+
+    def argv(self, plan: Sequence[StageTask]) -> list[str]:
+        (session, task), rest = plan[0], plan[1:]
+        then = [(s, t.phase.value) for s, t in rest]
+        return worker_argv(
+            session, task.phase.value, program=LOCAL_PROGRAM, settings=self.settings, then=then
+        )
+
+    def note(self) -> str:
+        """Why fewer processes evaluate than were asked for ("" if none)."""
+        evaluating = sum(1 for p in self.plans if p[-1][1] is not Task.COMPILE)
+        if evaluating == 0 or evaluating >= self.asked:
+            return ""
+        owns = f"a {self.backend.name} evaluation owns the {self.backend.evaluation_owns.value}"
+        if self.stages[0][1] is Task.COMPILE:
+            return (
+                f"{len(self.plans)} local worker(s) compile, {evaluating} of them then "
+                f"evaluate: {owns}"
+            )
+        return (
+            f"{evaluating} evaluation worker(s), not {self.asked}: {owns} (compiles run "
+            "side by side)"
+        )
+
+    def _environment(self, plan: Sequence[StageTask], own: Path) -> dict[str, str]:
+        """The backend's per-worker settings (private caches, in ``own``): one for the plan."""
+        envs = [
+            self.backend.worker_environment(self.sessions[s], t.phase.value, None, str(own))
+            for s, t in plan
+        ]
+        if any(e != envs[0] for e in envs[1:]):
+            raise TunaError(
+                f"backend {self.backend.name} gives its workers another environment per "
+                "phase: run each phase with go_fish on its own"
+            )
+        return envs[0]
+
+    def watch(self, stage: StageTask) -> LocalWorkers:
+        """The stage the dispatcher watches from now on."""
+        self.watching = stage
+        return self
+
+    def working(self, stage: StageTask, *, last: bool = False) -> list[int]:
+        """Indexes of the processes with ``stage`` in their plan (``last``: as their last)."""
+        return [
+            i
+            for i, plan in enumerate(self.plans)
+            if (plan[-1] == stage if last else stage in plan) and i < len(self.procs)
+        ]
+
+    def _drained(self) -> bool:
+        session, task = self.watching
+        counts = through_outages(lambda: job_counts(self.db, session), what="go_fish: count")
+        return remaining_jobs(counts, task.phase) == 0
+
+    def _mine(self) -> list[int]:
+        """While the watched stage has work: the processes that work it. Once drained: those
+        for which it is the last stage (the others have gone on to their next one)."""
+        mine, ending = self.working(self.watching), self.working(self.watching, last=True)
+        return ending if mine != ending and self._drained() else mine
+
+    # The Launcher interface, for the watched stage.
 
     def tidy(self, event: Callable[[str], None]) -> bool:
         return False  # a killed go_fish's local workers end by themselves (--burst)
 
     def start(self, event: Callable[[str], None]) -> int:
-        phase = self.task.phase.value
-        if self.note:
-            event(self.note)
-        self.scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{self.session.id}-"))
-        for i in range(self.workers):
-            path = log_path(self.log_dir, self.task, self.session.arch, f"worker-{i}")
-            # Per-worker settings of the backend (private caches), in a directory of its own.
+        """Start the processes (once: a later stage finds them running)."""
+        if not self.procs:
+            if note := self.note():
+                event(note)
+            self._start()
+        return self.alive()
+
+    def _start(self) -> None:
+        first = self.stages[0][0]
+        self.scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{first}-"))
+        for i, plan in enumerate(self.plans):
+            session, task = plan[0]
+            path = log_path(self.log_dir, task, self.sessions[session].arch, f"worker-{i}")
             own = self.scratch / f"worker-{i}"
             own.mkdir()
-            env = {
-                **self.env,
-                **self.backend.worker_environment(self.session, phase, None, str(own)),
-            }
-            proc, out = start_worker(self.argv, env, path)
+            env = {**self.env, **self._environment(plan, own)}
+            proc, out = start_worker(self.argv(plan), env, path)
             self.procs.append(proc)
             self.files.append(out)
             self.logs.append(path)
         log.info(
-            "go_fish: session %d %s: %d local worker(s), logs under %s",
-            self.session.id,
-            self.task.value,
-            self.workers,
+            "go_fish: %d local worker(s) for %s, logs under %s",
+            len(self.procs),
+            ", ".join(f"session {s} {t.value}" for s, t in self.stages),
             self.log_dir,
         )
-        return len(self.procs)
 
     def poll(self, *, replace: bool) -> None:
         pass  # alive() asks the processes themselves
 
     def alive(self) -> int:
-        return sum(p.poll() is None for p in self.procs)
+        return sum(self.procs[i].poll() is None for i in self._mine())
 
     def stuck(self, now: float) -> str | None:
         return None
@@ -202,18 +268,47 @@ class LocalWorkers:
         pass
 
     def finish(self) -> None:
-        """SIGTERM to every worker still running (each finishes its current job), then wait;
-        a worker that outlives ``stop_timeout`` is killed (its lease expires back)."""
-        stop_workers(self.procs, self.stop_timeout)
-        for f in self.files:
-            f.close()
-        if self.scratch:
-            shutil.rmtree(self.scratch, ignore_errors=True)
+        """The watched stage drained and some processes go on to later stages: stop those
+        that end here. Otherwise (the last stage, an interrupt, work left): :meth:`close`."""
+        ending = self.working(self.watching, last=True)
+        if ending != self.working(self.watching) and self._drained():
+            self.stop(ending)
+        else:
+            self.close()
 
     def fill(self, report: FishReport, since: dt.datetime) -> None:
-        report.workers = len(self.procs)
-        report.exit_codes = [p.returncode for p in self.procs]
-        report.logs = list(self.logs)
+        mine = self.working(self.watching)
+        report.workers = len(mine)
+        report.exit_codes = [c for i in mine if (c := self.procs[i].returncode) is not None]
+        report.logs = [self.logs[i] for i in mine]
+
+    # Stopping and reaping.
+
+    def stop(self, indexes: Sequence[int] | None = None) -> None:
+        """SIGTERM to each of these processes (all by default) still running: each finishes
+        its current job and hands the rest back. Then wait; one that outlives
+        ``stop_timeout`` is killed (its lease expires back to the queue)."""
+        procs = self.procs if indexes is None else [self.procs[i] for i in indexes]
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(timeout=self.stop_timeout)
+            except subprocess.TimeoutExpired:
+                log.warning("go_fish: worker %d did not stop in time; killing it", p.pid)
+                p.kill()
+                p.wait()
+
+    def close(self) -> None:
+        """Stop every process, close the logs, remove the scratch directories (at most once)."""
+        self.stop()
+        for f in self.files:
+            f.close()
+        self.files.clear()
+        if self.scratch:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = None
 
 
 def run_local(
@@ -238,8 +333,7 @@ def run_local(
     """
     launcher = LocalWorkers(
         db,
-        session_id,
-        task,
+        [(session_id, task)],
         workers=workers,
         log_dir=log_dir,
         db_url=db_url,
