@@ -112,7 +112,7 @@ def _numbers_replaced(line: str, rng: random.Random) -> str:
 def snapshot(db: Database) -> dict[str, int]:
     with db.session() as s:
         return {
-            m.__tablename__: s.scalar(select(func.count()).select_from(m)) or 0
+            m.__table__.name: s.scalar(select(func.count()).select_from(m)) or 0
             for m in (TuningSession, Tensor, ConvConfig, BnConfig, ConfigTag, Solver, FindDb,
                       PerfDb)
         }  # fmt: skip

@@ -46,7 +46,7 @@ def counts(db: Database) -> dict[str, int]:
     """Rows per table that an import writes: what a refused import must leave as it was."""
     with db.session() as s:
         return {
-            m.__tablename__: s.scalar(select(func.count()).select_from(m)) or 0
+            m.__table__.name: s.scalar(select(func.count()).select_from(m)) or 0
             for m in (TuningSession, ConvConfig, Tensor, ConfigTag, Solver, FindDb, PerfDb)
         }
 
