@@ -7,15 +7,18 @@ that gives up are recorded as invalid builds and Runs, never left for a driver t
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
+from collections import defaultdict
+
+from sqlalchemy import delete, func, select
 
 from tests.searches.helpers import bench_session, builds, jobs_by_step_state, new_search, runs
 from tests.support.seed import expire_leases, job_row
 from tuna.backends.base import BuildOutcome, RunOutcome
 from tuna.db import Database
 from tuna.db.enums import JobState, JobStep
-from tuna.db.models import Artifact
+from tuna.db.models import Artifact, Job, SearchRun
 from tuna.jobs import JobFilter, Phase, claim_jobs, reap_expired, record_outcomes, reset_jobs
+from tuna.jobs.states import insert_run_jobs
 from tuna.searches import SearchDriver
 
 S = JobState
@@ -141,3 +144,67 @@ def test_operators_leave_search_jobs_to_their_driver(db):
     record_outcomes(db, "w", [(b, BuildOutcome(failure="no"))])
     assert reset_jobs(db, JobFilter(session=session, states=(S.EVALUATED,))) == 0
     assert job_row(db, b.id).state is S.EVALUATED
+
+
+# --- build affinity: a worker that holds a build takes its runs first ----------------------------
+
+
+def _interleaved(db: Database) -> tuple[int, dict[int, int], list[int]]:
+    """Both builds stored and their runs' jobs re-inserted alternating builds by id (as a
+    dynamic searcher's proposals arrive): (session, run job id -> build, build ids)."""
+    session, search = _enqueued(db)
+    for b in _claim(db, session, Phase.COMPILE):
+        record_outcomes(db, "w", [(b, BuildOutcome(artifact=f"{b.search_build}".encode()))])
+    by_build: dict[int, list[int]] = defaultdict(list)
+    for r in runs(db, search):
+        by_build[r.build].append(r.id)
+    first, second = sorted(by_build)
+    order = [r for pair in zip(by_build[first], by_build[second], strict=True) for r in pair]
+    with db.transaction() as conn:
+        conn.execute(delete(Job).where(Job.session == session, Job.step == JobStep.RUN))
+        insert_run_jobs(conn, [(session, r) for r in order])
+    with db.session() as s:
+        build_of = dict(
+            s.execute(
+                select(Job.id, SearchRun.build)
+                .join(SearchRun, SearchRun.id == Job.search_run)
+                .where(Job.session == session)
+            ).all()
+        )
+    ids = sorted(build_of)
+    assert [build_of[i] for i in ids] == [first, second] * 3  # interleaved by id
+    return session, build_of, [first, second]
+
+
+def test_a_worker_holding_a_build_claims_its_runs_first(db):
+    session, build_of, (first, second) = _interleaved(db)
+    assert [build_of[j.id] for j in _claim(db, session, Phase.EVAL, 1)] == [first]  # id order
+    held = _claim(db, session, Phase.EVAL, 2, held=[second])
+    assert [build_of[j.id] for j in held] == [second, second]
+    assert [j.id for j in held] == sorted(j.id for j in held)  # lowest ids of that build first
+    # the held build's last ready run, then the ordinary claim fills the batch in id order
+    mixed = _claim(db, session, Phase.EVAL, 3, held=[second])
+    assert [build_of[j.id] for j in mixed] == [second, first, first]
+    assert all(job_row(db, j.id).state is S.EVAL_START for j in mixed)
+    assert _claim(db, session, Phase.EVAL, 3, held=[second]) == []
+
+
+def test_held_builds_without_ready_runs_leave_the_id_order(db):
+    session, build_of, (first, second) = _interleaved(db)
+    got = _claim(db, session, Phase.EVAL, 2, held=[10**9])  # no such build
+    assert [build_of[j.id] for j in got] == [first, second]
+    held_first = _claim(db, session, Phase.EVAL, 2, held=[second])
+    assert [build_of[j.id] for j in held_first] == [second, second]
+    got = _claim(db, session, Phase.EVAL, 2, held=[second])  # none of second's runs left
+    assert [build_of[j.id] for j in got] == [first, first]
+
+
+def test_a_held_run_locked_by_another_claim_is_skipped_not_waited_for(mysql_db):
+    db = mysql_db
+    session, build_of, (first, second) = _interleaved(db)
+    mine = sorted(i for i, b in build_of.items() if b == second)
+    with db.engine.connect() as other, other.begin():  # another worker, mid-claim
+        other.execute(select(Job.id).where(Job.id == mine[0]).with_for_update())
+        got = _claim(db, session, Phase.EVAL, 2, held=[second])
+    assert [j.id for j in got] == mine[1:]
+    assert job_row(db, mine[0]).state is S.COMPILED

@@ -30,6 +30,10 @@ compare-and-set built by one function, which refuses any other pair and is an
   and a lease expiry computed by the server (``NOW(6) + INTERVAL``), and the COMMIT. The
   claimed jobs are built from what the SELECT read; nothing is read back. The hot path
   runs prebuilt Core statements (no ORM session, no statement construction per claim).
+  A worker that holds search builds' artifacts takes their ready runs first: a plain read
+  picks them (through ``ix_search_run_build`` and ``ix_job_search_run``), a locking read by
+  primary key takes those still ready (``SKIP LOCKED``), and the ordinary claim fills the
+  batch: one more round trip, for such workers only.
 * **Leases** are extended by the worker's heartbeat (:func:`extend_leases`); the reaper
   (:func:`reap_expired`) returns expired ones to ``new`` / ``compiled``, counting a retry.
   A lease that expired but was not reaped yet still counts: the job is nobody else's.
@@ -78,7 +82,7 @@ from tuna.backends.base import BuildOutcome, CompileOutcome, EvalOutcome, Outcom
 from tuna.db import Database
 from tuna.db.clock import db_now
 from tuna.db.enums import JobState, JobStep
-from tuna.db.models import Job
+from tuna.db.models import Job, SearchRun
 from tuna.db.retry import with_retry
 from tuna.errors import DatabaseError
 from tuna.jobs.errors import IllegalTransition, LostLease
@@ -383,14 +387,13 @@ def claim_query(
     without a sort, whatever the table's size. ``step`` takes only jobs of that step.
 
     A search's run jobs are inserted a build at a time (:func:`insert_run_jobs`), so the id
-    order claims the runs of one build together.
+    order claims the runs of one build together; a worker that holds builds' artifacts
+    takes their runs first (``held`` of :func:`claim_jobs`).
     """
     return _claim_select(phase, step).params(session=session_id, limit=limit)
 
 
-@functools.cache
-def _claim_select(phase: Phase, step: JobStep | None = None) -> Select[Any]:
-    """:func:`claim_query` with ``session`` and ``limit`` as bound parameters, built once."""
+def _claim_columns(phase: Phase) -> list[Any]:
     cols: list[Any] = [
         Job.id,
         Job.attempt,
@@ -402,13 +405,59 @@ def _claim_select(phase: Phase, step: JobStep | None = None) -> Select[Any]:
     ]
     if phase is Phase.EVAL:
         cols.append(Job.result)
+    return cols
+
+
+@functools.cache
+def _claim_select(phase: Phase, step: JobStep | None = None) -> Select[Any]:
+    """:func:`claim_query` with ``session`` and ``limit`` as bound parameters, built once."""
     limit: BindParameter[int] = bindparam("limit", type_=Integer)
-    q = select(*cols).where(
+    q = select(*_claim_columns(phase)).where(
         Job.session == bindparam("session", type_=Integer), Job.state == phase.ready
     )
     if step is not None:
         q = q.where(Job.step == step)
     return q.order_by(Job.priority, Job.id).limit(limit).with_for_update(skip_locked=True)
+
+
+HELD_SLACK = 8
+"""How many more ready runs of held builds a claim looks at than it takes: the first ones
+may be locked by another worker's claim of the same build (it skips those)."""
+
+
+@functools.cache
+def _held_runs() -> Select[Any]:
+    """Ready run jobs of the session whose build is one of ``builds``, in claim order.
+
+    A plain read (no lock): the runs of a build through ``ix_search_run_build``, each one's
+    job through ``ix_job_search_run``, or the session's ready jobs through ``ix_job_claim``
+    filtered by build, whichever the planner finds shorter; :func:`_lock_ready` locks.
+    """
+    return (
+        select(Job.id)
+        .join(SearchRun, SearchRun.id == Job.search_run)
+        .where(
+            SearchRun.build.in_(bindparam("builds", expanding=True)),
+            Job.session == bindparam("session", type_=Integer),
+            Job.state == S.COMPILED,
+        )
+        .order_by(Job.priority, Job.id)
+        .limit(bindparam("limit", type_=Integer))
+    )
+
+
+@functools.cache
+def _lock_ready(phase: Phase) -> Select[Any]:
+    """The claim's locking read of chosen ``ids``: those still ready, by primary key,
+    skipping rows another claim holds."""
+    limit: BindParameter[int] = bindparam("limit", type_=Integer)
+    return (
+        select(*_claim_columns(phase))
+        .where(Job.id.in_(bindparam("ids", expanding=True)), Job.state == phase.ready)
+        .order_by(Job.id)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
 
 
 @functools.lru_cache(maxsize=64)
@@ -440,10 +489,45 @@ def _claim(
     gpu: int | None,
     machine: int | None,
     step: JobStep | None = None,
+    held: Collection[int] = (),
 ) -> list[ClaimedJob]:
-    """The claim's SELECT and UPDATE on ``conn``, inside the caller's transaction."""
+    """The claim's SELECT and UPDATE on ``conn``, inside the caller's transaction.
+
+    With ``held`` builds (search_build ids whose artifact the worker has), ready runs of
+    those builds are taken first (:func:`_held_runs`, then :func:`_lock_ready`) and moved;
+    the ordinary claim fills the rest of ``limit`` (it sees them running by then).
+    """
+    claimed: list[ClaimedJob] = []
+    if held and phase is Phase.EVAL and step in (None, JobStep.RUN):
+        ids = (
+            conn.execute(
+                _held_runs(),
+                {"builds": list(held), "session": session_id, "limit": limit + HELD_SLACK},
+            )
+            .scalars()
+            .all()
+        )
+        if ids:
+            rows = conn.execute(_lock_ready(phase), {"ids": list(ids), "limit": limit}).all()
+            claimed = _move(conn, rows, session_id, phase, owner, lease_seconds, gpu, machine)
+            if len(claimed) >= limit:
+                return claimed
     select_ready = _claim_select(phase, step)
-    rows = conn.execute(select_ready, {"session": session_id, "limit": limit}).all()
+    rows = conn.execute(select_ready, {"session": session_id, "limit": limit - len(claimed)}).all()
+    return claimed + _move(conn, rows, session_id, phase, owner, lease_seconds, gpu, machine)
+
+
+def _move(
+    conn: Connection,
+    rows: Sequence[Any],
+    session_id: int,
+    phase: Phase,
+    owner: str,
+    lease_seconds: float,
+    gpu: int | None,
+    machine: int | None,
+) -> list[ClaimedJob]:
+    """Move the locked ready ``rows`` to running, by primary key; the claimed jobs."""
     if not rows:
         return []
     move = _claim_update(phase, float(lease_seconds))
@@ -486,6 +570,7 @@ def claim_jobs(
     gpu: int | None = None,
     machine: int | None = None,
     step: JobStep | None = None,
+    held: Collection[int] = (),
 ) -> list[ClaimedJob]:
     """Claim up to ``limit`` jobs of ``session_id`` ready for ``phase``, lowest priority first.
 
@@ -493,11 +578,17 @@ def claim_jobs(
     move (by primary key) to the phase's running state with a new attempt, the lease
     and the phase's start time, all on the database clock. ``step`` claims only jobs of
     that step (an evaluate worker takes a search's builds this way).
+
+    ``held``: the search builds (``search_build`` ids) whose artifact the worker already
+    has; their ready runs come first, lowest (priority, id) first, then any job as above.
+    It costs one more round trip (a plain read), only to a worker that holds builds.
     """
 
     def claim() -> list[ClaimedJob]:
         with db.transaction(immediate=True) as conn:
-            return _claim(conn, session_id, phase, owner, limit, lease_seconds, gpu, machine, step)
+            return _claim(
+                conn, session_id, phase, owner, limit, lease_seconds, gpu, machine, step, held
+            )
 
     claimed = with_retry(claim, what=f"session {session_id}: claim {phase.value} jobs")
     if claimed:
@@ -652,6 +743,7 @@ def record_and_claim(
     machine: int | None = None,
     max_retries: int = DEFAULT_MAX_RETRIES,
     measured_on: MeasuredOn | None = None,
+    held: Collection[int] = (),
 ) -> tuple[Recorded, list[ClaimedJob]]:
     """:func:`record_outcomes`, then :func:`claim_jobs`, in one transaction.
 
@@ -661,12 +753,12 @@ def record_and_claim(
     instead of two, and one connection checkout instead of two.
     The record is fenced exactly as on its own (measurements included, ``measured_on`` as
     there), and both halves commit or roll back together (a retried transaction repeats
-    both).
+    both). ``held`` as for :func:`claim_jobs`.
     """
     if not outcomes:
         claimed = claim_jobs(
             db, session_id, phase, owner=owner, limit=limit, lease_seconds=lease_seconds,
-            gpu=gpu, machine=machine,
+            gpu=gpu, machine=machine, held=held,
         )  # fmt: skip
         return Recorded(), claimed
     if measured_on is None and any(
@@ -677,7 +769,9 @@ def record_and_claim(
     def record_claim() -> tuple[Recorded, list[ClaimedJob]]:
         with db.transaction(immediate=True) as conn:
             rec = _record(conn, outcomes, max_retries, measured_on)
-            claimed = _claim(conn, session_id, phase, owner, limit, lease_seconds, gpu, machine)
+            claimed = _claim(
+                conn, session_id, phase, owner, limit, lease_seconds, gpu, machine, None, held
+            )
             return rec, claimed
 
     rec, claimed = with_retry(

@@ -313,6 +313,7 @@ class Worker:
                 machine=self.settings.machine,
                 max_retries=self.settings.max_retries,
                 measured_on=self._measured_on,
+                held=self._searches.held_builds() if self._searches is not None else (),
             ),
             "record and claim" if pending else "claim",
         )

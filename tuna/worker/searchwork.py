@@ -68,6 +68,11 @@ class SearchLoader:
         self.db = db
         self.cache = cache or ArtifactCache()
         self._searches: dict[int, tuple[dict[str, Any], dict[str, Any], str]] = {}
+        self._builds: dict[str, set[int]] = {}  # digest -> the search builds it was fetched for
+
+    def held_builds(self) -> list[int]:
+        """The search builds whose artifact is in the cache: the claim prefers their runs."""
+        return [b for d in self.cache.digests() for b in self._builds.get(d, ())]
 
     def backend_of(self, search_id: int) -> str:
         return self._searches[search_id][2]
@@ -89,7 +94,13 @@ class SearchLoader:
             run_rows = {
                 r.id: r
                 for r in s.execute(
-                    select(SearchRun.id, SearchRun.search, SearchRun.config, Artifact.digest)
+                    select(
+                        SearchRun.id,
+                        SearchRun.search,
+                        SearchRun.config,
+                        SearchRun.build,
+                        Artifact.digest,
+                    )
                     .outerjoin(SearchBuild, SearchBuild.id == SearchRun.build)
                     .outerjoin(Artifact, Artifact.id == SearchBuild.artifact)
                     .where(SearchRun.id.in_([j.search_run for j in runs]))
@@ -105,6 +116,9 @@ class SearchLoader:
                 ):
                     self._searches[sid] = (dict(spec), dict(base), backend)
             digests = {r.digest for r in run_rows.values() if r.digest is not None}
+            for r in run_rows.values():
+                if r.digest is not None:
+                    self._builds.setdefault(r.digest, set()).add(r.build)
             sources = {
                 b.id: self._searches[b.search][0].get("source_artifact")
                 for b in build_rows.values()
