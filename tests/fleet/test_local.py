@@ -8,6 +8,7 @@ import sys
 import pytest
 from sqlalchemy import select
 
+from tests.searches.helpers import bench_session, new_search
 from tests.support.wait import wait_until
 from tuna.backends.base import Owns
 from tuna.catalog.importer import import_configs, read_lines
@@ -243,3 +244,22 @@ def test_one_evaluation_worker_per_device_an_evaluation_owns_and_compiles_side_b
     assert workers(cpu, Task.COMPILE) == 4
     assert workers(cpu, Task.RUN_PERF) == workers(cpu, Task.RUN_FIND) == 1
     assert workers(noop, Task.RUN_PERF) == 4  # the noop backend's evaluations own nothing
+
+
+def test_a_search_counts_its_builds_and_runs_as_done_this_run(sqlite_url, tmp_path):
+    from tuna.cli.go_fish import progress_line
+    from tuna.db import open_database
+
+    db = open_database(sqlite_url)
+    session = bench_session(db)
+    new_search(db, session)  # 2 builds, then 6 runs queued as the builds are stored
+    report = run_local(
+        db, session, Task.SEARCH, workers=1, log_dir=tmp_path / "logs", db_url=sqlite_url,
+        interval=0.1,
+    )  # fmt: skip
+    assert report.drained and report.exit_codes == [0]
+    assert report.final.finished == 8  # the runs were not there when the run started
+    assert "; 8 done this run, 0 build(s) and 0 run(s) to go, " in progress_line(
+        report.final, Task.SEARCH
+    )
+    db.dispose()

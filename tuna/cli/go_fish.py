@@ -53,6 +53,13 @@ def _duration(seconds: float | None) -> str:
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
+def _to_go(p: Progress, task: Task) -> str:
+    """What is left: builds and runs apart for a search (its runs wait for their builds)."""
+    if task is Task.SEARCH or p.builds:
+        return f"{p.builds} build(s) and {p.runs} run(s) to go"
+    return f"{p.remaining} to go"
+
+
 def progress_table(p: Progress, task: Task) -> Table:
     table = Table(title=f"session {p.counts.session}: {task.value}", title_justify="left")
     for col in ("state", "jobs"):
@@ -60,7 +67,7 @@ def progress_table(p: Progress, task: Task) -> Table:
     for state, n in p.counts.by_state.items():
         table.add_row(state.value, str(n))
     table.caption = (
-        f"{p.finished} done this run, {p.remaining} to go, "
+        f"{p.finished} done this run, {_to_go(p, task)}, "
         f"{p.rate:.1f} jobs/s, ETA {_duration(p.eta_s)}, "
         f"{p.workers_alive} worker(s) running, {_duration(p.elapsed_s)} elapsed"
     )
@@ -202,7 +209,7 @@ def progress_line(p: Progress, task: Task) -> str:
     states = ", ".join(f"{st.value} {n}" for st, n in p.counts.by_state.items() if n)
     return (
         f"go_fish {task.value}, session {p.counts.session} [{_duration(p.elapsed_s)}]: "
-        f"{states or 'no jobs'}; {p.finished} done this run, {p.remaining} to go, "
+        f"{states or 'no jobs'}; {p.finished} done this run, {_to_go(p, task)}, "
         f"{p.rate:.1f} jobs/s, ETA {_duration(p.eta_s)}, {p.workers_alive} worker(s)"
     )
 

@@ -32,8 +32,16 @@ from sqlalchemy import select
 from tuna.db import Database
 from tuna.db.clock import db_now
 from tuna.db.retry import through_outages
-from tuna.fleet.phase import FishReport, Progress, Task, check_steps, remaining_jobs
+from tuna.fleet.phase import (
+    FishReport,
+    Progress,
+    Task,
+    check_steps,
+    finished_jobs,
+    remaining_jobs,
+)
 from tuna.jobs import JobCounts, Phase, job_counts, reap_expired
+from tuna.jobs.status import search_work_waiting
 from tuna.searches import SessionSearches
 
 log = logging.getLogger(__name__)
@@ -148,6 +156,14 @@ def dispatch(
     def counts() -> JobCounts:
         return through_outages(lambda: job_counts(db, session_id), what="go_fish: count jobs")
 
+    def builds() -> int:
+        """A search's builds queued or in flight: evaluate workers take them too."""
+        if phase is not Phase.EVAL:
+            return 0
+        return through_outages(
+            lambda: search_work_waiting(db, session_id).builds, what="go_fish: count builds"
+        )
+
     def reap() -> int:
         reaped = through_outages(
             lambda: reap_expired(db, session_id=session_id), what="go_fish: reap"
@@ -178,20 +194,21 @@ def dispatch(
                 stop_driving.wait(pace.interval)
 
     start_counts = counts()
-    start_remaining = remaining_jobs(start_counts, phase)
+    start_remaining = remaining_jobs(start_counts, phase) + builds()
     run_started = db_clock()
     started = time.monotonic()
 
     def look() -> Progress:
         now_counts = counts()
-        remaining = remaining_jobs(now_counts, phase)
+        now_builds = builds()
         return Progress(
             now_counts,
-            remaining,
-            max(0, start_remaining - remaining),
+            remaining_jobs(now_counts, phase) + now_builds,
+            finished_jobs(start_counts, now_counts, phase, start_remaining),
             time.monotonic() - started,
             launcher.alive(),
             start_counts,
+            now_builds,
         )
 
     stop_polling, poll_now = threading.Event(), threading.Event()
@@ -213,7 +230,7 @@ def dispatch(
         try:
             if launcher.tidy(event):  # what killed runs left may have changed the queue
                 start_counts = counts()
-                start_remaining = remaining_jobs(start_counts, phase)
+                start_remaining = remaining_jobs(start_counts, phase) + builds()
                 run_started = db_clock()
                 started = time.monotonic()
             if start_remaining == 0 and not drive:  # workers would only wait to exit

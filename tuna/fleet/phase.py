@@ -62,11 +62,17 @@ class Progress:
     """One look at the phase: jobs by state, how many the run finished, rate and ETA."""
 
     counts: JobCounts
-    remaining: int  # ready or in flight in this phase
+    remaining: int  # ready or in flight in this phase (with a search's builds: evaluate)
     finished: int  # left the phase since the run started
     elapsed_s: float
     workers_alive: int
     start: JobCounts | None = None  # the counts when the run started
+    builds: int = 0  # of ``remaining``: a search's builds queued or in flight (evaluate)
+
+    @property
+    def runs(self) -> int:
+        """Of ``remaining``, what is not a build: a search's runs (and other jobs)."""
+        return self.remaining - self.builds
 
     def this_run(self) -> dict[JobState, int]:
         """Jobs that reached each state since the run started (growth of the count), for
@@ -142,6 +148,19 @@ def check_steps(db: Database, session_id: int, task: Task) -> None:
 def remaining_jobs(counts: JobCounts, phase: Phase) -> int:
     """Jobs of ``phase`` ready or in flight."""
     return counts.by_state[phase.ready] + counts.by_state[phase.running]
+
+
+def finished_jobs(start: JobCounts, now: JobCounts, phase: Phase, start_remaining: int) -> int:
+    """Jobs that left ``phase`` since ``start``.
+
+    An evaluation also does a search's builds and sees runs appear as builds are stored
+    (or as the driver proposes them), so what is left cannot tell what was done there: it
+    counts the jobs that ended (evaluated, errored, not applicable) since the start.
+    """
+    if phase is Phase.COMPILE:
+        return max(0, start_remaining - remaining_jobs(now, phase))
+    ended = (JobState.EVALUATED, JobState.ERRORED, JobState.NOT_APPLICABLE)
+    return max(0, sum(now.by_state[st] - start.by_state[st] for st in ended))
 
 
 # MITuna's --fin_steps, as far as they name a phase go_fish runs.
