@@ -12,6 +12,7 @@ import paramiko
 import pytest
 
 from tests.fleet.sshd import Sshd, mute_port_fixture, sshd_fixture  # noqa: F401  (fixtures)
+from tuna.errors import ConfigurationError
 from tuna.fleet.fanout import FleetError, fan_out, raise_failures
 from tuna.fleet.ssh import (
     ChangedHostKey,
@@ -148,3 +149,24 @@ def test_a_port_that_never_speaks_ssh_is_one_clear_line_and_no_traceback(mute_po
     )
     err = capfd.readouterr().err
     assert "Traceback" not in err and "Exception" not in err, err
+
+
+def test_the_connect_timeout_is_a_setting(mute_port, monkeypatch):
+    """``TUNA_SSH_CONNECT_TIMEOUT`` bounds connecting (default 10 s); nonsense is refused."""
+    mute = Host("mute", "127.0.0.1", mute_port, getpass.getuser())
+    monkeypatch.delenv("TUNA_SSH_CONNECT_TIMEOUT", raising=False)
+    assert Connections(Path("/nonexistent")).connect_timeout == 10
+    monkeypatch.setenv("TUNA_SSH_CONNECT_TIMEOUT", "0.5")
+    with Connections(Path("/nonexistent")) as conns:
+        assert conns.connect_timeout == 0.5
+        t0 = time.monotonic()
+        with pytest.raises(SshError, match=r"no SSH server answered within 0\.5 s$"):
+            conns.run(mute, "true")
+        assert time.monotonic() - t0 < 5
+    with pytest.raises(SshError, match=r"no SSH server answered within 0\.5 s$"):
+        fetch_host_key(mute)
+    assert Connections(Path("/nonexistent"), connect_timeout=3).connect_timeout == 3
+    for bad in ("0", "-1", "ten", "inf", "nan"):
+        monkeypatch.setenv("TUNA_SSH_CONNECT_TIMEOUT", bad)
+        with pytest.raises(ConfigurationError, match="TUNA_SSH_CONNECT_TIMEOUT"):
+            Connections(Path("/nonexistent"))

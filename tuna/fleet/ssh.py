@@ -5,7 +5,8 @@
   that trusts it; a changed key is refused outright. Nothing is trusted on first use.
 * **Authentication**: the machine's key file, else the SSH agent and the usual keys.
   Tuna never stores or sends a password.
-* **Timeouts**: connecting, authenticating and each command have their own limit; a
+* **Timeouts**: connecting, authenticating and each command have their own limit
+  (connecting and authenticating: ``TUNA_SSH_CONNECT_TIMEOUT`` seconds, default 10); a
   command that outlives its limit drops the connection (a cut network can leave a TCP
   connection looking alive for minutes), and the next command reconnects.
 * **Reuse**: :class:`Connections` keeps one connection per host for the whole run, with
@@ -17,6 +18,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import logging
+import math
 import os
 import socket
 import threading
@@ -27,7 +29,7 @@ from types import TracebackType
 
 import paramiko
 
-from tuna.errors import TunaError
+from tuna.errors import ConfigurationError, TunaError
 
 # paramiko logs a failed handshake as ~20 lines of traceback from its transport thread (on
 # stderr, through logging's last resort, when nothing else is set up). Every failure it logs
@@ -102,6 +104,22 @@ class CommandTimeout(SshError):
     """A command did not finish within its time limit (the connection is dropped)."""
 
 
+def default_connect_timeout() -> float:
+    """Seconds that connecting and authenticating may take (``TUNA_SSH_CONNECT_TIMEOUT``, 10)."""
+    given = os.environ.get("TUNA_SSH_CONNECT_TIMEOUT", "").strip()
+    if not given:
+        return DEFAULT_CONNECT_TIMEOUT
+    try:
+        seconds = float(given)
+    except ValueError:
+        seconds = math.nan
+    if not (0 < seconds < math.inf):
+        raise ConfigurationError(
+            f"TUNA_SSH_CONNECT_TIMEOUT={given!r}: expected a number of seconds above 0, e.g. 10"
+        )
+    return seconds
+
+
 def default_known_hosts() -> Path:
     given = os.environ.get("TUNA_KNOWN_HOSTS")
     return Path(given) if given else Path.home() / ".ssh" / "known_hosts"
@@ -137,11 +155,13 @@ class Connections:
         self,
         known_hosts: Path | None = None,
         *,
-        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        connect_timeout: float | None = None,
         command_timeout: float = DEFAULT_COMMAND_TIMEOUT,
     ) -> None:
         self.known_hosts = known_hosts or default_known_hosts()
-        self.connect_timeout = connect_timeout
+        self.connect_timeout = (
+            default_connect_timeout() if connect_timeout is None else connect_timeout
+        )
         self.command_timeout = command_timeout
         self._clients: dict[Host, paramiko.SSHClient] = {}
         self._locks: dict[Host, threading.Lock] = {}
@@ -328,8 +348,11 @@ def _short(command: str, n: int = 60) -> str:
     return command if len(command) <= n else command[: n - 3] + "..."
 
 
-def fetch_host_key(host: Host, timeout: float = DEFAULT_CONNECT_TIMEOUT) -> paramiko.PKey:
-    """The key ``host`` presents, fetched without authenticating (for ``machine trust``)."""
+def fetch_host_key(host: Host, timeout: float | None = None) -> paramiko.PKey:
+    """The key ``host`` presents, fetched without authenticating (for ``machine trust``);
+    ``timeout`` defaults to :func:`default_connect_timeout`."""
+    if timeout is None:
+        timeout = default_connect_timeout()
     try:
         sock = socket.create_connection((host.address, host.port), timeout=timeout)
     except OSError as e:
