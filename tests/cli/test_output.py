@@ -8,6 +8,7 @@ import json
 import re
 
 from tuna.cli import main
+from tuna.cli.base import TunaConsole
 
 LONG_KEY = "1024-14-14-1x1-256-14-14-128-0x0-1x1-1x1-0-NCHW-FP32-F"
 LINE = "./bin/MIOpenDriver conv -n 128 -c 1024 -H 14 -W 14 -k 256 -y 1 -x 1 -F 1"
@@ -93,3 +94,20 @@ def test_query_db_json_holds_whole_keys(runner):
     assert result.exit_code == 0, result.output
     [r] = json.loads(result.output)
     assert (r["key"], r["config_id"], r["jobs"], r["line_no"]) == (LONG_KEY, None, [], 1)
+
+
+def test_a_terminal_is_as_wide_as_columns_says_when_printing_not_at_import(monkeypatch):
+    """Under pytest-xdist every worker starts with COLUMNS=80 in its environment: pytest's main
+    process imports readline, whose C library setenv()s COLUMNS and LINES behind os.environ's
+    back, and the workers inherit them. Rich's Console reads COLUMNS once, when it is made (at
+    import), so a console made then stayed 80 wide after a test set COLUMNS=200, and terminal
+    renderings wrapped under xdist only. TunaConsole reads it when it prints."""
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")  # a terminal
+    monkeypatch.delenv("TERM", raising=False)  # (TERM=dumb is 80 wide whatever COLUMNS says)
+    out = io.StringIO()
+    console = TunaConsole(file=out, highlight=False, soft_wrap=False)
+    monkeypatch.setenv("COLUMNS", "200")
+    assert console.width == 200
+    console.print("x" * 150)
+    assert out.getvalue() == "x" * 150 + "\n"

@@ -2,12 +2,9 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
 from tuna.cli import main
 
 
-@pytest.mark.serial  # renders as a terminal would; flaky under xdist (wrapped at 80 columns)
 def test_quickstart_tunes_the_sample_end_to_end(runner, monkeypatch):
     """The README's first command, small: real kernels compiled and timed (cpuconv)."""
     monkeypatch.setenv("TTY_COMPATIBLE", "1")  # as on a terminal: box-drawn tables

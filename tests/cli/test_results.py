@@ -95,7 +95,6 @@ def test_export_db_needs_one_kind_and_refuses_bad_rows(runner, tmp_path):
     assert not (tmp_path / "o").exists()
 
 
-@pytest.mark.serial  # renders as a terminal would; flaky under xdist (wrapped at 80 columns)
 def test_update_golden_lists_slower_keys(runner, seeded, tmp_path, monkeypatch):
     monkeypatch.setenv("TTY_COMPATIBLE", "1")  # as on a terminal: box-drawn tables
     monkeypatch.setenv("NO_COLOR", "1")
