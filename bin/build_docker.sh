@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build Tuna's worker image (docker/Dockerfile.worker) from this checkout, with no registry needed.
 #
-#   bin/build_docker.sh [--tag T] [--base B] [--refresh-base] [--python PY]
+#   bin/build_docker.sh [--tag T] [--base B] [--refresh-base] [--python PY] [--examples]
 #   bin/build_docker.sh --rootfs-only          # only make (or find) the cached base rootfs; print its path
 #   bin/build_docker.sh --base-only            # only import tuna-base:local into the engine
 #
@@ -12,12 +12,14 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 LOCAL_BASE=tuna-base:local
 # What the base rootfs holds, besides Debian's minbase: Python for Tuna, a C toolchain for cpuconv.
 BASE_PACKAGES=python3,gcc,libc6-dev
+# What examples/server_tuning runs, with --examples: a MariaDB server under sysbench.
+EXAMPLE_PACKAGES="mariadb-server sysbench"
 SUITE=bookworm # Python 3.11 / glibc 2.36: the ABI of the wheels in pylib (see python_tags below)
 ROOTFS_FORMAT=1 # bump when the way the rootfs is made changes, so old cached tarballs are not used
 
 usage() {
     cat <<'EOF'
-usage: bin/build_docker.sh [--tag T] [--base B] [--refresh-base] [--python PY]
+usage: bin/build_docker.sh [--tag T] [--base B] [--refresh-base] [--python PY] [--examples]
        bin/build_docker.sh --rootfs-only [--refresh-base]
        bin/build_docker.sh --base-only [--refresh-base]
 
@@ -34,6 +36,10 @@ dependencies installed under /opt/tuna/pylib, a `tuna` command, Python 3.11 and 
   --rootfs-only    only make sure the base rootfs tarball exists; print its path
   --base-only      only make sure the engine has tuna-base:local (imported from that tarball)
   --python PY      interpreter whose pip builds the wheel (default: .venv/bin/python, else python3)
+  --examples       also install the tools examples/server_tuning runs (Debian's mariadb-server and
+                   sysbench). With tuna-base:local their .deb files (those the base lacks) are
+                   fetched here with apt-get, cached beside the rootfs, and installed from those files
+                   in the (still offline) build; another base installs them with apt-get.
   -h, --help       this help
 
 Environment:
@@ -62,6 +68,7 @@ REFRESH=0
 ROOTFS_ONLY=0
 BASE_ONLY=0
 PYTHON=""
+EXAMPLES=0
 while (($#)); do
     case $1 in
     --tag) TAG=${2:?--tag needs a value}; shift 2 ;;
@@ -70,6 +77,7 @@ while (($#)); do
     --refresh-base) REFRESH=1; shift ;;
     --rootfs-only) ROOTFS_ONLY=1; shift ;;
     --base-only) BASE_ONLY=1; shift ;;
+    --examples) EXAMPLES=1; shift ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; exit 2 ;;
     esac
@@ -192,6 +200,31 @@ ensure_rootfs() {
     printf '%s\n' "$out"
 }
 
+# The examples' packages that the base rootfs lacks, as .deb files: apt-get resolves them against the
+# rootfs's own dpkg status (this machine's apt sources and lists), so dpkg can install them offline.
+ensure_example_debs() { # rootfs -> prints the directory of .deb files
+    local rootfs=$1 dir lock status
+    dir="${rootfs%.tar}.debs-$(printf '%s\n' "$EXAMPLE_PACKAGES" | sha256sum | cut -c1-12)"
+    exec {lock}>"$dir.lock"
+    flock "$lock"
+    if ! compgen -G "$dir/*.deb" >/dev/null; then
+        ts "fetching $EXAMPLE_PACKAGES (and what the base lacks of their dependencies) with apt-get"
+        rm -rf -- "$dir.tmp"
+        mkdir -p -- "$dir.tmp/partial" "$dir.tmp/state"
+        tar -xOf "$rootfs" ./var/lib/dpkg/status >"$dir.tmp/state/status" ||
+            die "no dpkg status in $rootfs"
+        # shellcheck disable=SC2086 # a list of package names
+        apt-get install --download-only -y -q --no-install-recommends \
+            -o Dir::State::status="$dir.tmp/state/status" -o Dir::Cache::archives="$dir.tmp" \
+            -o Debug::NoLocking=1 $EXAMPLE_PACKAGES >&2 ||
+            die "apt-get could not fetch $EXAMPLE_PACKAGES (apt-get update first?)"
+        rm -rf -- "$dir.tmp/partial" "$dir.tmp/state" "$dir.tmp/lock" "$dir"
+        mv -- "$dir.tmp" "$dir"
+    fi
+    exec {lock}>&-
+    printf '%s\n' "$dir"
+}
+
 if [[ $ROOTFS_ONLY == 1 ]]; then
     ensure_rootfs
     exit 0
@@ -260,6 +293,15 @@ python_tags+=(--platform manylinux2014_x86_64 --platform manylinux2010_x86_64 --
 ts "installing it and its dependencies into the build context (pylib)"
 quiet_pip install --target "$CTX/pylib" "${python_tags[@]}" "${wheels[0]}" >&2
 cp "$REPO/docker/Dockerfile.worker" "$CTX/Dockerfile"
+mkdir "$CTX/debs"
+example_packages=""
+if ((EXAMPLES)); then
+    if [[ $BASE == "$LOCAL_BASE" ]]; then
+        cp -- "$(ensure_example_debs "$(ensure_rootfs)")"/*.deb "$CTX/debs/"
+    else
+        example_packages=$EXAMPLE_PACKAGES
+    fi
+fi
 
 if [[ -n $import_pid ]]; then
     wait "$import_pid" || die "importing $LOCAL_BASE failed (output above)"
@@ -274,6 +316,7 @@ t0=$SECONDS
 # The legacy builder is what the Debian engine offers without buildx (it prints a deprecation notice).
 DOCKER_BUILDKIT=0 docker build "${network[@]}" \
     --build-arg "BASE=$BASE" --build-arg "TUNA_REVISION=$revision" \
+    --build-arg "EXAMPLE_PACKAGES=$example_packages" \
     -t "$TAG" "$CTX" >&2 || die "docker build failed (output above)"
 size=$(docker image inspect --format '{{.Size}}' "$TAG" | awk '{ printf "%d MB", $1 / 1e6 }')
 ts "built $TAG in $((SECONDS - t0))s ($size)"
