@@ -622,3 +622,27 @@ INSERT INTO search_tally (search, runs, done, valid) SELECT s.id, COUNT(r.id), C
 
 UPDATE alembic_version SET version_num='0013' WHERE alembic_version.version_num = '0012';
 
+-- Running upgrade 0013 -> 0014
+
+CREATE TABLE measurement_effort (
+    session INTEGER NOT NULL, 
+    config INTEGER NOT NULL, 
+    solver INTEGER NOT NULL, 
+    platform INTEGER NOT NULL, 
+    day DATE NOT NULL, 
+    strategy VARCHAR(32) NOT NULL DEFAULT '', 
+    measurements INTEGER NOT NULL, 
+    valid INTEGER NOT NULL, 
+    CONSTRAINT pk_measurement_effort PRIMARY KEY (session, config, solver, platform, day, strategy), 
+    CONSTRAINT fk_measurement_effort_session_session FOREIGN KEY(session) REFERENCES session (id)
+)ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci;
+
+INSERT INTO measurement_effort
+    (session, config, solver, platform, day, strategy, measurements, valid)
+SELECT session, config, solver, platform, DATE(taken), COALESCE(strategy, ''), COUNT(*),
+       SUM(CASE WHEN valid THEN 1 ELSE 0 END)
+FROM measurement
+GROUP BY session, config, solver, platform, DATE(taken), COALESCE(strategy, '');
+
+UPDATE alembic_version SET version_num='0014' WHERE alembic_version.version_num = '0013';
+

@@ -6,21 +6,31 @@
     .venv/bin/python bench/library_min_trials.py --url mysql+pymysql://root@127.0.0.1:3306 \\
         --configs 100000 --rows 10000000          # builds tuna_bench_library once (minutes)
     .venv/bin/python bench/library_min_trials.py --url ... --reuse   # time again, no reload
+    .venv/bin/python bench/library_min_trials.py --url ... --rows 1000000 --per-config 10 \\
+        --min-trials 4                             # the same effort table from 10^6 rows
 
 The database ``tuna_bench_library`` gets 100,000 configs tagged ``bench``, five noop
 sessions of one target (the fifth retired) and ``--rows`` measurements generated on the
 server (``INSERT ... SELECT`` from MariaDB's sequence engine, in 10^6-row statements):
-110 per config for the first configs (55 per solver of NoopDirect and NoopTunable, spread
-over the five sessions, taken 0-59 days ago, one in seven invalid), none for the rest. Each
-timed run creates a fresh target session of the same fingerprint and calls ``load_jobs``
-with ``--min-trials 40`` under three rules: the default (44 measurements per pair count),
-``--max-age 30d`` (about half count: nothing is skipped) and a platform field. It prints
-the wall time of ``load_jobs``, of the effort query alone, and EXPLAIN of one chunk.
+``--per-config`` (110) per config for the first configs (half per solver of NoopDirect and
+NoopTunable, spread over the five sessions, one in seven invalid), none for the rest. A
+session measures a problem on one day (0-59 days ago, by config and session) with one
+strategy (by session), as a session tuning a network does. The effort counts
+(``measurement_effort``) are then built from the rows by migration 0014's backfill (the
+same counts the record path keeps row by row). The decision reads the counts only: one row
+per (session, config, solver, platform, day, strategy), 10^6 here whether the sessions
+measured 10 or 110 candidates per problem, which is why 10^6 rows with ``--per-config 10``
+(and ``--min-trials`` scaled to 4) time the same decision as 10^7 rows (the measurement
+table is never read). Each timed run creates a fresh target session of the same
+fingerprint and calls ``load_jobs`` with ``--min-trials`` under three rules: the default,
+``--max-age 30d`` and a platform field. It prints the wall time of ``load_jobs``, of the
+effort query alone, and EXPLAIN of one chunk.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import statistics
@@ -32,7 +42,7 @@ from sqlalchemy import insert, select, text
 
 from tuna.db import open_database
 from tuna.db.engine import make_engine
-from tuna.db.migrate import upgrade
+from tuna.db.migrate import migrations_dir, upgrade
 from tuna.db.models import ConfigTag, ConvConfig, Platform, Tensor
 from tuna.jobs.load import load_jobs
 from tuna.library.effort import _ONE_PASS_FROM, tuned_enough, tuned_query
@@ -40,14 +50,23 @@ from tuna.sessions import SessionSpec, create_session, get_session
 from tuna.sessions.history import eligibility, retire
 from tuna.sessions.rules import HistoryRules, parse_max_age
 
+
+def _migration_backfill() -> Any:
+    """Migration 0014's function that counts the measurement rows already there."""
+    path = migrations_dir() / "versions" / "0014_measurement_effort_counts.py"
+    spec = importlib.util.spec_from_file_location("migration_0014", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.backfill
+
+
 NAME = "tuna_bench_library"
 SPEC = SessionSpec(arch="gfx90a", num_cu=104, backend="noop", library_version="3.3.0")
 SOLVERS = ["NoopDirect", "NoopTunable"]
-PER_CONFIG = 110  # measurements per measured config: 55 per solver
-MIN_TRIALS = 40
 
 
-def _load(url: str, n_configs: int, n_rows: int) -> None:
+def _load(url: str, n_configs: int, n_rows: int, per_config: int) -> None:
     admin = sa.create_engine(url)
     with admin.begin() as conn:
         conn.exec_driver_sql(f"DROP DATABASE IF EXISTS {NAME}")
@@ -115,25 +134,43 @@ def _load(url: str, n_configs: int, n_rows: int) -> None:
             conn.exec_driver_sql(
                 "INSERT INTO measurement (session, job, config, solver, params, platform, "
                 "machine, strategy, time_ms, valid, reason, taken) "
-                f"SELECT ELT(1 + MOD(seq, 5), {elt}), NULL, {first} + seq DIV {PER_CONFIG}, "
-                f"IF(MOD(seq DIV {PER_CONFIG // 2}, 2) = 0, {direct}, {tunable}), "
-                f"CONCAT('tile=', MOD(seq, {PER_CONFIG // 2})), 1, NULL, "
-                "ELT(1 + MOD(seq, 3), 'exhaustive', 'random', 'model'), "
+                f"SELECT ELT(1 + MOD(seq, 5), {elt}), NULL, {first} + seq DIV {per_config}, "
+                f"IF(MOD(seq DIV {per_config // 2}, 2) = 0, {direct}, {tunable}), "
+                f"CONCAT('tile=', MOD(seq, {per_config // 2})), 1, NULL, "
+                "ELT(1 + MOD(MOD(seq, 5), 3), 'exhaustive', 'random', 'model'), "
                 "IF(MOD(seq, 7) = 0, NULL, 0.5 + (MOD(seq, 997)) / 100), MOD(seq, 7) <> 0, "
-                "IF(MOD(seq, 7) = 0, 'wrong result', NULL), NOW() - INTERVAL (MOD(seq, 60)) DAY "
+                "IF(MOD(seq, 7) = 0, 'wrong result', NULL), NOW() - INTERVAL "
+                f"MOD((seq DIV {per_config}) * 7 + MOD(seq, 5) * 13, 60) DAY "
                 f"FROM seq_{start}_to_{end}"
             )
             conn.commit()
             print(f"  {end + 1:,} rows: {time.perf_counter() - t0:.0f} s", flush=True)
-        conn.exec_driver_sql("ANALYZE TABLE measurement")
-    retire(db, sessions[4], "bench: a retired session's rows never count")
-    print(f"measurements: {n_rows:,} rows in {time.perf_counter() - t0:.0f} s", flush=True)
+        print(f"measurements: {n_rows:,} rows in {time.perf_counter() - t0:.0f} s", flush=True)
+    db.dispose()
+    _count(url)
+
+
+def _count(url: str) -> None:
+    """(Re)build the effort counts from the rows, as migration 0014 does; retire the fifth
+    session."""
+    db = open_database(f"{url.rstrip('/')}/{NAME}")
+    t0 = time.perf_counter()
+    with db.engine.connect() as conn:
+        conn.exec_driver_sql("DELETE FROM measurement_effort")
+        _migration_backfill()(conn)
+        conn.commit()
+        counts = conn.exec_driver_sql("SELECT COUNT(*) FROM measurement_effort").scalar()
+        print(f"effort counts: {counts:,} rows in {time.perf_counter() - t0:.0f} s", flush=True)
+        conn.exec_driver_sql("ANALYZE TABLE measurement, measurement_effort")
+        fifth = conn.exec_driver_sql("SELECT MAX(id) FROM session WHERE id <= 5").scalar()
+    if get_session(db, fifth).retired is None:
+        retire(db, fifth, "bench: a retired session's rows never count")
     db.dispose()
 
 
-def _explain(db: Any, history: Any, config_ids: list[int]) -> list[dict[str, Any]]:
+def _explain(db: Any, history: Any, config_ids: list[int], min_trials: int) -> list[dict[str, Any]]:
     q = tuned_query(
-        history, MIN_TRIALS, None if len(config_ids) >= _ONE_PASS_FROM else config_ids[:900]
+        history, min_trials, None if len(config_ids) >= _ONE_PASS_FROM else config_ids[:900]
     )
     with db.engine.connect() as conn:
         sql = str(q.compile(conn, compile_kwargs={"literal_binds": True}))
@@ -141,11 +178,12 @@ def _explain(db: Any, history: Any, config_ids: list[int]) -> list[dict[str, Any
     return [dict(r) for r in rows]
 
 
-def _time(url: str, repeats: int) -> None:
+def _time(url: str, repeats: int, min_trials: int) -> None:
     db = open_database(f"{url.rstrip('/')}/{NAME}")
     with db.session() as s:
         config_ids = list(s.scalars(select(ConfigTag.config).where(ConfigTag.tag == "bench")))
         n_rows = s.scalar(text("SELECT COUNT(*) FROM measurement"))
+        n_counts = s.scalar(text("SELECT COUNT(*) FROM measurement_effort"))
         settings = dict(
             s.execute(
                 text(
@@ -155,7 +193,10 @@ def _time(url: str, repeats: int) -> None:
                 )
             ).all()
         )
-    print(f"{len(config_ids):,} configs, {n_rows:,} measurements; {json.dumps(settings)}")
+    print(
+        f"{len(config_ids):,} configs, {n_rows:,} measurements, {n_counts:,} effort counts; "
+        f"{json.dumps(settings)}"
+    )
     print(f"load average before: {os.getloadavg()}")
     variants = {
         "default rules (same fingerprint)": HistoryRules(),
@@ -168,18 +209,18 @@ def _time(url: str, repeats: int) -> None:
             target = create_session(db, SpecWithRules(rules)).id
             t0 = time.perf_counter()
             report = load_jobs(
-                db, target, step="perf", tag="bench", solvers=SOLVERS, min_trials=MIN_TRIALS
+                db, target, step="perf", tag="bench", solvers=SOLVERS, min_trials=min_trials
             )
             walls.append(time.perf_counter() - t0)
             with db.session() as s:
                 history = eligibility(s, get_session(db, target), include_target=False)
                 t0 = time.perf_counter()
-                found = tuned_enough(s, history, MIN_TRIALS, config_ids)
+                found = tuned_enough(s, history, min_trials, config_ids)
                 queries.append(time.perf_counter() - t0)
         assert report is not None
         print(f"\n## {label}")
         print(
-            f"load_jobs --min-trials {MIN_TRIALS}: median {statistics.median(walls):.2f} s "
+            f"load_jobs --min-trials {min_trials}: median {statistics.median(walls):.2f} s "
             f"(runs {', '.join(f'{w:.2f}' for w in walls)}); skipped {report.tuned_enough:,} "
             f"pairs, queued {report.inserted:,}"
         )
@@ -189,7 +230,7 @@ def _time(url: str, repeats: int) -> None:
         )
         with db.session() as s:
             history = eligibility(s, get_session(db, target), include_target=False)
-        for row in _explain(db, history, config_ids):
+        for row in _explain(db, history, config_ids, min_trials):
             print("  EXPLAIN", json.dumps(row, default=str))
     print(f"\nload average after: {os.getloadavg()}")
     db.dispose()
@@ -204,12 +245,19 @@ def main() -> None:
     parser.add_argument("--url", required=True, help="MariaDB server URL (no database)")
     parser.add_argument("--configs", type=int, default=100_000)
     parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--per-config", type=int, default=110, help="rows per measured config")
+    parser.add_argument("--min-trials", type=int, default=40)
+    parser.add_argument(
+        "--recount", action="store_true", help="rebuild the effort counts of the existing rows"
+    )
     parser.add_argument("--reuse", action="store_true", help="time the existing database")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    if not args.reuse:
-        _load(args.url, args.configs, args.rows)
-    _time(args.url, args.repeats)
+    if args.recount:
+        _count(args.url)
+    elif not args.reuse:
+        _load(args.url, args.configs, args.rows, args.per_config)
+    _time(args.url, args.repeats, args.min_trials)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from tests.support.seed import expire_leases, seed
 from tuna.backends import CompileOutcome, EvalOutcome, FindResult, PerfResult
 from tuna.backends.base import Measurement as M
 from tuna.db import Database
-from tuna.db.models import Measurement, Platform
+from tuna.db.models import Measurement, MeasurementEffort, Platform
 from tuna.jobs import Phase, claim_jobs, reap_expired, record_outcome, record_outcomes
 from tuna.jobs.measurements import MeasuredOn, measured_before, save_progress
 from tuna.jobs.states import ClaimedJob
@@ -45,6 +45,16 @@ def _rows(db: Database) -> list[tuple]:
         return [tuple(r) for r in s.execute(q)]
 
 
+def _counts(db: Database) -> list[tuple]:
+    """The effort counts, (session, config, strategy, measurements, valid), all of today."""
+    e = MeasurementEffort
+    with db.session() as s:
+        today = str(s.scalar(select(func.current_date())))
+        rows = s.execute(select(e).order_by(e.config, e.strategy)).scalars().all()
+        assert {str(r.day) for r in rows} <= {today}
+        return [(r.session, r.config, r.strategy, r.measurements, r.valid) for r in rows]
+
+
 def test_a_record_writes_every_measurement_of_an_ok_and_of_a_failed_evaluation(db):
     on = MeasuredOn(_platform(db), machine=None)
     ok_job, failed_job = _eval_jobs(db, 2)
@@ -62,6 +72,12 @@ def test_a_record_writes_every_measurement_of_an_ok_and_of_a_failed_evaluation(d
         (ok_job.id, "b", 0.5, True, "raced", on.platform, None, None),
         (failed_job.id, "c", None, False, "crashed", on.platform, None, None),
     ]
+    sess = ok_job.session
+    assert _counts(db) == [  # the effort counts, in the same transaction
+        (sess, ok_job.config, "", 1, 1),
+        (sess, ok_job.config, "random", 1, 1),
+        (sess, failed_job.config, "", 1, 0),
+    ]
 
 
 def test_a_lost_job_writes_no_measurement(db):
@@ -74,6 +90,7 @@ def test_a_lost_job_writes_no_measurement(db):
     )
     assert rec.lost == [job.id]
     assert _rows(db) == []
+    assert _counts(db) == []
 
 
 def test_a_record_without_a_platform_measures_on_this_process_s(db):
@@ -94,6 +111,7 @@ def test_progress_is_saved_while_held_and_refused_once_the_lease_is_lost(db):
     reap_expired(db)
     assert not save_progress(db, "w", job, [M("c", 1.0, True)], on)
     assert [(r[1], r[6]) for r in _rows(db)] == [("a", 7)]
+    assert _counts(db) == [(job.session, job.config, "", 1, 1)]
 
 
 def test_measured_before_is_per_session_problem_solver_and_platform_latest_first(db):

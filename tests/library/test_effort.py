@@ -52,7 +52,8 @@ def test_tuned_enough_applies_every_rule(db):
     direct, tunable = h.solvers["NoopDirect"], h.solvers["NoopTunable"]
     add_measurements(db, b, h.configs[0], direct, [1.0] * 4, platform=p1)
     add_measurements(db, b, h.configs[1], direct, [1.0] * 2, platform=p1)
-    add_measurements(db, b, h.configs[1], direct, [None] * 2, platform=p1, age_s=86400)
+    # two days old: older than max_age 1h even at day granularity, whatever the hour now
+    add_measurements(db, b, h.configs[1], direct, [None] * 2, platform=p1, age_s=2 * 86400)
     add_measurements(db, b, h.configs[1], tunable, [1.0] * 9, platform=p1)
 
     def enough(rules: HistoryRules | None = None, n: int = 4):
@@ -116,9 +117,9 @@ def test_counting_measurements_are_what_resume_and_transfer_read(db):
     assert [r[0] for r in rows()] == [h.configs[0], h.configs[0]]
 
 
-def test_the_effort_count_reads_the_covering_index_alone(mysql_url):
-    """On MariaDB the count is an index-only scan (EXPLAIN: the effort index, 'Using index'),
-    also under max_age and platform rules: no row of 10^7 is looked up in the table."""
+def test_the_effort_count_reads_the_counts_by_primary_key_ranges(mysql_url):
+    """On MariaDB the count reads measurement_effort alone by its primary key (session
+    first), also under max_age and platform rules: no measurement row is read."""
     from tests.support.seed import open_test_db
     from tuna.library.effort import tuned_query
 
@@ -136,8 +137,41 @@ def test_the_effort_count_reads_the_covering_index_alone(mysql_url):
                 q = tuned_query(history, 10, ids)
                 sql = str(q.compile(s.get_bind(), compile_kwargs={"literal_binds": True}))
                 plan = s.execute(text("EXPLAIN " + sql)).mappings().all()
-                assert len(plan) == 1, plan
-                assert plan[0]["key"] == "ix_measurement_session_config_solver_platform_taken"
-                assert "Using index" in plan[0]["Extra"], plan
+                assert [(p["table"], p["key"]) for p in plan] == [
+                    ("measurement_effort", "PRIMARY")
+                ], plan
+                assert plan[0]["type"] == "range", plan
+                assert len(tuned_enough(s, history, 10, ids or h.configs)) == len(ids or h.configs)
     finally:
         db.dispose()
+
+
+def test_effort_counts_match_the_rows_and_prune_keeps_them(db):
+    """Every write adds to the counts, by day and strategy; pruning rows leaves the effort
+    spent (load_jobs still skips what was tuned), retiring the session takes it out."""
+    from tuna.db.models import MeasurementEffort
+    from tuna.library.prune import prune
+
+    h = make_configs(db)
+    a, b = session(db), session(db)
+    p1 = add_platform(db, MI250)
+    direct = h.solvers["NoopDirect"]
+    add_measurements(db, a, h.configs[0], direct, [1.0, None, 3.0], platform=p1)
+    add_measurements(db, a, h.configs[0], direct, [2.0], platform=p1)
+    add_measurements(db, a, h.configs[0], direct, [5.0], platform=p1, strategy=None)
+    add_measurements(db, a, h.configs[0], direct, [4.0], platform=p1, age_s=3 * 86400)
+    with db.session() as s:
+        counts = sorted(
+            (r.strategy, r.measurements, r.valid) for r in s.scalars(select(MeasurementEffort))
+        )
+    assert counts == [("", 1, 1), ("exhaustive", 1, 1), ("exhaustive", 4, 3)]
+
+    def enough():
+        with db.session() as s:
+            return tuned_enough(s, eligibility(s, get_session(db, b)), 6, h.configs)
+
+    assert enough() == {(h.configs[0], direct): 6}
+    assert prune(db, 1).deleted == 5
+    assert enough() == {(h.configs[0], direct): 6}
+    retire(db, a)
+    assert enough() == {}

@@ -15,7 +15,7 @@ from tuna.catalog.importer import import_configs
 from tuna.catalog.query import resolve
 from tuna.db import Database
 from tuna.db.clock import db_now
-from tuna.db.models import ConvConfig, FindDb, Measurement, PerfDb, Platform, Solver
+from tuna.db.models import ConvConfig, FindDb, PerfDb, Platform, Solver
 from tuna.sessions import SessionSpec, create_session
 
 LINES = (
@@ -107,16 +107,20 @@ def add_measurements(
     strategy: str | None = "exhaustive",
     age_s: float = 0,
 ) -> None:
-    """One measurement per time (None: an invalid candidate), params ``p<i>``."""
+    """One measurement per time (None: an invalid candidate), params ``p<i>``, written as a
+    worker's record writes them (rows and effort counts), taken ``age_s`` ago."""
+    from tuna.jobs.measurements import write_measurements
+
     with db.session() as s:
         taken = s.scalar(select(db_now(-age_s)))
-        s.execute(
-            insert(Measurement),
+    with db.transaction() as conn:
+        write_measurements(
+            conn,
             [
                 {
-                    "session": session_id, "config": config, "solver": solver,
-                    "params": f"p{i}", "platform": platform, "strategy": strategy,
-                    "time_ms": t, "valid": t is not None,
+                    "session": session_id, "job": None, "config": config, "solver": solver,
+                    "params": f"p{i}", "platform": platform, "machine": None,
+                    "strategy": strategy, "time_ms": t, "valid": t is not None,
                     "reason": None if t is not None else "wrong result", "taken": taken,
                 }
                 for i, t in enumerate(times)

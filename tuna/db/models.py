@@ -321,6 +321,19 @@ class Measurement(Base):
     taken: Mapped[dt.datetime]
 
 
+class MeasurementEffort(Base):
+    __table__ = tables.measurement_effort
+
+    session: Mapped[int]
+    config: Mapped[int]
+    solver: Mapped[int]
+    platform: Mapped[int]
+    day: Mapped[dt.date]
+    strategy: Mapped[str]
+    measurements: Mapped[int]
+    valid: Mapped[int]
+
+
 class Search(Base):
     __table__ = tables.search
 

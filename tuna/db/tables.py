@@ -17,6 +17,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     Column,
+    Date,
     DateTime,
     Double,
     Enum,
@@ -528,6 +529,33 @@ measurement = Table(
         "taken",
     ),
     Index("ix_measurement_config_solver_platform", "config", "solver", "platform"),
+    **TABLE_OPTIONS,
+)
+
+
+# How many measurements a session spent on a (config, solver) on a platform, by strategy
+# and day: the effort ``load_jobs --min-trials`` counts (``tuna.library.effort``) without
+# reading the measurement rows (10^7 of them over 100,000 problems).
+#
+# Kept by ``tuna.jobs.measurements.write_measurements`` in the transaction that inserts the
+# measurement rows (the fenced record or a progress save), so a count exists exactly when
+# its rows were written: a lost job's measurements and counts are rolled back together.
+# ``day`` is the date the rows were taken (``DATE(taken)``), so ``max_age`` cuts at day
+# granularity here: rows taken on the cutoff's day count whole. ``tuna history prune``
+# deletes measurement rows but not their counts (the effort was spent; the best rows
+# stay). ``strategy`` is ``''`` for none (a key column cannot be NULL). The primary key is
+# the only index: the count is a range read of it by session.
+measurement_effort = Table(
+    "measurement_effort",
+    metadata,
+    Column("session", ForeignKey("session.id"), primary_key=True),
+    Column("config", Integer, primary_key=True, autoincrement=False),
+    Column("solver", Integer, primary_key=True, autoincrement=False),
+    Column("platform", Integer, primary_key=True, autoincrement=False),
+    Column("day", Date, primary_key=True),
+    Column("strategy", String(32), primary_key=True, server_default=""),
+    Column("measurements", Integer, nullable=False),
+    Column("valid", Integer, nullable=False),
     **TABLE_OPTIONS,
 )
 

@@ -1,7 +1,9 @@
 """Measurement rows: every candidate an evaluation timed, where and for whom.
 
 * :func:`write_measurements` inserts an evaluation's rows, inside the fenced transaction
-  that records the job (one prebuilt multi-row INSERT per batch);
+  that records the job (one prebuilt multi-row INSERT per batch), and adds them to the
+  effort counts (``measurement_effort``, migration 0014) in the same transaction: a count
+  is there exactly when its rows are (a lost job's rows and counts roll back together);
 * :func:`save_progress` saves rows taken so far by an evaluation still running, in a small
   transaction of its own, fenced as a record is (the job must still be held by its
   owner at its attempt), so that a worker killed midway loses only what it measured
@@ -13,19 +15,22 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Executable, bindparam, insert, select
+from sqlalchemy import Connection, Executable, bindparam, func, insert, select
+from sqlalchemy.dialects import mysql, sqlite
 
 from tuna.backends.base import Measurement as Measured
 from tuna.db import Database
 from tuna.db.enums import JobState
 from tuna.db.models import Job, Measurement
 from tuna.db.retry import with_retry
+from tuna.db.tables import measurement_effort
 
 if TYPE_CHECKING:
     from tuna.jobs.states import ClaimedJob
@@ -72,9 +77,74 @@ def _insert() -> Executable:
 
 
 def write_measurements(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
-    """Insert ``rows`` (:func:`measurement_rows`), a few hundred per statement."""
+    """Insert ``rows`` (:func:`measurement_rows`), a few hundred per statement, and add
+    them to the effort counts, in the caller's transaction.
+
+    A row may carry ``taken`` (an import or a test's history): it is counted on that day;
+    the others are taken now (the server's clock) and counted on the server's date."""
     for i in range(0, len(rows), _ROWS_PER_STATEMENT):
         conn.execute(_insert(), list(rows[i : i + _ROWS_PER_STATEMENT]))
+    count_effort(conn, rows)
+
+
+_EffortKey = tuple[int, int, int, int, str, "dt.date | None"]
+
+
+def count_effort(conn: Connection, rows: Iterable[dict[str, Any]]) -> None:
+    """Add ``rows`` to ``measurement_effort``: one upsert per (session, config, solver,
+    platform, strategy, day), in key order (concurrent records lock the same keys in the
+    same order)."""
+    spent: Counter[_EffortKey] = Counter()
+    valid: Counter[_EffortKey] = Counter()
+    for r in rows:
+        taken = r.get("taken")
+        day = taken.date() if isinstance(taken, dt.datetime) else None
+        key = (r["session"], r["config"], r["solver"], r["platform"], r["strategy"] or "", day)
+        spent[key] += 1
+        valid[key] += 1 if r["valid"] else 0
+    now = [k for k in spent if k[5] is None]
+    dated = [k for k in spent if k[5] is not None]
+    mysql_dialect = conn.dialect.name in ("mysql", "mariadb")
+    for keys, today in ((sorted(now, key=_order), True), (sorted(dated, key=_order), False)):
+        params = [
+            {
+                "session": k[0], "config": k[1], "solver": k[2], "platform": k[3],
+                "strategy": k[4], "measurements": spent[k], "valid": valid[k],
+                **({} if today else {"day": k[5]}),
+            }
+            for k in keys
+        ]  # fmt: skip
+        for i in range(0, len(params), _ROWS_PER_STATEMENT):
+            conn.execute(_add_effort(mysql_dialect, today), params[i : i + _ROWS_PER_STATEMENT])
+
+
+def _order(key: _EffortKey) -> tuple[Any, ...]:
+    return (*key[:5], key[5] or dt.date.min)
+
+
+@functools.lru_cache(maxsize=4)
+def _add_effort(mysql_dialect: bool, today: bool) -> Executable:
+    """INSERT of a count, or adding it to the count already there (``today``: the day is
+    the server's date)."""
+    e = measurement_effort
+    if mysql_dialect:
+        ins = mysql.insert(e)
+        if today:
+            ins = ins.values(day=func.current_date())
+        return ins.on_duplicate_key_update(
+            measurements=e.c.measurements + ins.inserted.measurements,
+            valid=e.c.valid + ins.inserted.valid,
+        )
+    lite = sqlite.insert(e)
+    if today:
+        lite = lite.values(day=func.current_date())
+    return lite.on_conflict_do_update(
+        index_elements=["session", "config", "solver", "platform", "day", "strategy"],
+        set_={
+            "measurements": e.c.measurements + lite.excluded.measurements,
+            "valid": e.c.valid + lite.excluded.valid,
+        },
+    )
 
 
 @functools.cache

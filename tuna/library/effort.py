@@ -1,10 +1,13 @@
 """Effort: how many measurements were spent per (problem, solver, platform), by which strategy.
 
 Every candidate a worker times is one ``measurement`` row (session, config, solver,
-platform, strategy, time, validity, when). The effort a target already has on a problem is
-the count of the rows that count for it (:mod:`tuna.sessions.history`: compatible,
-unretired sessions, young enough, on a platform whose fields match). ``load_jobs
---min-trials N`` skips the (config, solver) pairs with at least N of them.
+platform, strategy, time, validity, when), and is added to a count in
+``measurement_effort`` (session, config, solver, platform, day, strategy) in the same
+transaction (:func:`tuna.jobs.measurements.write_measurements`). The effort a target
+already has on a problem is the sum of the counts that count for it
+(:mod:`tuna.sessions.history`: compatible, unretired sessions, young enough — by day —,
+on a platform whose fields match). ``load_jobs --min-trials N`` skips the (config,
+solver) pairs with at least N of them.
 """
 
 from __future__ import annotations
@@ -18,7 +21,14 @@ from sqlalchemy.orm import Session as OrmSession
 
 from tuna.db import Database
 from tuna.db.bulk import chunks
-from tuna.db.models import ConfigTag, ConvConfig, Measurement, Platform, Solver
+from tuna.db.models import (
+    ConfigTag,
+    ConvConfig,
+    Measurement,
+    MeasurementEffort,
+    Platform,
+    Solver,
+)
 from tuna.errors import NotFoundError
 from tuna.sessions.history import Eligibility, eligibility
 from tuna.sessions.session import session_info, session_row
@@ -26,7 +36,6 @@ from tuna.sessions.session import session_info, session_row
 _CONFIGS_PER_QUERY = 5_000
 _IDS_PER_QUERY = 900  # below MariaDB's in_predicate_conversion_threshold (1000): index ranges
 _ONE_PASS_FROM = 20_000  # configs from which one pass over the sessions' ranges is cheaper
-_EFFORT_INDEX = "ix_measurement_session_config_solver_platform_taken"
 
 
 def tuned_enough(
@@ -35,9 +44,10 @@ def tuned_enough(
     """(config, solver) -> measurements that count, for the pairs of ``config_ids`` that
     have at least ``min_trials`` of them (valid or not: effort spent is effort spent).
 
-    Read from the (session, config, solver, platform, taken) index alone. Many configs (a
-    network's tag) are counted in one pass over the counting sessions' index ranges and
-    picked here; a few are asked for by id, in lists short enough to stay index ranges.
+    Read from the effort counts (``measurement_effort``, one row per session, problem,
+    solver, platform, day and strategy), not from the measurement rows. Many configs (a
+    network's tag) are counted in one pass over the counting sessions' key ranges and
+    picked here; a few are asked for by id, in lists short enough to stay key ranges.
     """
     found: dict[tuple[int, int], int] = {}
     if not history.sessions or not config_ids:
@@ -46,11 +56,11 @@ def tuned_enough(
         wanted = set(config_ids)
         for config, solver, n in s.execute(tuned_query(history, min_trials, None)):
             if config in wanted:
-                found[(config, solver)] = n
+                found[(config, solver)] = int(n)
         return found
     for part in chunks(sorted(config_ids), _IDS_PER_QUERY):
         for config, solver, n in s.execute(tuned_query(history, min_trials, part)):
-            found[(config, solver)] = n
+            found[(config, solver)] = int(n)
     return found
 
 
@@ -58,21 +68,18 @@ def tuned_query(
     history: Eligibility, min_trials: int, config_ids: Sequence[int] | None
 ) -> Select[int, int, int]:
     """The effort count of the pairs of ``config_ids`` (None: all) with at least
-    ``min_trials`` measurements that count (``bench/library_min_trials.py`` explains it)."""
-    m = Measurement
-    counted = func.count()
+    ``min_trials`` measurements that count (``bench/library_min_trials.py`` explains it):
+    a range read of ``measurement_effort``'s primary key per counting session."""
+    e = MeasurementEffort
+    counted = func.sum(e.measurements)
     q = (
-        select(m.config, m.solver, counted)
-        .where(*history.where(m.session, m.taken, m.platform))
-        .group_by(m.config, m.solver)
+        select(e.config, e.solver, counted)
+        .where(*history.where_day(e.session, e.day, e.platform))
+        .group_by(e.config, e.solver)
         .having(counted >= min_trials)
         .order_by(null())  # no order wanted: MariaDB sorts a GROUP BY's result unless told
     )
-    # MariaDB otherwise walks (config, solver, platform) for the GROUP BY's order and looks
-    # every row up for its session and time: 10^7 random reads instead of an index scan.
-    for dialect in ("mysql", "mariadb"):
-        q = q.with_hint(m, f"FORCE INDEX ({_EFFORT_INDEX})", dialect)
-    return q if config_ids is None else q.where(m.config.in_(config_ids))
+    return q if config_ids is None else q.where(e.config.in_(config_ids))
 
 
 @dataclass(frozen=True)

@@ -128,6 +128,14 @@ class Eligibility:
             conds.append(platform.in_(self.platforms))
         return conds
 
+    def where_day(self, session: Any, day: Any, platform: Any) -> list[ColumnElement[bool]]:
+        """:meth:`where` on a table kept per day (``measurement_effort``): ``max_age`` cuts
+        at day granularity there, so a day counts whole when its date is the cutoff's."""
+        conds = self.where(session, None, platform)
+        if self.since is not None:
+            conds.append(day >= self.since.date())
+        return conds
+
     def counts(self, session: int, taken: dt.datetime | None = None) -> bool:
         """Whether a row of ``session`` taken at ``taken`` counts (Python side of :meth:`where`)."""
         if session not in self.sessions:
