@@ -193,6 +193,47 @@ def test_best_as_a_golden_version_exports_in_miopens_format(runner, tmp_path):
     assert both.exit_code == 2 and "not both" in both.output
 
 
+def test_a_session_retired_after_a_golden_version_leaves_its_export(runner, tmp_path):
+    """Golden versions are immutable, but retiring a session takes its rows out of every
+    later export of one (how many is said, and in the manifest); --include_retired keeps
+    them; an export left with nothing says why."""
+    db = _db()
+    h = make_configs(db)
+    a, b = session(db), session(db)
+    direct, tunable = h.solvers["NoopDirect"], h.solvers["NoopTunable"]
+    add_find(db, a, h.configs[0], direct, 2.0)
+    add_find(db, b, h.configs[0], tunable, 1.0)
+    add_find(db, b, h.configs[1], direct, 0.5)
+    db.dispose()
+    made = runner.invoke(main, ["best", "-a", ARCH, "-n", str(NUM_CU), "--golden_v", "3"])
+    assert made.exit_code == 0, made.output
+    assert runner.invoke(main, ["session", "retire", "-s", str(b)]).exit_code == 0
+
+    def export(*extra: str, tag: str = "x"):
+        out = tmp_path / tag
+        result = runner.invoke(main, ["export_db", "--golden_v", "3", "-f", "-o", str(out), *extra])
+        assert result.exit_code == 0, result.output
+        (fdb,) = out.glob("*.fdb.txt")
+        (manifest,) = out.glob("*.json")
+        lines = dict(line.split("=", 1) for line in fdb.read_text().splitlines())
+        return result.output, lines, json.loads(manifest.read_text())
+
+    output, lines, manifest = export()
+    assert lines == {h.keys[0]: lines[h.keys[0]]}  # config 1 had b's row only
+    assert lines[h.keys[0]].startswith("NoopDirect:2,")  # not b's faster NoopTunable
+    assert f"left out 2 golden row(s) of retired session(s) {b} (--include_retired" in output
+    assert manifest["source"]["retired_sessions_left_out"] == [b]
+    assert manifest["counts"]["retired_rows_left_out"] == 2
+    output, lines, manifest = export("--include_retired", tag="y")
+    assert set(lines) == {h.keys[0], h.keys[1]} and "left out" not in output
+    assert lines[h.keys[0]].startswith("NoopTunable:1,")
+    assert "retired_sessions_left_out" not in manifest["source"]
+    assert runner.invoke(main, ["session", "retire", "-s", str(a)]).exit_code == 0
+    none = runner.invoke(main, ["export_db", "--golden_v", "3", "-f", "-o", str(tmp_path / "z")])
+    assert none.exit_code == 1
+    assert f"retired session(s) {a}, {b} are left out; --include_retired" in none.output
+
+
 def test_load_jobs_min_trials_says_what_it_skipped(runner):
     db = _db()
     h = make_configs(db)

@@ -56,6 +56,15 @@ def print_export(report: ExportReport) -> None:
         table.add_row(escape(str(f.path)), str(f.records), str(f.entries), str(f.size), f.sha256)
     console.print(table)
     console.print(f"manifest {report.manifest}", markup=False, soft_wrap=True)
+    if report.left_out:
+        sessions = ", ".join(map(str, report.left_out))
+        rows = report.counts.get("retired_rows_left_out", 0)
+        err_console.print(
+            f"left out {rows} golden row(s) of retired session(s) {sessions} "
+            "(--include_retired exports them)",
+            markup=False,
+            soft_wrap=True,
+        )
 
 
 @click.command("export_db", cls=TunaCommand)
@@ -87,6 +96,14 @@ def print_export(report: ExportReport) -> None:
     show_default=True,
     help="Directory the files and their manifest go to.",
 )
+@click.option(
+    "--include_retired",
+    "--include-retired",
+    "include_retired",
+    is_flag=True,
+    help="With --golden_v: also export the rows of sessions retired since the golden "
+    "version was made (left out by default, and counted).",
+)
 @verbose_option
 def export_db_cmd(
     session_id: int | None,
@@ -100,6 +117,7 @@ def export_db_cmd(
     filename: str | None,
     opencl: bool,
     out_dir: Path,
+    include_retired: bool,
 ) -> None:
     """Write a session's or golden version's results as MIOpen db files.
 
@@ -110,6 +128,8 @@ def export_db_cmd(
     no negative time or workspace, kernel md5); one failing row refuses the export,
     lists every failure and writes nothing. A manifest (sessions, library build,
     image, environment, row counts, sha256 of each file) is written beside the files.
+    A golden version's rows of a session retired since (`tuna session retire`) are
+    left out, and how many is said; --include_retired exports them.
     File names follow MIOpen: gfx90a with 104 CUs gives gfx90a68.HIP.fdb.txt,
     gfx90a68.db and gfx90a68.db.txt, gfx90a68.kdb; an arch that is not a GPU's
     (e.g. x86_64-avx2, 16 cores) gives x86_64-avx2_16.fdb.txt.
@@ -121,6 +141,7 @@ def export_db_cmd(
       export_db --session 3 --perf_db -o release/
       export_db --session 3 -f -p -k -o release/
       export_db --golden_v 2 --kern_db --config_tag resnet50
+      export_db --golden_v 2 -f --include_retired
     """
     chosen: tuple[tuple[Kind, bool], ...] = (
         ("find", find_db),
@@ -147,6 +168,7 @@ def export_db_cmd(
                     filename=filename,
                     out_dir=stage,
                     opencl=opencl,
+                    include_retired=include_retired,
                 )
                 reports.append(export_db(db, spec))
     finally:

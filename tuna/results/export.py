@@ -71,6 +71,7 @@ from tuna.results.rows import (
     config_problems,
     find_config_ids,
     find_groups,
+    left_out_rows,
     perf_rows,
     resolve_source,
     row_config_ids,
@@ -119,6 +120,7 @@ class ExportSpec:
     filename: str | None = None
     out_dir: Path = Path(".")
     opencl: bool = False  # name the find db .OpenCL. whatever the session's runtime says
+    include_retired: bool = False  # a golden version's rows of retired sessions too
 
 
 @dataclass
@@ -133,6 +135,7 @@ class ExportReport:
     files: list[ExportedFile]
     manifest: Path
     counts: dict[str, int] = field(default_factory=dict)
+    left_out: tuple[int, ...] = ()  # retired sessions whose golden rows were left out
 
 
 def export_db(db: Database, spec: ExportSpec) -> ExportReport:
@@ -144,7 +147,15 @@ def export_db(db: Database, spec: ExportSpec) -> ExportReport:
             f"--filename {spec.filename!r}: give a base name (no directory; -o sets the directory)"
         )
     with db.session() as s:
-        source = resolve_source(s, spec.session, spec.golden_v, spec.arch, spec.num_cu)
+        source = resolve_source(
+            s,
+            spec.session,
+            spec.golden_v,
+            spec.arch,
+            spec.num_cu,
+            include_retired=spec.include_retired,
+        )
+        left_out = left_out_rows(s, source, spec.config_tag)
         basename = spec.filename or db_basename(source.arch, source.num_cu)
         names = export_file_names(
             basename, spec.kind, gpu=is_gpu_arch(source.arch), runtime=_runtime(source, spec)
@@ -159,11 +170,15 @@ def export_db(db: Database, spec: ExportSpec) -> ExportReport:
         else:
             files, counts = _export_kern(s, source, spec, checks, paths[0])
     counts = {"rows_checked": checks.rows, **counts}
+    if source.left_out:
+        counts["retired_rows_left_out"] = left_out
     src: dict[str, Any] = (
         {"session": source.session}
         if source.golden is None
         else {"golden_version": source.golden.version, "parent": source.golden.parent}
     )
+    if source.left_out:
+        src["retired_sessions_left_out"] = sorted(source.left_out)
     manifest = build_manifest(
         kind=f"{spec.kind}_db",
         source=src,
@@ -190,6 +205,7 @@ def export_db(db: Database, spec: ExportSpec) -> ExportReport:
         files=files,
         manifest=where,
         counts=counts,
+        left_out=tuple(sorted(source.left_out)),
     )
 
 
@@ -203,7 +219,13 @@ def _runtime(source: Source, spec: ExportSpec) -> str:
 
 def _none_found(source: Source, what: str, tag: str | None) -> NotFoundError:
     tagged = f" for configs tagged {tag!r}" if tag else ""
-    return NotFoundError(f"nothing to export: {source.label} has no {what}{tagged}")
+    retired = (
+        f" (the rows of retired session(s) {', '.join(map(str, sorted(source.left_out)))} are "
+        "left out; --include_retired exports them)"
+        if source.left_out
+        else ""
+    )
+    return NotFoundError(f"nothing to export: {source.label} has no {what}{tagged}{retired}")
 
 
 # --- find db -------------------------------------------------------------------------------------

@@ -48,6 +48,8 @@ class Source:
     session: int | None
     golden: GoldenVersion | None
     sessions: dict[int, TuningSession]
+    # A golden version's rows of these (retired) sessions are left out of the export.
+    left_out: frozenset[int] = frozenset()
 
 
 def _arch_matches(given: str, stored: str) -> bool:
@@ -55,9 +57,19 @@ def _arch_matches(given: str, stored: str) -> bool:
 
 
 def resolve_source(
-    s: Session, session: int | None, golden_v: int | None, arch: str | None, num_cu: int | None
+    s: Session,
+    session: int | None,
+    golden_v: int | None,
+    arch: str | None,
+    num_cu: int | None,
+    *,
+    include_retired: bool = False,
 ) -> Source:
-    """The session, or the golden version (which must hold ``arch`` and ``num_cu`` if given)."""
+    """The session, or the golden version (which must hold ``arch`` and ``num_cu`` if given).
+
+    A golden version is immutable, but a session retired after it was made leaves every
+    later export (``tuna session retire``): its rows are left out (``Source.left_out``)
+    unless ``include_retired``."""
     if (session is None) == (golden_v is None):
         raise TunaError("give exactly one of --session S or --golden_v V")
     if session is not None:
@@ -85,9 +97,31 @@ def resolve_source(
         s.scalars(select(Golden.session).where(Golden.golden_v == golden.version).distinct())
     )
     sessions = {r.id: r for r in s.scalars(select(TuningSession).where(TuningSession.id.in_(ids)))}
-    return Source(
-        f"golden version {golden.version}", golden.arch, golden.num_cu, None, golden, sessions
+    retired = frozenset(
+        sid for sid, r in sessions.items() if r.retired is not None and not include_retired
     )
+    sessions = {sid: r for sid, r in sessions.items() if sid not in retired}
+    return Source(
+        f"golden version {golden.version}",
+        golden.arch,
+        golden.num_cu,
+        None,
+        golden,
+        sessions,
+        retired,
+    )
+
+
+def left_out_rows(s: Session, source: Source, tag: str | None) -> int:
+    """How many of a golden version's rows its retired sessions' rows are (left out)."""
+    if source.golden is None or not source.left_out:
+        return 0
+    q = select(func.count()).where(
+        Golden.golden_v == source.golden.version,
+        Golden.session.in_(sorted(source.left_out)),
+        *tagged(Golden.config, tag),
+    )
+    return int(s.scalar(q) or 0)
 
 
 def tagged(column: Any, tag: str | None) -> list[ColumnElement[bool]]:
@@ -102,8 +136,14 @@ def find_source(q: Select[Any], source: Source, tag: str | None) -> Select[Any]:
     if source.golden is None:
         q = q.where(FindDb.session == source.session)
     else:
-        q = q.where(Golden.golden_v == source.golden.version)
+        q = q.where(Golden.golden_v == source.golden.version, *_not_left_out(source))
     return q.where(*tagged(model.config, tag))
+
+
+def _not_left_out(source: Source) -> list[ColumnElement[bool]]:
+    # One plain comparison per retired session (a handful): stream_rows binds plain
+    # parameters only, not an expanding IN list.
+    return [Golden.session != sid for sid in sorted(source.left_out)]
 
 
 def _link_columns(source: Source) -> list[Any]:
@@ -197,6 +237,7 @@ def perf_rows(source: Source, tag: str | None) -> Select[Any]:
             Golden.golden_v == source.golden.version,
             Golden.params.is_not(None),
             Golden.params != "",
+            *_not_left_out(source),
         )
     return q.where(*tagged(model.config, tag)).order_by(model.config, model.solver)
 
