@@ -111,6 +111,11 @@ class JobWork:
     ``measured`` (evaluate phase) holds what was measured before for this problem and
     solver in this session on this platform: a resumed job (its worker was killed, its
     time budget ran out) must not time those candidates again, only reuse them.
+    ``candidates``, when set, are the tunable parameters to build and time (a search
+    strategy's round, :mod:`tuna.searches.strategy`) instead of the backend's own choice;
+    ``strategy`` names what proposed them (the measurement rows say it), and ``choose``
+    False means the job only measures them: no perf-db or find-db row (a round's best is
+    not the search's winner; its final job, ``choose`` True, writes those).
     ``checkpoint``, when set, saves measurements taken so far (fenced by the job's lease):
     a backend that times many candidates calls it now and then with the new ones, so
     that a worker killed midway loses little. It returns False once the job is no
@@ -128,6 +133,9 @@ class JobWork:
     kernels: tuple[KernelBinary, ...] = ()
     payload: str | None = None
     measured: tuple[Measurement, ...] = ()
+    candidates: tuple[str, ...] | None = None
+    strategy: str | None = None
+    choose: bool = True
     checkpoint: Checkpoint | None = field(default=None, compare=False, repr=False)
 
     def save_progress(self, measurements: Sequence[Measurement]) -> bool:

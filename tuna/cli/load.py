@@ -9,8 +9,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from tuna.cli.base import TunaCommand, console, database, session_option, verbose_option
+from tuna.cli.strategy import strategy_flags, strategy_options
 from tuna.errors import TunaError
 from tuna.jobs.load import load_jobs
+from tuna.searches.strategy import StrategyLoad, load_strategy_searches
 from tuna.sessions.rules import exclusion_hint
 
 
@@ -63,6 +65,10 @@ from tuna.sessions.rules import exclusion_hint
     help="Skip (config, solver) pairs that already have this many measurements that count "
     "for the session (its history rules: `tuna session rules`).",
 )
+@strategy_options(
+    "With --strategy: most measurements per (config, solver), a count (64) or a share of "
+    "the space (0.1, 10%)."
+)
 @verbose_option
 def load_jobs_cmd(
     tag: str | None,
@@ -76,8 +82,19 @@ def load_jobs_cmd(
     priority: int,
     force: bool,
     min_trials: int | None,
+    strategy: str | None,
+    budget_text: str | None,
+    patience: int | None,
+    seed: int,
+    round_size: int,
+    transfer: bool,
 ) -> None:
     """Queue jobs: one per (config, applicable solver), never duplicated.
+
+    With --strategy, each (config, applicable tunable solver) is a search instead: the
+    strategy proposes candidates in rounds, each round one perf job (its candidates built
+    together), until the budget or patience is spent; a final job records the best measured
+    one. go_fish (or `tuna search run`) drives them.
 
     \b
     Examples:
@@ -85,9 +102,30 @@ def load_jobs_cmd(
       load_jobs --all_configs -s 3 --step find --solvers ConvDirectNaive,ConvGemm -l retune
       load_jobs -t resnet50 -s 3 --min-trials 200
       load_job -t resnet50 --session_id 3 --fin_steps miopen_perf_compile,miopen_perf_eval
+      load_jobs -t resnet50 -s 3 --strategy model --transfer --budget 10% --patience 32
     """
     step = _step(step, fin_steps)
     names = [s.strip() for s in solvers.split(",") if s.strip()] if solvers else None
+    flags = strategy_flags(strategy, budget_text, patience, seed, round_size, transfer)
+    if not flags.given() and budget_text is not None:
+        raise TunaError("--budget goes with --strategy NAME (without it a job times a sample)")
+    if flags.given():
+        if step != "perf":
+            raise TunaError(
+                f"--strategy searches a tunable solver's space: --step perf, not {step}"
+            )
+        if min_trials is not None or force or label is not None:
+            raise TunaError("--strategy does not take --min-trials, --force or --label")
+        db = database()
+        try:
+            loaded = load_strategy_searches(
+                db, session_id, tag=tag, all_configs=all_configs, solvers=names,
+                **flags.options(),
+            )  # fmt: skip
+        finally:
+            db.dispose()
+        _print_strategy_load(session_id, loaded)
+        return
     db = database()
     try:
         report = load_jobs(
@@ -137,6 +175,27 @@ def load_jobs_cmd(
         hint = exclusion_hint(rule)
         if hint:
             console.print(f"({rule}: {hint})", markup=False)
+
+
+def _print_strategy_load(session_id: int, loaded: StrategyLoad) -> None:
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    table.add_row("configs", str(loaded.configs))
+    table.add_row("searches created", str(len(loaded.created)))
+    table.add_row("already created", str(loaded.already))
+    for reason, n in loaded.not_applicable.most_common():
+        table.add_row(f"not applicable: {escape(reason)}", str(n))
+    console.print(f"session {session_id}, step perf, searched by strategy:", markup=False)
+    console.print(table)
+    if loaded.created:
+        first, last = loaded.created[0], loaded.created[-1]
+        console.print(
+            f"searches {first}..{last}: `tuna search run -s {session_id}` drives them, beside "
+            f"compile and evaluate workers (`tuna worker -s {session_id} --phase compile` and "
+            "`--phase eval`)",
+            markup=False,
+        )
 
 
 _FIN_STEPS = {

@@ -13,14 +13,16 @@ from pathlib import Path
 import click
 
 from tuna.cli.base import TunaCommand, console, database, session_option, verbose_option
+from tuna.cli.strategy import StrategyFlags, strategy_flags, strategy_options
 from tuna.errors import TunaError
 from tuna.search import load_base_config
 from tuna.searches import SearchRequest, SessionSearches, check_request, create_search
+from tuna.searches.strategy import StrategyRequest, create_strategy_search
 from tuna.searches.summary import SearchSummary, find_search, summarize
 
 
 @click.command("create", cls=TunaCommand)
-@click.argument("params", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("params", type=click.Path(dir_okay=False, path_type=Path), required=False)
 @click.argument("assignments", nargs=-1, metavar="[KEY=VALUE]...")
 @session_option("Session the search belongs to.")
 @click.option("--name", required=True, help="The search's name, unique in its session.")
@@ -31,12 +33,11 @@ from tuna.searches.summary import SearchSummary, find_search, summarize
     help="JSON file of the base config the points override (KEY=VALUE arguments win).",
 )
 @click.option("--searcher", help="Searcher expression, e.g. 'Random(space, 8, seed=1)'.")
-@click.option("--objective", "stat", required=True, help="The stat to optimise.")
+@click.option("--objective", "stat", help="The stat to optimise.")
 @click.option("--maximize/--minimize", default=False, help="Goal (default: minimise).")
 @click.option("--valid", "valid", help="A stat saying whether a run counts (e.g. result_validity).")
-@click.option("--budget", type=int, help="Most runs.")
 @click.option("--parallelism", type=int, default=1, show_default=True, help="Most runs in flight.")
-@click.option("--run", "run_cmd", required=True, help="Run command template, e.g. './bench {n}'.")
+@click.option("--run", "run_cmd", help="Run command template, e.g. './bench {n}'.")
 @click.option("--build", "build_cmd", help="Build command template (build-time parameters).")
 @click.option(
     "--source",
@@ -64,6 +65,12 @@ from tuna.searches.summary import SearchSummary, find_search, summarize
 @click.option(
     "--dry-run", is_flag=True, help="Show the points, schedule and builds; store nothing."
 )
+@strategy_options(
+    "Most runs; with --strategy, most measurements: a count (64) or a share of the space "
+    "(0.1, 10%)."
+)
+@click.option("--config", "config_id", type=int, help="With --strategy: the config to tune.")
+@click.option("--solver", help="With --strategy: the tunable solver whose space to search.")
 @verbose_option
 def create_cmd(
     params: Path,
@@ -75,7 +82,6 @@ def create_cmd(
     stat: str,
     maximize: bool,
     valid: str | None,
-    budget: int | None,
     parallelism: int,
     run_cmd: str,
     build_cmd: str | None,
@@ -86,6 +92,14 @@ def create_cmd(
     build_timeout: float,
     owns: str,
     dry_run: bool,
+    strategy: str | None,
+    budget_text: str | None,
+    patience: int | None,
+    seed: int,
+    round_size: int,
+    transfer: bool,
+    config_id: int | None,
+    solver: str | None,
 ) -> None:
     """Check a search and store it (nothing runs until go_fish or `tuna search run`).
 
@@ -99,7 +113,27 @@ def create_cmd(
           --source examples/c_build_run --stats json --objective gflops --maximize
       tuna search create space.json -s 5 --name q --run './q {qps}' --objective p95 \\
           --searcher "Bisect('qps', 100, 2000, 50, lambda r: r.valid)" --dry-run
+      tuna search create -s 3 --strategy model --transfer --config 12 --solver CpuGemm1x1 \\
+          --budget 10% --patience 16
+
+    With --strategy (no parameter file), the search is a tunable solver's space on one
+    config, proposed in rounds, each round one perf job; `load_jobs --strategy` makes one
+    per (config, solver) of a tag.
     """
+    flags = strategy_flags(strategy, budget_text, patience, seed, round_size, transfer)
+    if flags.given():
+        _create_strategy(session_id, name, config_id, solver, flags, params, run_cmd, stat)
+        return
+    if params is None or run_cmd is None or stat is None:
+        raise TunaError(
+            "give the parameter file, --run and --objective (or --strategy NAME with "
+            "--config and --solver)"
+        )
+    if config_id is not None or solver is not None:
+        raise TunaError("--config and --solver go with --strategy NAME")
+    budget = flags.budget
+    if budget is not None and not isinstance(budget, int):
+        raise TunaError(f"--budget {budget_text}: a search's budget is a count of runs")
     try:
         text = params.read_text(encoding="utf-8")
     except OSError as e:
@@ -154,6 +188,41 @@ def create_cmd(
     console.print(
         f"search {search_id} {name!r} in session {session_id}: {what}; run it with "
         f"`go_fish -s {session_id} --search` or `tuna search run -s {session_id}`",
+        markup=False,
+    )
+
+
+def _create_strategy(
+    session_id: int,
+    name: str,
+    config_id: int | None,
+    solver: str | None,
+    flags: StrategyFlags,
+    params: Path | None,
+    run_cmd: str | None,
+    stat: str | None,
+) -> None:
+    if config_id is None or solver is None:
+        raise TunaError("--strategy searches one config's solver: give --config ID and --solver")
+    if params is not None or run_cmd is not None or stat is not None:
+        raise TunaError(
+            "--strategy searches a solver's own space: leave out the parameter file, --run "
+            "and --objective (the objective is time_ms)"
+        )
+    assert flags.strategy is not None
+    request = StrategyRequest(
+        session_id, config_id, solver, flags.strategy, flags.budget, flags.patience,
+        flags.seed, flags.round_size, flags.transfer, name,
+    )  # fmt: skip
+    db = database()
+    try:
+        search_id = create_strategy_search(db, request)
+    finally:
+        db.dispose()
+    console.print(
+        f"search {search_id} {name!r} in session {session_id}: {flags.strategy} over "
+        f"{solver} on config {config_id}; run it with `tuna search run -s {session_id}` beside "
+        "compile and evaluate workers",
         markup=False,
     )
 

@@ -6,6 +6,10 @@
   unfinished run of it becomes an invalid Run with that reason;
 * a **run** writes its Run into its ``search_run`` row: stats, the objective's stat as
   ``value``, ``valid`` and ``reason``, the machine and the finish time;
+* a strategy's **round** (a perf job of a (config, solver) linked to the round's
+  ``search_build``: :mod:`tuna.searches.strategy`) fills its ``search_run`` rows from the
+  ``measurement`` rows of its candidates (the latest of each in the session, timed by this
+  job or reused from before), and its final validation job just ends its build row;
 * a build or run job that **gave up** (errored past its retries, or its lease expired too
   often) ends its build or Run the same way, invalid with the job's reason, so a search
   never waits for a job that will not come back.
@@ -44,7 +48,7 @@ from sqlalchemy import (
 
 from tuna.backends.base import BuildOutcome, RunOutcome
 from tuna.db.clock import db_now
-from tuna.db.models import Artifact, Job, Search, SearchBuild, SearchRun, SearchTally
+from tuna.db.models import Artifact, Job, Measurement, Search, SearchBuild, SearchRun, SearchTally
 
 if TYPE_CHECKING:
     from tuna.jobs.states import ClaimedJob
@@ -287,3 +291,66 @@ def recount(conn: Connection, searches: Iterable[int]) -> None:
         values = {c.runs: runs, c.done: done, c.valid: valid}
         if not conn.execute(update(SearchTally).where(c.search == search).values(values)).rowcount:
             conn.execute(insert(SearchTally).values({c.search: search, **values}))
+
+
+def store_rounds(
+    conn: Connection, done: Sequence[ClaimedJob], failed: Sequence[tuple[int | None, str]] = ()
+) -> None:
+    """Fill the Runs of strategy rounds whose job was evaluated, from the measurements
+    (written before, in this transaction); a candidate with none is an invalid Run. A
+    round that did not apply (``failed``) ends its Runs invalid with the reason."""
+    fail_builds(conn, [(b, r) for b, r in failed if b is not None])
+    for job in done:
+        assert job.search_build is not None
+        params = conn.execute(
+            select(SearchBuild.params).where(SearchBuild.id == job.search_build)
+        ).scalar_one()
+        texts = dict(zip(params.get("seqs") or [], params.get("candidates") or [], strict=False))
+        pending = conn.execute(
+            select(SearchRun.id, SearchRun.seq, SearchRun.search)
+            .where(SearchRun.build == job.search_build, SearchRun.valid.is_(None))
+            .order_by(SearchRun.id)
+            .with_for_update()
+        ).all()
+        latest: dict[str, Any] = {}
+        if pending:
+            for m in conn.execute(
+                select(
+                    Measurement.params, Measurement.time_ms, Measurement.valid, Measurement.reason
+                )
+                .where(
+                    Measurement.session == job.session,
+                    Measurement.config == job.config,
+                    Measurement.solver == job.solver,
+                    Measurement.params.in_(sorted(set(texts.values()))),
+                )
+                .order_by(Measurement.id)
+            ):
+                latest[m.params] = m
+        tally: _Tally = defaultdict(lambda: [0, 0, 0])
+        for run_id, seq, search in pending:
+            found = latest.get(texts.get(seq, ""))
+            if found is None:
+                values: dict[str, Any] = {"valid": False, "reason": "not measured by its round"}
+            elif found.valid and found.time_ms is not None:
+                t = found.time_ms
+                values = {"valid": True, "value": t, "stats": {"time_ms": t}}
+            else:
+                values = {"valid": False, "reason": found.reason or "invalid", "stats": {}}
+            conn.execute(
+                update(SearchRun)
+                .where(SearchRun.id == run_id)
+                .values(**values, machine=_machine(conn, job.id), finished=db_now())
+            )
+            tally[search][1] += 1
+            tally[search][2] += int(bool(values["valid"]))
+        _count(conn, tally)
+        conn.execute(
+            update(SearchBuild)
+            .where(SearchBuild.id == job.search_build)
+            .values(valid=True, reason=None, finished=db_now())
+        )
+
+
+def _machine(conn: Connection, job: int) -> Any:
+    return conn.execute(select(Job.machine).where(Job.id == job)).scalar()

@@ -93,6 +93,7 @@ from tuna.jobs.search_results import (
     runs_awaiting,
     store_builds,
     store_gave_up,
+    store_rounds,
     store_runs,
 )
 
@@ -878,6 +879,14 @@ def _record(
             for row in measurement_rows(j, o.measurements, measured_on)
         ]
         write_measurements(conn, measured)
+    rounds = [
+        (j, o) for j, o in settled if j.search_build is not None and j.config is not None
+    ]  # a strategy's rounds (tuna.searches.strategy): their Runs from the measurements
+    store_rounds(
+        conn,
+        [j for j, o in rounds if o.ok and j.id in moved and j.phase is Phase.EVAL],
+        [(j.search_build, o.reason or "not applicable") for j, o in rounds if o.not_applicable],
+    )
     if builds:
         insert_run_jobs(conn, runs_awaiting(conn, store_builds(conn, builds)))
     store_runs(conn, runs)
@@ -913,6 +922,28 @@ def insert_run_jobs(conn: Connection, runs: Sequence[tuple[int, int]]) -> int:
     rows = [
         {"session": session, "search_run": run, "step": JobStep.RUN, "state": S.COMPILED}
         for session, run in runs
+    ]
+    conn.execute(_insert_job(), rows)
+    return len(rows)
+
+
+def insert_round_jobs(conn: Connection, rounds: Sequence[tuple[int, int, int]]) -> int:
+    """Insert, ``new``, the perf jobs of a strategy's rounds (``(session, config,
+    search_build id)``): each builds and times its round's candidates. Their solver is
+    the round's (``search_build.params``, filled in by the worker that claims them), not a
+    column: a (session, config, solver, step) has one job, and a search has many rounds.
+    Part of the caller's transaction."""
+    if not rounds:
+        return 0
+    rows = [
+        {
+            "session": session,
+            "config": config,
+            "search_build": build,
+            "step": JobStep.PERF,
+            "state": S.NEW,
+        }
+        for session, config, build in rounds
     ]
     conn.execute(_insert_job(), rows)
     return len(rows)

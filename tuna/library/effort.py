@@ -158,11 +158,13 @@ def counting_measurements(
     configs: Sequence[int] | None = None,
     *,
     valid_only: bool = False,
+    until: int | None = None,
 ) -> Iterator[tuple[int, str, float | None, bool]]:
     """(config, params, time_ms, valid) of the measurements of ``solver`` that count for
     the target, by config and id: what a search resumes from (its own problem) and what a
     model-based strategy transfers from (the other problems' rows), under the same rules
-    as every other decision."""
+    as every other decision. ``until``: only rows with an id up to it (a snapshot: a
+    strategy's history must read the same when its search is resumed)."""
     m = Measurement
     q = (
         select(m.config, m.params, m.time_ms, m.valid)
@@ -171,6 +173,8 @@ def counting_measurements(
     )
     if valid_only:
         q = q.where(m.valid.is_(True))
+    if until is not None:
+        q = q.where(m.id <= until)
     if not history.sessions:
         return
     parts = [None] if configs is None else list(chunks(sorted(configs), _CONFIGS_PER_QUERY))

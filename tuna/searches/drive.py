@@ -45,15 +45,24 @@ from tuna.db.models import Search, SearchBuild, SearchRun
 from tuna.db.retry import with_retry
 from tuna.errors import TunaError
 from tuna.jobs.search_results import fail_runs, insert_runs
-from tuna.jobs.states import insert_build_jobs, insert_run_jobs
+from tuna.jobs.states import insert_build_jobs, insert_round_jobs, insert_run_jobs
 from tuna.search import Objective, Proposal, RoundProposer, Run, build_key, replay
 from tuna.search.errors import ObjectiveError, SearchError
 from tuna.search.propose import Proposer
+from tuna.search.searchers import SearcherInterface
 from tuna.searches.create import load_space, make_searcher
+from tuna.searches.strategy import (
+    FINAL_CANDIDATES,
+    candidate_space,
+    is_strategy,
+    make_searcher_for,
+    solver_id,
+)
 
 log = logging.getLogger(__name__)
 
 _CHUNK = 500  # proposals per enqueueing transaction
+_FINAL = "final"  # the build key of a strategy's final validation
 
 
 def build_key_hash(key: Sequence[tuple[str, Any]]) -> str:
@@ -110,8 +119,16 @@ class SearchDriver:
                 row.objective["stat"], row.objective.get("goal", "min"), row.objective.get("valid")
             )
             space_file, space_text = row.space_file, row.space_text
-        self.space = load_space(space_file, space_text)
-        self.builds = needs_build(self.spec)
+        self.strategy = is_strategy(self.spec)
+        self.solver: int | None = None
+        if self.strategy:  # a tunable solver's space (tuna.searches.strategy)
+            self.candidates = candidate_space(db, self.spec)
+            self.space = self.candidates.parameter_space()
+            self.solver = solver_id(db, self.session, str(self.spec["solver"]))
+            self.builds = False
+        else:
+            self.space = load_space(space_file, space_text)
+            self.builds = needs_build(self.spec)
         self.proposer: Proposer | None = None
         self.rounds: RoundProposer | None = None
         self.round: list[_Slot] = []  # the dynamic searcher's round in flight
@@ -142,11 +159,9 @@ class SearchDriver:
         """Rebuild the searcher from the recorded runs and enqueue what comes next."""
         rows = self._rows()
         self.started = True
-        searcher = make_searcher(self.expression, self.space)
-        probe = Proposer(self.space, searcher, self.base)
         self.next_seq = max((r.seq for r in rows), default=-1) + 1
-        if not probe.dynamic:
-            searcher = make_searcher(self.expression, self.space)
+        if not self.strategy and not Proposer(self.space, self._searcher(), self.base).dynamic:
+            searcher = self._searcher()
             replayed = replay(self.space, [run_of(r) for r in rows], searcher, self.base)
             self.proposer = replayed.proposer
             fresh: list[Proposal] = []
@@ -158,9 +173,7 @@ class SearchDriver:
                 self._enqueue([(p.index, p) for p in fresh[i : i + _CHUNK]])
             self.exhausted = True
             return
-        self.rounds = RoundProposer(
-            self.space, make_searcher(self.expression, self.space), self.base
-        )
+        self.rounds = RoundProposer(self.space, self._searcher(), self.base)
         by_seq = {r.seq: r for r in rows}
         self._begin(self.rounds.start())
         while self.round and all(s.seq in by_seq for s in self.round):
@@ -183,6 +196,12 @@ class SearchDriver:
             )
         self.next_seq = max((r.seq for r in rows), default=-1) + 1
         self._fill()
+
+    def _searcher(self) -> SearcherInterface | None:
+        """A fresh searcher of this search (a strategy's with its history)."""
+        if self.strategy:
+            return make_searcher_for(self.db, self.session, self.spec)
+        return make_searcher(self.expression, self.space)
 
     def _adopt(self, slot: _Slot, row: Any) -> None:
         """A recorded row as the slot's run (checked against what the searcher proposes)."""
@@ -219,6 +238,8 @@ class SearchDriver:
     def _fill(self) -> None:
         """Enqueue the round's next points while fewer than ``parallelism`` are in flight."""
         room = max(1, self.parallelism) - len(self.in_flight)
+        if self.strategy:
+            room = len(self.round)  # a round is one job: built and timed together
         todo = [s for s in self.round if s.run_id is None][: max(0, room)]
         if not todo:
             return
@@ -242,6 +263,8 @@ class SearchDriver:
         if not self.exhausted or self.round:
             return True
         if self._unfinished():
+            return True
+        if self.strategy and not self._validated():
             return True
         self._finish()
         return False
@@ -274,7 +297,68 @@ class SearchDriver:
             self.objective.best(runs)
         except ObjectiveError as e:
             state, reason = "failed", str(e)
+        if self.strategy and state == "done":
+            final = self._final()
+            if final is not None and final.valid is False:
+                state, reason = "failed", f"final validation: {final.reason}"
         self.end(state, reason)
+
+    # -- a strategy's final validation --------------------------------------------------------
+
+    def _final(self) -> Any:
+        with self.db.session() as s:
+            return s.execute(
+                select(SearchBuild.id, SearchBuild.valid, SearchBuild.reason).where(
+                    SearchBuild.search == self.id, SearchBuild.build_key == _FINAL
+                )
+            ).first()
+
+    def _validated(self) -> bool:
+        """Whether the final job (the best measured candidates, which writes the perf-db
+        and find-db rows) has ended; enqueues it the first time (nothing to validate when
+        no candidate counts)."""
+        final = self._final()
+        if final is not None:
+            return final.valid is not None
+        best = sorted(
+            (r for r in self._rows() if r.valid and r.value is not None),
+            key=lambda r: (r.value, r.seq),
+        )[:FINAL_CANDIDATES]
+        if not best:
+            return True
+        texts = [self._text(r.point) for r in best]
+
+        def write() -> None:
+            with self.db.transaction(immediate=True) as conn:
+                self._insert_round(conn, _FINAL, {"candidates": texts, "final": True})
+
+        with_retry(write, what=f"search {self.id}: final validation job")
+        log.info("search %d (%s): validating %s", self.id, self.name, ", ".join(texts))
+        return False
+
+    def _text(self, point: Any) -> str:
+        return ",".join(str(point[n]) for n in self.candidates.names)
+
+    def _insert_round(self, conn: Connection, key: str, params: dict[str, Any]) -> int:
+        """A round's build row and its one job (idempotent: a key recorded is kept)."""
+        found = conn.execute(
+            select(SearchBuild.id).where(
+                SearchBuild.search == self.id, SearchBuild.build_key == key
+            )
+        ).scalar()
+        if found is not None:
+            return int(found)
+        params = {**params, "strategy": str(self.spec["strategy"]), "solver": self.solver}
+        conn.execute(insert(SearchBuild), [{"search": self.id, "build_key": key, "params": params}])
+        build = int(
+            conn.execute(
+                select(SearchBuild.id).where(
+                    SearchBuild.search == self.id, SearchBuild.build_key == key
+                )
+            ).scalar_one()
+        )
+        insert_round_jobs(conn, [(self.session, int(self.spec["config"]), build)])
+        return build
 
     def end(self, state: str, reason: str | None) -> None:
         """Record the search as ended (``done``, ``failed`` or ``stopped``)."""
@@ -305,6 +389,7 @@ class SearchDriver:
                         SearchRun.stats,
                         SearchRun.valid,
                         SearchRun.reason,
+                        SearchRun.value,
                     )
                     .where(SearchRun.search == self.id)
                     .order_by(SearchRun.seq)
@@ -362,7 +447,14 @@ class SearchDriver:
             return present
         builds: dict[str, Any] = {}
         keys: dict[int, str] = {}
-        if self.builds:
+        round_build = None
+        if self.strategy:  # the whole round: one build, one job
+            texts = [self._text(p.point) for _, p in todo]
+            seqs = [seq for seq, _ in todo]
+            round_build = self._insert_round(
+                conn, build_key_hash([("round", seqs[0])]), {"candidates": texts, "seqs": seqs}
+            )
+        elif self.builds:
             tuples = {}
             for seq, p in todo:
                 key = build_key(self.space, p.config)
@@ -399,7 +491,7 @@ class SearchDriver:
                     "seq": seq,
                     "point": dict(p.point),
                     "config": dict(p.config),
-                    "build": builds[keys[seq]].id if self.builds else None,
+                    "build": builds[keys[seq]].id if self.builds else round_build,
                 }
                 for seq, p in todo
             ],
@@ -412,6 +504,8 @@ class SearchDriver:
                 )
             )
         }
+        if self.strategy:  # the round's job times them; its record fills these rows
+            return {**present, **ids}
         ready: list[tuple[int, int]] = []
         for seq, _ in todo:
             build = builds[keys[seq]] if self.builds else None

@@ -378,8 +378,12 @@ class Worker:
         return self._measured_on
 
     def _work(self, jobs: list[ClaimedJob]) -> None:
-        searched = [j for j in jobs if j.search_build is not None or j.search_run is not None]
-        plain = [j for j in jobs if j.search_build is None and j.search_run is None]
+        if any(j.config is not None and j.solver is None for j in jobs):
+            jobs = self._db(lambda: self.loader.with_round_solvers(jobs), "load rounds")
+        # A search's build and run jobs; a strategy's rounds (a config's perf job with a
+        # search_build: tuna.searches.strategy) are plain jobs of the session's backend.
+        searched = [j for j in jobs if j.config is None and (j.search_build or j.search_run)]
+        plain = [j for j in jobs if j.config is not None or not (j.search_build or j.search_run)]
         works: dict[int, JobWork | SearchWork | str] = {}
         if plain:
             on = self._platform()

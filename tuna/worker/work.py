@@ -7,8 +7,10 @@ names and the session never change under a worker, so they are cached for its li
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import aliased
@@ -17,7 +19,7 @@ from tuna.backends.base import JobWork, KernelBinary, Measurement, SessionInfo
 from tuna.catalog.records import conv_problem
 from tuna.db import Database
 from tuna.db.blobs import unpack_kernel
-from tuna.db.models import ConvConfig, JobKernel, KernelCache, Solver, Tensor
+from tuna.db.models import ConvConfig, JobKernel, KernelCache, SearchBuild, Solver, Tensor
 from tuna.errors import TunaError
 from tuna.jobs.measurements import measured_before
 from tuna.jobs.states import ClaimedJob, Phase
@@ -58,6 +60,7 @@ class WorkLoader:
         if pairs and platform is not None:
             with self.db.transaction() as conn:
                 measured = measured_before(conn, self.session.id, platform, pairs)
+        rounds = self._fetch_rounds({j.search_build for j in jobs if j.search_build is not None})
         out: dict[int, JobWork | str] = {}
         for j in jobs:
             if j.config is None or j.solver is None:
@@ -83,7 +86,46 @@ class WorkLoader:
                     payload=j.payload,
                     measured=measured.get((j.config, j.solver), ()),
                 )
+                chosen = rounds.get(j.search_build) if j.search_build is not None else None
+                work = out[j.id]
+                if chosen is not None and isinstance(work, JobWork):  # a strategy's round
+                    out[j.id] = dataclasses.replace(
+                        work,
+                        candidates=tuple(chosen.get("candidates") or ()),
+                        strategy=chosen.get("strategy"),
+                        choose=bool(chosen.get("final")),
+                    )
         return out
+
+    def with_round_solvers(self, jobs: Sequence[ClaimedJob]) -> list[ClaimedJob]:
+        """``jobs`` with the solver of each strategy round's job filled in (its round's:
+        :func:`tuna.jobs.states.insert_round_jobs`)."""
+        builds = {j.search_build for j in jobs if j.config is not None and j.solver is None}
+        builds.discard(None)
+        if not builds:
+            return list(jobs)
+        rounds = self._fetch_rounds({b for b in builds if b is not None})
+        out = []
+        for j in jobs:
+            solver = rounds.get(j.search_build or 0, {}).get("solver")
+            if j.config is not None and j.solver is None and solver is not None:
+                j = dataclasses.replace(j, solver=int(solver))
+            out.append(j)
+        return out
+
+    def _fetch_rounds(self, build_ids: set[int]) -> dict[int, dict[str, Any]]:
+        """The candidates (and strategy) of strategy rounds' jobs, by search_build id."""
+        if not build_ids:
+            return {}
+        with self.db.session() as s:
+            return {
+                bid: dict(params or {})
+                for bid, params in s.execute(
+                    select(SearchBuild.id, SearchBuild.params).where(
+                        SearchBuild.id.in_(sorted(build_ids))
+                    )
+                )
+            }
 
     def _fetch_problems(self, config_ids: set[int]) -> None:
         if not config_ids:

@@ -200,7 +200,10 @@ class CpuConvBackend(Backend):
             return CompileOutcome.failed(too_large)
         started = time.monotonic()
         try:
-            params = self.candidates(problem, solver, work.step, knobs)
+            if work.candidates is not None:  # a search strategy's round
+                params = list(work.candidates)
+            else:
+                params = self.candidates(problem, solver, work.step, knobs)
             for p in params:
                 sv.parse_params(solver, p)
         except ValueError as e:
@@ -262,7 +265,7 @@ class CpuConvBackend(Backend):
         if absent:
             return EvalOutcome.failed(f"compiled kernels missing: {', '.join(absent)}")
         started = time.monotonic()
-        strategy = _strategy(work.step, len(table), payload.get("space", 0))
+        strategy = work.strategy or _strategy(work.step, len(table), payload.get("space", 0))
         # A resumed job: what this session measured on this platform is not timed again.
         before = {m.params: m for m in work.measured if m.params in table}
         if before:
@@ -311,6 +314,8 @@ class CpuConvBackend(Backend):
                 "job %d: raced %d of %d candidate(s) of %s, about %.1f ms of timing saved",
                 work.job_id, len(raced), len(measured), solver, sum(m.saved_ms for m in raced),
             )  # fmt: skip
+        if not work.choose:  # a strategy's round: its measurements are its result
+            return EvalOutcome(measurements=tuple(_measurement(m, strategy) for m in fresh))
         units = {params: by_name[name] for params, (name, _symbol) in table.items()}
         workspace = {
             p: sv.workspace_bytes(problem, solver, sv.parse_params(solver, p)) for p in table

@@ -1,0 +1,70 @@
+"""``--strategy`` and its flags on ``load_jobs`` and ``tuna search create`` (issue #16)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tuna.cli import main
+
+LINE = "MIOpenDriver conv -n 1 -c 16 -H 8 -W 8 -k 16 -y 1 -x 1 -F 1"
+
+
+@pytest.fixture
+def cpuconv(runner):
+    for args in (
+        ["session", "create", "--arch", "cpu", "--num-cu", "2", "--backend", "cpuconv"],
+        ["import_configs", "-t", "net", "-d", LINE],
+    ):
+        r = runner.invoke(main, args)
+        assert r.exit_code == 0, r.output
+    return runner
+
+
+def test_load_jobs_strategy_makes_one_search_per_applicable_tunable_solver(cpuconv):
+    args = ["load_jobs", "-t", "net", "-s", "1", "--strategy", "random", "--budget", "10%"]
+    r = cpuconv.invoke(main, args)
+    assert r.exit_code == 0, r.output
+    words = " ".join(r.output.split())
+    # 1x1 stride 1: the two GEMM solvers and the tiled direct one; Winograd needs 3x3
+    assert "searches created 3" in words
+    assert "not applicable: CpuWinograd2x3 1" in words
+    again = cpuconv.invoke(main, args)
+    assert "searches created 0 already created 3" in " ".join(again.output.split())
+    listed = cpuconv.invoke(main, ["search", "list", "-s", "1", "--csv"])
+    assert listed.output.count("random Cpu") == 3
+
+
+def test_search_create_strategy(cpuconv):
+    r = cpuconv.invoke(
+        main,
+        ["search", "create", "-s", "1", "--name", "m", "--strategy", "grid", "--config", "1",
+         "--solver", "CpuGemm1x1", "--budget", "16", "--patience", "4"],
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert r.output.startswith("search 1 'm' in session 1: grid over CpuGemm1x1 on config 1")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--strategy", "annealing"], "Error: unknown strategy 'annealing'; the strategies are "
+         "exhaustive, random, grid, hillclimb, genetic, model"),
+        (["--strategy", "random", "--budget", "0"], "Error: budget 0: give a count"),
+        (["--strategy", "random", "--budget", "lots"], "Error: budget 'lots': give a count"),
+        (["--strategy", "random", "--budget", "200%"], "Error: budget 2: a share of the space"),
+        (["--strategy", "random", "--transfer"], "Error: --transfer is for the model strategy"),
+        (["--transfer"], "Error: --transfer and --patience go with --strategy NAME"),
+        (["--strategy", "random", "--step", "find"], "Error: --strategy searches a tunable"),
+        (["--strategy", "random", "--budget", "100"],
+         "Error: a budget of 100 measurements is above the space's 64 candidates"),
+    ],
+)  # fmt: skip
+def test_bad_strategy_flags_say_so_in_one_line_and_write_nothing(cpuconv, args, message):
+    r = cpuconv.invoke(
+        main, ["load_jobs", "-t", "net", "-s", "1", "--solvers", "CpuGemm1x1", *args]
+    )
+    assert r.exit_code == 1, r.output
+    assert r.output.startswith(message), r.output
+    assert len(r.output.strip().splitlines()) == 1, r.output
+    listed = cpuconv.invoke(main, ["search", "list", "-s", "1", "--csv"])
+    assert listed.output.count("\n") <= 1, listed.output  # no search stored

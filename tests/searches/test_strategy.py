@@ -1,0 +1,249 @@
+"""Strategy searches through the one driver (issue #16): rounds as perf jobs of real cpuconv
+kernels, their Runs from the measurement rows, a final job that records the measured
+winner, and the model's history read from the measurements that count."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from sqlalchemy import func, insert, select
+
+from tests.searches.helpers import runs, search_state
+from tests.support.wait import wait_until
+from tuna.catalog.importer import import_configs, read_lines
+from tuna.db import Database
+from tuna.db.models import (
+    FindDb,
+    Job,
+    Measurement,
+    PerfDb,
+    Platform,
+    SearchBuild,
+    SearchTally,
+    Solver,
+)
+from tuna.search import SearchError
+from tuna.searches.strategy import (
+    StrategyRequest,
+    create_strategy_search,
+    strategy_history,
+)
+from tuna.sessions import SessionSpec, create_session
+from tuna.worker import run_worker
+
+LINE = "./bin/MIOpenDriver conv -n 1 -c 16 -H 8 -W 8 -k 16 -y 1 -x 1 -F 1\n"
+OTHER = "./bin/MIOpenDriver conv -n 1 -c 32 -H 14 -W 14 -k 32 -y 1 -x 1 -F 1\n"
+SOLVER = "CpuGemm1x1"  # 64 candidates on LINE
+ENV = {"CPUCONV_OPT": "1", "CPUCONV_REPEATS": "1", "CPUCONV_PER_UNIT": "16"}
+
+
+@pytest.fixture(autouse=True)
+def _own_lock_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("TUNA_LOCK_DIR", str(tmp_path / "locks"))
+
+
+def cpuconv_session(db: Database, line: str = LINE) -> tuple[int, int]:
+    configs = import_configs(db, read_lines(line), tag="t")
+    session = create_session(
+        db, SessionSpec(arch="cpu", num_cu=2, backend="cpuconv", environment=ENV)
+    ).id
+    del configs
+    with db.session() as s:
+        from tuna.db.models import ConvConfig
+
+        config = s.scalar(select(func.max(ConvConfig.id)))
+    assert config is not None
+    return session, int(config)
+
+
+@contextmanager
+def fleet(db: Database, session: int) -> Iterator[None]:
+    """The session's searches driven, and a compile and an evaluate worker, all local."""
+    from tuna.searches import SessionSearches
+
+    stop = threading.Event()
+    searches = SessionSearches(db, session)
+    kw: dict[str, Any] = {"stop": stop, "handle_signals": False, "idle_sleep": 0.02}
+    threads = [
+        threading.Thread(target=searches.run, args=(stop,), kwargs={"idle_s": 0.05}),
+        threading.Thread(target=run_worker, args=(db, session, "compile"), kwargs=kw),
+        threading.Thread(target=run_worker, args=(db, session, "eval"), kwargs=kw),
+    ]
+    for t in threads:
+        t.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+
+
+def measurements(db: Database, session: int) -> list[Any]:
+    with db.session() as s:
+        return list(
+            s.execute(
+                select(Measurement.params, Measurement.time_ms, Measurement.strategy)
+                .where(Measurement.session == session)
+                .order_by(Measurement.id)
+            ).all()
+        )
+
+
+@pytest.mark.serial
+@pytest.mark.parametrize("strategy", ["model", "hillclimb"])
+def test_a_strategy_drains_through_workers_and_records_a_measured_winner(
+    db: Database, strategy: str
+) -> None:
+    session, config = cpuconv_session(db)
+    search = create_strategy_search(
+        db,
+        StrategyRequest(session, config, SOLVER, strategy, budget=16, round_size=8, seed=1),
+    )
+    with fleet(db, session):
+        wait_until(
+            lambda: search_state(db, search)[0] != "active", "the search to end", timeout=240
+        )
+    assert search_state(db, search) == ("done", None)
+    done = runs(db, search)
+    measured = measurements(db, session)
+    # fewer than the space's 64, each measured once (the final job reused its candidates)
+    assert len(done) == len(measured) <= 16 < 64
+    assert len({m.params for m in measured}) == len(measured)
+    assert {m.strategy for m in measured} == {strategy}
+    with db.session() as s:
+        rounds = s.execute(
+            select(func.count()).select_from(SearchBuild).where(SearchBuild.search == search)
+        ).scalar_one()
+        jobs = s.execute(
+            select(func.count()).select_from(Job).where(Job.session == session)
+        ).scalar_one()
+        perf = s.execute(select(PerfDb.params).where(PerfDb.session == session)).scalars().all()
+        find = s.execute(select(FindDb.time_ms).where(FindDb.session == session)).scalars().all()
+    # one job per round (its candidates built together), and one final job
+    assert rounds == jobs >= 3 if strategy == "hillclimb" else rounds == jobs == 3
+    with db.session() as s:
+        tally = s.execute(
+            select(SearchTally.runs, SearchTally.done, SearchTally.valid).where(
+                SearchTally.search == search
+            )
+        ).one()
+    assert tuple(tally) == (len(done), len(done), sum(bool(r.valid) for r in done))
+    best = min((m for m in measured if m.time_ms is not None), key=lambda m: m.time_ms)
+    assert perf == [best.params]  # the winner is the best measured, its time a measured one
+    assert find == [best.time_ms]
+
+
+def test_bad_requests_say_what_is_wrong_and_write_nothing(lite: Database) -> None:
+    session, config = cpuconv_session(lite)
+    bad = [
+        (dict(strategy="annealing"), "unknown strategy 'annealing'; the strategies are"),
+        (dict(budget=0), "budget 0"),
+        (dict(budget=65), "above the space's 64 candidates"),
+        (dict(strategy="random", transfer=True), "--transfer is for the model strategy"),
+        (dict(solver="CpuDirectNaive"), "has no tunable space"),
+    ]
+    for change, message in bad:
+        request: dict[str, Any] = dict(
+            session=session, config=config, solver=SOLVER, strategy="model", budget=8
+        )
+        request.update(change)
+        with pytest.raises(SearchError, match=message):
+            create_strategy_search(lite, StrategyRequest(**request))
+
+
+def _measure(db: Database, session: int, config: int, rows: list[tuple[str, float]]) -> None:
+    with db.transaction() as conn:
+        solver = conn.execute(select(Solver.id).where(Solver.name == SOLVER)).scalar_one()
+        platform = conn.execute(select(Platform.id)).scalar()
+        if platform is None:
+            conn.execute(insert(Platform).values(digest="x" * 64, info={}))
+            platform = conn.execute(select(Platform.id)).scalar_one()
+        conn.execute(
+            insert(Measurement),
+            [
+                dict(
+                    session=session, config=config, solver=solver, params=p, platform=platform,
+                    time_ms=t, valid=True, strategy="random",
+                )
+                for p, t in rows
+            ],
+        )  # fmt: skip
+
+
+def test_the_models_history_is_the_measurements_that_count(db: Database) -> None:
+    session, config = cpuconv_session(db)
+    import_configs(db, read_lines(OTHER), tag="other")
+    with db.session() as s:
+        from tuna.db.models import ConvConfig
+
+        other = max(s.scalars(select(ConvConfig.id)))
+    # another session of the same target measured another problem
+    elsewhere = create_session(
+        db, SessionSpec(arch="cpu", num_cu=2, backend="cpuconv", environment=ENV)
+    ).id
+    _measure(db, session, config, [("1,1,4,64,1", 2.0)])
+    _measure(db, elsewhere, other, [("1,1,4,64,1", 5.0), ("2,1,4,64,1", 4.0)])
+    with db.session() as s:
+        own = strategy_history(s, session, config, SOLVER, transfer=False, until=None)
+        every = strategy_history(s, session, config, SOLVER, transfer=True, until=None)
+        first = s.scalar(select(func.min(Measurement.id)))
+        before = strategy_history(s, session, config, SOLVER, transfer=True, until=first)
+    assert [(p, t) for _, p, t in own] == [({"MR": 1, "NV": 1, "VW": 4, "KC": 64, "NT": 1}, 2.0)]
+    assert sorted(t for _, _, t in every) == [2.0, 4.0, 5.0]
+    assert len({tuple(sorted(f.items())) for f, _, _ in every}) == 2  # two problems' features
+    assert len(before) == 1  # a snapshot: what a resumed search reads again
+    # a retired session's rows leave the history (the same rules as every other decision)
+    from tuna.sessions.history import retire
+
+    retire(db, elsewhere)
+    with db.session() as s:
+        left = strategy_history(s, session, config, SOLVER, transfer=True, until=None)
+    assert [t for _, _, t in left] == [2.0]
+
+
+def test_a_model_search_with_transfer_and_no_history_falls_back(lite: Database) -> None:
+    session, config = cpuconv_session(lite)
+    search = create_strategy_search(
+        lite, StrategyRequest(session, config, SOLVER, "model", budget=8, transfer=True)
+    )
+    from tuna.searches.drive import SearchDriver
+
+    driver = SearchDriver(lite, search)
+    assert driver.tick()
+    assert len(runs(lite, search)) == 8  # the first round, one job
+    with lite.session() as s:
+        assert s.execute(select(func.count()).select_from(Job)).scalar_one() == 1
+
+
+def work(db: Database, session: int) -> None:
+    """Compile, then evaluate, what is ready now (no driver running)."""
+    for phase in ("compile", "eval"):
+        run_worker(db, session, phase, until_empty=True, handle_signals=False, idle_sleep=0.01)
+
+
+def test_a_new_driver_resumes_a_strategy_without_measuring_anything_twice(lite: Database) -> None:
+    from tuna.searches.drive import SearchDriver
+
+    session, config = cpuconv_session(lite)
+    search = create_strategy_search(
+        lite, StrategyRequest(session, config, SOLVER, "model", budget=16, round_size=8, seed=2)
+    )
+    first = SearchDriver(lite, search)
+    first.tick()  # round 1 enqueued, then this driver is gone
+    work(lite, session)
+    second = SearchDriver(lite, search)  # replays round 1 from its Runs, enqueues round 2
+    second.tick()
+    assert [r.seq for r in runs(lite, search)] == list(range(16))
+    third = SearchDriver(lite, search)  # round 2 in flight: awaited, not enqueued again
+    while third.tick():
+        work(lite, session)
+    assert search_state(lite, search) == ("done", None)
+    measured = measurements(lite, session)
+    assert len(measured) == len({m.params for m in measured}) == 16
+    with lite.session() as s:
+        assert s.execute(select(func.count()).select_from(Job)).scalar_one() == 3

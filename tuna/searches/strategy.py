@@ -1,0 +1,438 @@
+"""Strategy searches: a tunable solver's space on one problem, searched round by round.
+
+A strategy (:mod:`tuna.search.strategies`: exhaustive, random, grid, hillclimb, genetic,
+model) over the candidates the backend enumerates for (config, solver) is a search like
+any other, run by the one driver (:mod:`tuna.searches.drive`): its rows are a ``search``
+(``spec["kind"] == "strategy"``), a ``search_run`` per candidate proposed and a
+``search_build`` per **round**. A round is one job of the session's backend — a ``perf``
+job of the (config, solver) whose compile phase builds exactly the round's candidates (for
+cpuconv: one set of shared objects holding them all) and whose evaluate phase times them;
+every candidate timed is a ``measurement`` row, and the round's ``search_run`` rows are
+filled from them in the same fenced transaction (:mod:`tuna.jobs.search_results`).
+
+When the strategy is done, one **final** job of the best measured candidates writes the
+perf-db and find-db rows (with the winner's kernel): its candidates were measured in this
+session, so on the same platform they are reused, not timed again; on another platform
+they are measured for real. Nothing predicted is ever a result.
+
+The model's history is a query (:func:`strategy_history`): this problem's measurements and,
+with ``transfer``, those of every other problem, that count for the session under its
+history rules (compatible, unretired sessions, young enough, on matching platforms), up to
+the newest measurement when the search was created, so that a resumed search reads the same
+history and its seeded strategy replays the same rounds.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session as OrmSession
+
+from tuna.backends.cpuconv import solvers as cpuconv_solvers
+from tuna.backends.cpuconv.features import candidate_features, problem_features
+from tuna.catalog.records import configs_with_tensors, conv_problem
+from tuna.db import Database
+from tuna.db.models import ConvConfig, Measurement, Search, Solver, TuningSession
+from tuna.errors import NotFoundError, TunaError
+from tuna.library.effort import counting_measurements
+from tuna.problems.conv import ConvProblem
+from tuna.search import Objective, SearchError
+from tuna.search.costmodel import HistoryEntry
+from tuna.search.strategies import (
+    STRATEGIES,
+    CandidateSpace,
+    RoundSearcher,
+    UnknownStrategyError,
+    make_strategy,
+    resolve_budget,
+)
+from tuna.sessions.history import eligibility
+from tuna.sessions.session import session_info, session_row
+
+KIND = "strategy"
+OBJECTIVE = Objective("time_ms", "min")
+#: The best measured candidates the final job measures (or reuses) and chooses among.
+FINAL_CANDIDATES = 3
+#: The backends whose spaces a strategy searches (their parameter names and features).
+BACKENDS = ("cpuconv",)
+
+
+@dataclass(frozen=True)
+class StrategyRequest:
+    """A strategy search as asked for (``load_jobs --strategy`` / ``tuna search create
+    --strategy``): ``budget`` is a count of measurements or a share of the space."""
+
+    session: int
+    config: int
+    solver: str
+    strategy: str
+    budget: int | float | None = None
+    patience: int | None = None
+    seed: int = 0
+    round_size: int = 8
+    transfer: bool = False
+    name: str | None = None
+
+
+def check_strategy_options(
+    strategy: str, budget: int | float | None, patience: int | None, transfer: bool
+) -> None:
+    """The options alone, before any problem is looked at (one clear line each)."""
+    if strategy not in STRATEGIES:
+        raise UnknownStrategyError(
+            f"unknown strategy {strategy!r}; the strategies are {', '.join(STRATEGIES)}"
+        )
+    if budget is not None and (isinstance(budget, bool) or budget <= 0):
+        raise SearchError(
+            f"budget {budget:g}: give a count of measurements (e.g. 64) or a share of the "
+            "space (e.g. 0.1)"
+        )
+    if isinstance(budget, float) and budget > 1:
+        raise SearchError(f"budget {budget:g}: a share of the space is at most 1")
+    if patience is not None and patience < 1:
+        raise SearchError(f"patience {patience}: give at least 1 measurement, or leave it out")
+    if transfer and strategy != "model":
+        raise SearchError(
+            f"--transfer is for the model strategy; {strategy!r} learns from no history"
+        )
+    if strategy == "model":
+        from tuna.search.costmodel import lightgbm
+
+        lightgbm()  # ModelLibraryMissing names the extra to install
+
+
+def parse_budget(text: str) -> int | float:
+    """``--budget``: a count (``64``) or a share of the space (``0.1``, ``10%``)."""
+    raw = text.strip()
+    try:
+        if raw.endswith("%"):
+            return float(raw[:-1]) / 100
+        return float(raw) if "." in raw else int(raw)
+    except ValueError as e:
+        raise SearchError(
+            f"budget {text!r}: give a count of measurements (64), or a share of the space "
+            "(0.1 or 10%)"
+        ) from e
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A (config, solver) pair's space and the features a model reads."""
+
+    problem: ConvProblem
+    space: CandidateSpace
+    features: dict[str, float]
+
+
+def problem_space(problem: ConvProblem, solver: str, source: str) -> Problem:
+    """The candidates of ``solver`` on ``problem`` (cpuconv's enumeration)."""
+    spec = cpuconv_solvers.SPECS.get(solver)
+    if spec is None:
+        raise SearchError(
+            f"solver {solver!r} has no tunable space a strategy can search; the tunable "
+            f"solvers are {', '.join(sorted(cpuconv_solvers.SPECS))}"
+        )
+    why = cpuconv_solvers.applicability(problem, solver)
+    if why is not None:
+        raise SearchError(f"{source}: {solver} does not apply: {why}")
+    candidates = cpuconv_solvers.tuning_space(problem, solver)
+    space = CandidateSpace.from_strings(spec.names, candidates, source=source)
+    return Problem(problem, space, problem_features(problem, solver))
+
+
+def _problems(s: OrmSession, config_ids: Sequence[int] | None) -> dict[int, ConvProblem]:
+    query = configs_with_tensors()
+    if config_ids is not None:
+        query = query.where(ConvConfig.id.in_(sorted(config_ids)))
+    out: dict[int, ConvProblem] = {}
+    for cfg, x, w in s.execute(query):
+        try:
+            out[cfg.id] = conv_problem(cfg, x, w)
+        except TunaError:
+            continue  # not a problem the backend can run: no history of it
+    return out
+
+
+def strategy_history(
+    s: OrmSession,
+    session_id: int,
+    config: int,
+    solver: str,
+    *,
+    transfer: bool,
+    until: int | None,
+) -> list[HistoryEntry]:
+    """The measurements a model learns from (see the module docstring): this problem's and,
+    with ``transfer``, every other problem's, valid ones only, as (features, params, time)."""
+    info = session_info(session_row(s, session_id))
+    history = eligibility(s, info)
+    solver_id = s.scalar(
+        select(Solver.id).where(Solver.name == solver, Solver.backend == info.backend)
+    )
+    spec = cpuconv_solvers.SPECS.get(solver)
+    if solver_id is None or spec is None:
+        return []
+    rows: dict[int, list[tuple[str, float]]] = defaultdict(list)
+    found = counting_measurements(
+        s, history, solver_id, None if transfer else [config], valid_only=True, until=until
+    )
+    for cfg, params, time_ms, _valid in found:
+        if time_ms is not None and time_ms > 0:
+            rows[cfg].append((params, float(time_ms)))
+    problems = _problems(s, list(rows))
+    out: list[HistoryEntry] = []
+    for cfg, measured in rows.items():
+        problem = problems.get(cfg)
+        if problem is None:
+            continue
+        features = problem_features(problem, solver)
+        latest = dict(measured)  # one per candidate: the latest
+        for params, t in latest.items():
+            values = params.split(",")
+            if len(values) != len(spec.names):
+                continue
+            try:
+                point = dict(zip(spec.names, (int(v) for v in values), strict=True))
+            except ValueError:
+                continue
+            out.append((features, point, t))
+    return out
+
+
+def strategy_spec(request: StrategyRequest, until: int) -> dict[str, Any]:
+    return {
+        "kind": KIND,
+        "config": request.config,
+        "solver": request.solver,
+        "strategy": request.strategy,
+        "budget": request.budget,
+        "patience": request.patience,
+        "seed": request.seed,
+        "round_size": request.round_size,
+        "transfer": request.transfer,
+        "history_until": until,
+    }
+
+
+def is_strategy(spec: Mapping[str, Any]) -> bool:
+    return spec.get("kind") == KIND
+
+
+def load_problem(s: OrmSession, config: int, solver: str) -> Problem:
+    problem = _problems(s, [config]).get(config)
+    if problem is None:
+        raise SearchError(f"config {config} does not exist or is not a problem cpuconv runs")
+    return problem_space(problem, solver, f"{solver} on config {config}")
+
+
+def make_searcher_for(db: Database, session_id: int, spec: Mapping[str, Any]) -> RoundSearcher:
+    """The strategy of a stored strategy search, with its history as it was at creation."""
+    with db.session() as s:
+        p = load_problem(s, int(spec["config"]), str(spec["solver"]))
+        history: list[HistoryEntry] = []
+        if spec["strategy"] == "model":
+            history = strategy_history(
+                s,
+                session_id,
+                int(spec["config"]),
+                str(spec["solver"]),
+                transfer=bool(spec.get("transfer")),
+                until=spec.get("history_until"),
+            )
+    extra: dict[str, Any] = {}
+    if spec["strategy"] == "model":
+        extra = {
+            "features": p.features,
+            "history": history,
+            "transfer": bool(spec.get("transfer")),
+            "derive": candidate_features,
+        }
+    return make_strategy(
+        str(spec["strategy"]),
+        p.space,
+        budget=spec.get("budget"),
+        patience=spec.get("patience"),
+        round_size=int(spec.get("round_size") or 8),
+        seed=int(spec.get("seed") or 0),
+        objective=OBJECTIVE,
+        **extra,
+    )
+
+
+def solver_id(db: Database, session_id: int, solver: str) -> int:
+    """The id of ``solver`` of the session's backend."""
+    with db.session() as s:
+        backend = s.scalar(select(TuningSession.backend).where(TuningSession.id == session_id))
+        found = s.scalar(select(Solver.id).where(Solver.name == solver, Solver.backend == backend))
+    if found is None:
+        raise SearchError(f"solver {solver!r} is not a solver of session {session_id}'s backend")
+    return int(found)
+
+
+def candidate_space(db: Database, spec: Mapping[str, Any]) -> CandidateSpace:
+    with db.session() as s:
+        return load_problem(s, int(spec["config"]), str(spec["solver"])).space
+
+
+def create_strategy_search(db: Database, request: StrategyRequest) -> int:
+    """Check ``request`` and store its search (nothing is written when a check fails)."""
+    check_strategy_options(request.strategy, request.budget, request.patience, request.transfer)
+    if request.round_size < 1:
+        raise SearchError(f"round size {request.round_size}: give at least 1")
+    name = search_name(request)
+    with db.session(immediate=True) as s:
+        sess = s.get(TuningSession, request.session)
+        if sess is None:
+            raise TunaError(
+                f"session {request.session} does not exist; `tuna session list` shows them"
+            )
+        if sess.backend not in BACKENDS:
+            raise SearchError(
+                f"session {request.session} tunes {sess.backend}; strategies search the "
+                f"spaces of {', '.join(BACKENDS)}"
+            )
+        p = load_problem(s, request.config, request.solver)
+        count = resolve_budget(request.budget, len(p.space))
+        taken = s.execute(
+            select(Search.id).where(Search.session == request.session, Search.name == name)
+        ).scalar()
+        if taken is not None:
+            raise SearchError(
+                f"session {request.session} already has a search named {name!r} "
+                f"(search {taken}); choose another name, or `tuna search run` to resume it"
+            )
+        # the history snapshot: rows after it (this search's own included) are not read
+        until = int(s.scalar(select(func.max(Measurement.id))) or 0)
+        spec = strategy_spec(request, until)
+        if request.strategy == "model":
+            history = strategy_history(
+                s,
+                request.session,
+                request.config,
+                request.solver,
+                transfer=request.transfer,
+                until=until,
+            )
+            make_strategy(  # the model's own checks (history, settings) fail here, not later
+                request.strategy,
+                p.space,
+                budget=request.budget,
+                patience=request.patience,
+                round_size=request.round_size,
+                seed=request.seed,
+                features=p.features,
+                history=history,
+                transfer=request.transfer,
+                derive=candidate_features,
+            )
+        row = Search(
+            session=request.session,
+            name=name[:128],
+            space_file=f"{request.solver} on config {request.config}"[:255],
+            space_text=json.dumps(
+                {"names": list(p.space.names), "candidates": len(p.space)}, sort_keys=True
+            ),
+            base={},
+            searcher=request.strategy,
+            objective={"stat": OBJECTIVE.stat, "goal": OBJECTIVE.goal, "valid": None},
+            budget=count,
+            parallelism=request.round_size,
+            backend=sess.backend,
+            spec=spec,
+            state="active",
+        )
+        s.add(row)
+        s.flush()
+        return row.id
+
+
+@dataclass
+class StrategyLoad:
+    """What ``load_jobs --strategy`` did: searches created, present already, skipped."""
+
+    configs: int = 0
+    created: list[int] = field(default_factory=list)
+    already: int = 0
+    not_applicable: Counter[str] = field(default_factory=Counter)
+
+
+def load_strategy_searches(
+    db: Database,
+    session_id: int,
+    *,
+    strategy: str,
+    tag: str | None = None,
+    all_configs: bool = False,
+    solvers: Sequence[str] | None = None,
+    budget: int | float | None = None,
+    patience: int | None = None,
+    seed: int = 0,
+    round_size: int = 8,
+    transfer: bool = False,
+) -> StrategyLoad:
+    """One strategy search per (config, applicable tunable solver) of the configs tagged
+    ``tag`` (or all): ``load_jobs --strategy``. A pair whose search exists is left alone."""
+    if (tag is None) == (not all_configs):
+        raise TunaError("give exactly one of -t TAG or --all_configs")
+    check_strategy_options(strategy, budget, patience, transfer)
+    tunable = sorted(cpuconv_solvers.SPECS)
+    if solvers:
+        unknown = sorted(set(solvers) - set(tunable))
+        if unknown:
+            raise SearchError(
+                f"solver(s) {', '.join(unknown)}: a strategy searches a tunable solver's "
+                f"space; the tunable solvers are {', '.join(tunable)}"
+            )
+        tunable = [s for s in tunable if s in solvers]
+    with db.session() as s:
+        backend = s.scalar(select(TuningSession.backend).where(TuningSession.id == session_id))
+        if backend is None:
+            raise TunaError(f"session {session_id} does not exist; `tuna session list` shows them")
+        if backend not in BACKENDS:
+            raise SearchError(
+                f"session {session_id} tunes {backend}; strategies search the spaces of "
+                f"{', '.join(BACKENDS)} (leave --strategy out to queue its jobs)"
+            )
+        rows = [(cfg.id, x, w, cfg) for cfg, x, w in s.execute(configs_with_tensors(tag))]
+        problems = {}
+        for cid, x, w, cfg in rows:
+            try:
+                problems[cid] = conv_problem(cfg, x, w)
+            except TunaError as e:
+                problems[cid] = str(e)  # type: ignore[assignment]
+        taken = set(s.scalars(select(Search.name).where(Search.session == session_id)))
+    if tag is not None and not problems:
+        raise NotFoundError(f"no config is tagged {tag!r}; import_configs -t {tag} -f FILE")
+    out = StrategyLoad(configs=len(problems))
+    todo: list[StrategyRequest] = []
+    for cid, problem in problems.items():
+        for solver in tunable:
+            why = (
+                problem
+                if isinstance(problem, str)
+                else cpuconv_solvers.applicability(problem, solver)
+            )
+            if why is not None:
+                out.not_applicable[why if isinstance(problem, str) else solver] += 1
+                continue
+            request = StrategyRequest(
+                session_id, cid, solver, strategy, budget, patience, seed, round_size, transfer
+            )
+            if search_name(request) in taken:
+                out.already += 1
+                continue
+            # every pair's budget is checked before anything is stored
+            space = problem_space(problem, solver, f"{solver} on config {cid}").space
+            resolve_budget(budget, len(space))
+            todo.append(request)
+    out.created = [create_strategy_search(db, request) for request in todo]
+    return out
+
+
+def search_name(request: StrategyRequest) -> str:
+    return request.name or f"{request.strategy} {request.solver} config {request.config}"
