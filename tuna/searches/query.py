@@ -26,7 +26,7 @@ from tuna.db import Database
 from tuna.db.models import Machine, Search, SearchBuild, SearchRun, SearchTally, TuningSession
 from tuna.errors import NotFoundError, TunaError
 from tuna.search import Objective, Run
-from tuna.search.progress import Goal, best_so_far, better, improvements
+from tuna.search.progress import Goal, best_so_far, improvements
 
 RunStatus = Literal["valid", "invalid", "pending"]
 RUN_STATUSES: tuple[RunStatus, ...] = ("valid", "invalid", "pending")
@@ -298,12 +298,16 @@ def searches_of(db: Database, session_ids: Iterable[int]) -> list[SearchSummary]
 
 
 def find_search(db: Database, ref: str | int, session_id: int | None = None) -> SearchSummary:
-    """A search by id, or by name within ``session_id``; else a :class:`NotFoundError`."""
+    """A search by id (an int, or digits without ``session_id``; of that session when one
+    is given), or by name within ``session_id``; else a :class:`NotFoundError`."""
     with db.transaction() as conn:
         q = select(*_SEARCH_COLUMNS)
         if isinstance(ref, int) or (isinstance(ref, str) and ref.isdigit() and session_id is None):
             q = q.where(Search.id == int(ref))
             where = f"search {ref}"
+            if session_id is not None:
+                q = q.where(Search.session == session_id)
+                where += f" of session {session_id}"
         else:
             if session_id is None:
                 raise TunaError(
@@ -435,22 +439,21 @@ HEAD_RUNS = 4096
 """Finished runs read from the start of a search (in finish order) by the fast curve."""
 LATE_STEPS = 64
 """Steps after those that the fast curve finds one query each; past this many, it reads all."""
+CHECKED_RUNS = 4096
+"""Runs whose validity stat the fast curve checks while looking for its late steps (an
+objective with one); past this many, it reads all."""
 
 
 def curve(db: Database, search: SearchSummary, recent: int = 2000) -> Curve:
     """The best-so-far curve of :func:`measured`, reduced to what a chart draws: its steps
     and the ``recent`` latest measurements that count.
 
-    Without a validity stat it is read through indexes rather than run by run
-    (:func:`_fast_curve`); with one (the stat is inside the JSON stats), or when the fast
-    path gives up, every finished run is read (:func:`_full_curve`). Both give the same.
+    It is read through indexes rather than run by run (:func:`_fast_curve`); when that
+    gives up, every finished run is read (:func:`_full_curve`). Both give the same.
     """
-    if search.validity is None:
-        with db.transaction() as conn:
-            fast = _fast_curve(conn, search, recent)
-        if fast is not None:
-            return fast
-    return _full_curve(db, search, recent)
+    with db.transaction() as conn:
+        fast = _fast_curve(conn, search, recent)
+    return fast if fast is not None else _full_curve(db, search, recent)
 
 
 def _full_curve(db: Database, search: SearchSummary, recent: int) -> Curve:
@@ -467,8 +470,54 @@ def _before(finished: dt.datetime, seq: int) -> ColumnElement[bool]:
     )
 
 
+class _GiveUp(Exception):
+    """The fast curve would read too much: read every run instead."""
+
+
+@dataclass
+class _Checker:
+    """Whether runs count, for the fast curve: ``(..., value[, stats])`` rows; with a
+    validity stat the stats are read (from the rows, not the index) and checked, at most
+    :data:`CHECKED_RUNS` of them outside the head and the latest runs."""
+
+    search: SearchSummary
+    checked: int = 0
+
+    @property
+    def columns(self) -> list[Any]:
+        counts = and_(SearchRun.valid == true(), SearchRun.value.is_not(None))
+        cols: list[Any] = [case((counts, SearchRun.value))]
+        return cols + ([SearchRun.stats] if self.search.validity is not None else [])
+
+    def value(self, row: Any, at: int) -> float | None:
+        """The value of a row whose columns from ``at`` are :attr:`columns`, or None."""
+        v = row[at]
+        if v is None:
+            return None
+        if self.search.validity is None:
+            return float(v)
+        return float(v) if self.search.counts(True, v, row[at + 1]) else None
+
+    def first(self, conn: Connection, q: Any) -> Any | None:
+        """The first row of ``q`` (selecting :attr:`columns` first) that counts."""
+        if self.search.validity is None:
+            return conn.execute(q.limit(1)).first()
+        offset = 0
+        while True:
+            batch = conn.execute(q.limit(BEST_BATCH).offset(offset)).all()
+            for r in batch:
+                self.checked += 1
+                if self.value(r, 0) is not None:
+                    return r
+                if self.checked > CHECKED_RUNS:
+                    raise _GiveUp
+            if len(batch) < BEST_BATCH:
+                return None
+            offset += BEST_BATCH
+
+
 def _fast_curve(conn: Connection, search: SearchSummary, recent: int) -> Curve | None:
-    """The curve from indexes, for an objective without a validity stat (None: give up).
+    """The curve from indexes (None: give up).
 
     The first :data:`HEAD_RUNS` finished runs in landing order (the index ``(search,
     finished, seq, valid, value)``) give the early steps. The later ones are found from the
@@ -476,57 +525,72 @@ def _fast_curve(conn: Connection, search: SearchSummary, recent: int) -> Curve |
     runs that finished before it is the one before, and so on until one is no better than
     the head's best (each is the first entry of a range of ``(search, valid, value,
     finished, seq)`` that passes the filter; few entries for a step far from the start).
-    Their positions are counted in one pass over the index up to the latest, the
-    measurements from ``(search, valid, seq)``, and the latest measurements are read from
-    the end of the finish order.
+    Their positions are counted in one pass over the index up to the latest, the number of
+    measurements is the search's ``search_tally``, and the latest measurements are read
+    from the end of the finish order. With a validity stat, each candidate's stats are
+    read and checked: the best valid runs whose stat says invalid are skipped.
     """
+    try:
+        return _fast_curve_or_give_up(conn, search, recent)
+    except _GiveUp:
+        return None
+
+
+def _fast_curve_or_give_up(conn: Connection, search: SearchSummary, recent: int) -> Curve | None:
     goal = search.goal
+    check = _Checker(search)
     done = (SearchRun.search == search.id, SearchRun.valid.is_not(None))
-    counts = and_(SearchRun.valid == true(), SearchRun.value.is_not(None))
-    value = case((counts, SearchRun.value))
     if conn.execute(
         select(SearchRun.seq).where(*done, SearchRun.finished.is_(None)).limit(1)
     ).first():
         return None  # finished runs without a finish time: their order is the database's
-    in_order = select(SearchRun.finished, SearchRun.seq, value).where(*done)
+    in_order = select(SearchRun.finished, SearchRun.seq, *check.columns).where(*done)
     head = conn.execute(in_order.order_by(SearchRun.finished, SearchRun.seq).limit(HEAD_RUNS)).all()
-    values: list[float | None] = [None if r[2] is None else float(r[2]) for r in head]
+    values = [check.value(r, 2) for r in head]
     steps = [(s.n, s.best) for s in improvements(values, goal)]
     if len(head) < HEAD_RUNS:  # the whole search
         counted = [(n, v) for n, v in enumerate(values, start=1) if v is not None]
         return Curve(search, len(values), steps, counted[-recent:] if recent else [])
     head_best = steps[-1][1] if steps else None
     last = (head[-1][0], head[-1][1])
-    value_order = SearchRun.value.desc() if goal == "max" else SearchRun.value.asc()
+    landing = (SearchRun.finished, SearchRun.seq)
+    better_than_head = (
+        ()
+        if head_best is None
+        else (SearchRun.value > head_best if goal == "max" else SearchRun.value < head_best,)
+    )
     late: list[tuple[dt.datetime, int, float]] = []
     while True:
-        q = select(SearchRun.value).where(*_best_where(search.id))
+        q = select(*check.columns).where(*_best_where(search.id), *better_than_head)
         if late:
             q = q.where(_before(late[-1][0], late[-1][1]))
-        v = conn.execute(q.order_by(value_order).limit(1)).scalar()
-        if v is None or not better(float(v), head_best, goal):
+        best = check.first(conn, q.order_by(*_best_order(goal)))
+        if best is None:
             break
-        first = conn.execute(
-            select(SearchRun.finished, SearchRun.seq)
+        v = float(best[0])
+        first = check.first(
+            conn,
+            select(*check.columns, *landing)
             .where(*_best_where(search.id), SearchRun.value == v)
-            .order_by(SearchRun.finished, SearchRun.seq)
-            .limit(1)
-        ).one()
-        if first[0] is None or (first[0], first[1]) <= last:
+            .order_by(*landing),
+        )
+        assert first is not None  # ``best`` is one
+        at = (first[-2], first[-1])
+        if at[0] is None or at <= last:
             break  # the head holds it
-        late.append((first[0], first[1], float(v)))
+        late.append((at[0], at[1], v))
         if len(late) > LATE_STEPS:
             return None
     late.reverse()
     total = _measurements(conn, search.id)
     if late:  # positions: runs up to each, counted over the range up to the latest
-        at = [
+        at_step = [
             func.sum(case((or_(_before(f, s), SearchRun.seq == s), 1), else_=0)) for f, s, _ in late
         ]
         upto = SearchRun.finished <= late[-1][0]
-        row = conn.execute(select(*at).where(*done, upto)).one()
+        row = conn.execute(select(*at_step).where(*done, upto)).one()
         steps += [(int(n), v) for n, (_, _, v) in zip(row, late, strict=True)]
-    return Curve(search, total, steps, _recent(conn, in_order, total, recent))
+    return Curve(search, total, steps, _recent(conn, in_order, check, total, recent))
 
 
 def _measurements(conn: Connection, search_id: int) -> int:
@@ -538,7 +602,9 @@ def _measurements(conn: Connection, search_id: int) -> int:
     return int(conn.execute(select(func.count()).where(*done)).scalar_one())
 
 
-def _recent(conn: Connection, in_order: Any, total: int, recent: int) -> list[tuple[int, float]]:
+def _recent(
+    conn: Connection, in_order: Any, check: _Checker, total: int, recent: int
+) -> list[tuple[int, float]]:
     """The ``recent`` latest measurements that count, ``(n, value)``, read from the end."""
     out: list[tuple[int, float]] = []
     batch = max(2 * recent, 1024)
@@ -547,8 +613,9 @@ def _recent(conn: Connection, in_order: Any, total: int, recent: int) -> list[tu
     while len(out) < recent and offset < total:
         rows = conn.execute(latest.limit(batch).offset(offset)).all()
         for i, r in enumerate(rows):
-            if r[2] is not None and len(out) < recent:
-                out.append((total - offset - i, float(r[2])))
+            v = check.value(r, 2)
+            if v is not None and len(out) < recent:
+                out.append((total - offset - i, v))
         if len(rows) < batch:
             break
         offset += batch
