@@ -1,4 +1,5 @@
-"""``tuna search list`` and ``tuna search show`` on seeded searches (tests/searches/seed.py)."""
+"""``tuna search list`` and ``tuna search show`` on seeded searches (tests/searches/seed.py),
+and what ``tuna search run`` says of them."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ import pytest
 
 from tests.searches.seed import SERVE, seed_searches
 from tuna.cli import main
+from tuna.cli.search_drive import summary_line
 from tuna.config import load_settings
 from tuna.db import open_database
+from tuna.searches import query
 
 
 @pytest.fixture
@@ -150,3 +153,31 @@ def test_search_show_says_what_is_wrong_without_a_traceback(seeded, args, messag
     runner, _ = seeded
     r = runner.invoke(main, args)
     assert r.exit_code == 1 and r.output == message + "\n", r.output
+
+
+def test_search_run_names_a_search_of_its_session_only(seeded):
+    runner, sd = seeded
+    r = runner.invoke(main, ["search", "run", "-s", str(sd.other_session), "--search",
+                             str(sd.serve)])  # fmt: skip
+    assert r.exit_code == 1
+    other = sd.other_session
+    assert r.output == (f"Error: search {sd.serve} of session {other} does not exist; "
+                        f"`tuna search list -s {other}` shows the searches\n")  # fmt: skip
+
+
+def test_search_runs_summary_line_is_the_read_sides_summary(seeded):
+    _, sd = seeded
+    db = open_database(load_settings().db_url)
+    try:
+        serve = query.find_search(db, sd.serve)
+        line = summary_line(serve, query.best_run(db, serve))
+        empty = query.find_search(db, sd.empty)
+        assert summary_line(empty, query.best_run(db, empty)) == (
+            f"search {sd.empty} 'empty': active; 0/0 runs finished (0 invalid), 0 builds; "
+            "no run counts yet"
+        )
+    finally:
+        db.dispose()
+    # seq 3 printed more but says INVALID; seq 4 crashed; 6 and 7 are in flight
+    assert line == (f"search {sd.serve} 'serve': active; 6/8 runs finished (1 invalid), 4 builds; "
+                    "best throughput=250 at batch=4 threads=2 (run 5)")  # fmt: skip

@@ -16,9 +16,9 @@ from tuna.cli.base import TunaCommand, console, database, session_option, verbos
 from tuna.cli.strategy import StrategyFlags, strategy_flags, strategy_options
 from tuna.errors import TunaError
 from tuna.search import load_base_config
-from tuna.searches import SearchRequest, SessionSearches, check_request, create_search
+from tuna.searches import SearchRequest, SessionSearches, check_request, create_search, query
+from tuna.searches.query import RunRow, SearchSummary
 from tuna.searches.strategy import StrategyRequest, create_strategy_search
-from tuna.searches.summary import SearchSummary, find_search, summarize
 
 
 @click.command("create", cls=TunaCommand)
@@ -227,14 +227,16 @@ def _create_strategy(
     )
 
 
-def summary_line(s: SearchSummary) -> str:
-    best = "no run counts yet"
-    if s.best is not None:
-        point = " ".join(f"{k}={v}" for k, v in s.best["point"].items())
-        best = f"best {s.objective['stat']}={s.best['value']} at {point} (run {s.best['seq']})"
+def summary_line(s: SearchSummary, best: RunRow | None) -> str:
+    """Where a search stands, in one line: what ``tuna search run`` prints at the end."""
+    found = "no run counts yet"
+    if best is not None:
+        point = " ".join(f"{k}={v}" for k, v in best.point.items())
+        value = (best.stats or {}).get(s.stat, best.value)
+        found = f"best {s.stat}={value} at {point} (run {best.seq})"
     line = (
-        f"search {s.id} {s.name!r}: {s.state}; {s.finished}/{s.runs} runs finished "
-        f"({s.invalid} invalid), {s.builds} builds; {best}"
+        f"search {s.id} {s.name!r}: {s.state}; {s.done}/{s.runs} runs finished "
+        f"({s.done - s.valid} invalid), {s.builds} builds; {found}"
     )
     return line + (f"; {s.reason}" if s.reason else "")
 
@@ -258,7 +260,9 @@ def run_cmd(session_id: int, ref: str | None, poll: float) -> None:
     """
     db = database()
     try:
-        only = find_search(db, session_id, ref) if ref is not None else None
+        only = None
+        if ref is not None:  # an id (of this session's searches) or a name
+            only = query.find_search(db, int(ref) if ref.isdigit() else ref, session_id).id
         searches = SessionSearches(db, session_id, only=only)
         stop = threading.Event()
         started = time.monotonic()
@@ -270,7 +274,8 @@ def run_cmd(session_id: int, ref: str | None, poll: float) -> None:
         if not ended and only is None:
             console.print(f"session {session_id} has no active search", markup=False)
         for search_id in ended or ([only] if only is not None else []):
-            console.print(summary_line(summarize(db, search_id)), markup=False)
+            s = query.find_search(db, search_id)
+            console.print(summary_line(s, query.best_run(db, s)), markup=False)
         console.print(f"wall: {time.monotonic() - started:.1f} s", markup=False)
     finally:
         db.dispose()
