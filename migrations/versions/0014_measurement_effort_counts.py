@@ -41,26 +41,31 @@ INSERT INTO measurement_effort
     (session, config, solver, platform, day, strategy, measurements, valid)"""
 
 
-CONFIGS_PER_STATEMENT = 5_000
+ROWS_PER_STATEMENT = 500_000
 
 
 def backfill(conn: sa.Connection) -> None:
-    """Count the measurement rows already there, one session and 5,000 configs at a
-    time: each statement reads one range of the (session, config, ...) index and groups
-    few enough rows to stay in memory (a session's 2*10^6 rows at once needed a temporary
-    table on disk), and holds its locks briefly on a live server."""
+    """Count the measurement rows already there.
+
+    On MySQL / MariaDB in ranges of 500,000 ids: each statement reads a stretch of the
+    table in its primary-key order (the columns counted are not all in an index: a scan
+    through one would look every row up at random) and adds its groups to the counts
+    already there, so no temporary table holds more than one stretch's groups. SQLite
+    databases are small: one statement."""
+    if conn.dialect.name not in ("mysql", "mariadb"):
+        conn.execute(sa.text(INSERT + SELECT.format(where="")))
+        return
     statement = sa.text(
-        INSERT + SELECT.format(where=" WHERE session = :session AND config BETWEEN :lo AND :hi")
+        INSERT
+        + SELECT.format(where=" WHERE id BETWEEN :lo AND :hi")
+        + "ON DUPLICATE KEY UPDATE measurements = measurements + VALUES(measurements), "
+        "valid = valid + VALUES(valid)"
     )
-    sessions = conn.execute(sa.text("SELECT DISTINCT session FROM measurement")).scalars()
-    for session in sorted(sessions):
-        lo, hi = conn.execute(
-            sa.text("SELECT MIN(config), MAX(config) FROM measurement WHERE session = :s"),
-            {"s": session},
-        ).one()
-        for start in range(lo, hi + 1, CONFIGS_PER_STATEMENT):
-            end = start + CONFIGS_PER_STATEMENT - 1
-            conn.execute(statement, {"session": session, "lo": start, "hi": end})
+    lo, hi = conn.execute(sa.text("SELECT MIN(id), MAX(id) FROM measurement")).one()
+    if lo is None:
+        return
+    for start in range(lo, hi + 1, ROWS_PER_STATEMENT):
+        conn.execute(statement, {"lo": start, "hi": start + ROWS_PER_STATEMENT - 1})
 
 
 def upgrade() -> None:
