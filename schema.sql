@@ -646,3 +646,9 @@ GROUP BY session, config, solver, platform, DATE(taken), COALESCE(strategy, '');
 
 UPDATE alembic_version SET version_num='0014' WHERE alembic_version.version_num = '0013';
 
+-- Running upgrade 0014 -> 0015
+
+ALTER TABLE measurement_effort ADD COLUMN budget INTEGER;
+
+UPDATE alembic_version SET version_num='0015' WHERE alembic_version.version_num = '0014';
+

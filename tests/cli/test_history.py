@@ -112,12 +112,16 @@ def test_history_effort_and_prune(runner):
     h = make_configs(db)
     sid = session(db)
     p = add_platform(db, {"gpu": {"model": "MI250X"}})
-    add_measurements(db, sid, h.configs[0], h.solvers["NoopDirect"], [3.0, 1.0, None], platform=p)
+    add_measurements(db, sid, h.configs[0], h.solvers["NoopDirect"], [3.0, 1.0, None], platform=p,
+                     budget=3)  # fmt: skip
     db.dispose()
-    rows = json.loads(runner.invoke(main, ["history", "effort", "-s", str(sid), "--json"]).output)
-    assert [(r["key"], r["measurements"], r["valid"], r["best_ms"]) for r in rows] == [
-        (h.keys[0], 3, 2, 1.0)
-    ]
+
+    def effort():
+        out = runner.invoke(main, ["history", "effort", "-s", str(sid), "--json"]).output
+        return [(r["key"], r["measurements"], r["valid"], r["budget"], r["best_ms"])
+                for r in json.loads(out)]  # fmt: skip
+
+    assert effort() == [(h.keys[0], 3, 2, 3, 1.0)]
     csv_out = runner.invoke(main, ["history", "effort", "-s", str(sid), "--csv"]).output
     assert csv_out.splitlines()[0].startswith("key,solver,platform,")
     table = runner.invoke(main, ["history", "effort", "-s", str(sid)]).output
@@ -128,6 +132,7 @@ def test_history_effort_and_prune(runner):
     assert f"{h.keys[0]} NoopDirect: 2" in dry.output
     done = runner.invoke(main, ["history", "prune", "--keep-best", "1", "--json"])
     assert json.loads(done.output)["deleted"] == 2
+    assert effort() == [(h.keys[0], 3, 2, 3, 1.0)]  # the effort spent stays counted
     zero = runner.invoke(main, ["history", "prune", "--keep-best", "0"])
     assert zero.exit_code == 1 and "Error: --keep-best 0: keep at least 1" in zero.output
 

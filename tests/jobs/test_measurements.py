@@ -46,13 +46,18 @@ def _rows(db: Database) -> list[tuple]:
 
 
 def _counts(db: Database) -> list[tuple]:
-    """The effort counts, (session, config, strategy, measurements, valid), all of today."""
+    """The effort counts, (session, config, strategy, measurements, valid[, budget]), all
+    of today (the budget only where one was said)."""
     e = MeasurementEffort
     with db.session() as s:
         today = str(s.scalar(select(func.current_date())))
         rows = s.execute(select(e).order_by(e.config, e.strategy)).scalars().all()
         assert {str(r.day) for r in rows} <= {today}
-        return [(r.session, r.config, r.strategy, r.measurements, r.valid) for r in rows]
+        return [
+            (r.session, r.config, r.strategy, r.measurements, r.valid)
+            + (() if r.budget is None else (r.budget,))
+            for r in rows
+        ]
 
 
 def test_a_record_writes_every_measurement_of_an_ok_and_of_a_failed_evaluation(db):
@@ -61,7 +66,10 @@ def test_a_record_writes_every_measurement_of_an_ok_and_of_a_failed_evaluation(d
     ok = EvalOutcome(
         perf=PerfResult("b"),
         find=FIND,
-        measurements=(M("a", 0.7, True, strategy="random"), M("b", 0.5, True, "raced")),
+        measurements=(
+            M("a", 0.7, True, strategy="random", budget=8),
+            M("b", 0.5, True, "raced"),
+        ),
     )
     failed = EvalOutcome(
         ok=False, reason="time budget", measurements=(M("c", None, False, "crashed"),)
@@ -75,7 +83,7 @@ def test_a_record_writes_every_measurement_of_an_ok_and_of_a_failed_evaluation(d
     sess = ok_job.session
     assert _counts(db) == [  # the effort counts, in the same transaction
         (sess, ok_job.config, "", 1, 1),
-        (sess, ok_job.config, "random", 1, 1),
+        (sess, ok_job.config, "random", 1, 1, 8),
         (sess, failed_job.config, "", 1, 0),
     ]
 
@@ -146,3 +154,17 @@ def test_a_record_made_with_the_next_claim_writes_the_measurements_too(db):
     )
     assert rec.lost == [] and claimed == []  # the second is held already
     assert _rows(db) == [(first.id, "a", 1.0, True, None, on.platform, 3, None)]
+
+
+def test_saves_add_to_one_count_and_keep_the_largest_budget_said(db):
+    on = MeasuredOn(_platform(db))
+    (job,) = _eval_jobs(db)
+    batches = [
+        [M("a", 1.0, True, budget=4)],
+        [M("b", None, False)],
+        [M("c", 2.0, True, budget=6)],
+        [M("d", 2.0, True, budget=5)],
+    ]
+    for batch in batches:
+        assert save_progress(db, "w", job, batch, on)
+    assert _counts(db) == [(job.session, job.config, "", 4, 3, 6)]

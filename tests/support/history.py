@@ -106,6 +106,7 @@ def add_measurements(
     platform: int,
     strategy: str | None = "exhaustive",
     age_s: float = 0,
+    budget: int | None = None,
 ) -> None:
     """One measurement per time (None: an invalid candidate), params ``p<i>``, written as a
     worker's record writes them (rows and effort counts), taken ``age_s`` ago."""
@@ -122,6 +123,7 @@ def add_measurements(
                     "params": f"p{i}", "platform": platform, "machine": None,
                     "strategy": strategy, "time_ms": t, "valid": t is not None,
                     "reason": None if t is not None else "wrong result", "taken": taken,
+                    "budget": budget,
                 }
                 for i, t in enumerate(times)
             ],

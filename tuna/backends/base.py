@@ -87,7 +87,10 @@ class Measurement:
     solver has none). ``valid`` means it gave the right result and ``time_ms`` is its
     time; otherwise ``reason`` says what happened (``verification failed``, ``crashed``,
     ``timed out``...) and ``time_ms`` is None. A valid one may have a ``reason`` too, a
-    note on how it was timed (``raced``). ``strategy`` names what proposed it.
+    note on how it was timed (``raced``). ``strategy`` names what proposed it and
+    ``budget`` how many candidates of this problem that strategy was allowed (a search's
+    ``--budget``; None: not said): the effort counts keep the largest per session,
+    problem, solver, platform, day and strategy (``tuna history effort``).
     """
 
     params: str
@@ -95,6 +98,7 @@ class Measurement:
     valid: bool
     reason: str | None = None
     strategy: str | None = None
+    budget: int | None = None
 
 
 Checkpoint = Callable[[Sequence[Measurement]], bool]

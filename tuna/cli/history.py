@@ -210,6 +210,10 @@ def history_group() -> None:
 def effort_cmd(session_id: int, tag: str | None, output: str | None) -> None:
     """Measurements spent per (problem, solver, platform), by strategy, that count for a session.
 
+    MEASURED counts every measurement spent (also those pruned since), BUDGET is the
+    largest number of candidates the strategy said it was allowed (- when not said),
+    BEST MS the fastest valid time among the rows kept.
+
     \b
     Examples:
       tuna history effort -s 3
@@ -231,6 +235,7 @@ def effort_cmd(session_id: int, tag: str | None, output: str | None) -> None:
             "strategy": r.strategy,
             "measurements": r.measurements,
             "valid": r.valid,
+            "budget": r.budget,
             "best_ms": r.best_ms,
             "first": r.first,
             "last": r.last,
@@ -241,7 +246,7 @@ def effort_cmd(session_id: int, tag: str | None, output: str | None) -> None:
         return
     console.print(f"session {session_id}: {history.rules.describe()}", markup=False)
     table = Table(title="Effort", title_justify="left")
-    for col in ("key", "solver", "platform", "strategy", "measured", "valid", "best ms"):
+    for col in ("key", "solver", "platform", "strategy", "measured", "valid", "budget", "best ms"):
         table.add_column(col)
     for r in rows:
         table.add_row(
@@ -251,6 +256,7 @@ def effort_cmd(session_id: int, tag: str | None, output: str | None) -> None:
             escape(r.strategy or "-"),
             str(r.measurements),
             str(r.valid),
+            "-" if r.budget is None else str(r.budget),
             "-" if r.best_ms is None else f"{r.best_ms:g}",
         )
     console.print(table)
@@ -272,7 +278,8 @@ def prune_cmd(keep_best: int, session_id: int | None, dry_run: bool, output: str
     """Keep only the best K measurements per (problem, solver); the default is to keep all.
 
     Measurements of a (session, problem, solver) that a golden version holds are never
-    deleted. Pruned history still counts as effort only for what is kept.
+    deleted. The effort spent stays counted (load_jobs --min-trials, tuna history effort):
+    pruning keeps the best rows, it does not undo the tuning.
 
     \b
     Examples:

@@ -332,6 +332,7 @@ class MeasurementEffort(Base):
     strategy: Mapped[str]
     measurements: Mapped[int]
     valid: Mapped[int]
+    budget: Mapped[int | None]
 
 
 class Search(Base):

@@ -556,6 +556,9 @@ measurement_effort = Table(
     Column("strategy", String(32), primary_key=True, server_default=""),
     Column("measurements", Integer, nullable=False),
     Column("valid", Integer, nullable=False),
+    # The largest budget the strategy was given for these measurements (migration 0015;
+    # NULL: not said), from ``Measurement.budget``.
+    Column("budget", Integer),
     **TABLE_OPTIONS,
 )
 

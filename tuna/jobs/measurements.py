@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Executable, bindparam, func, insert, select
+from sqlalchemy import Connection, Executable, bindparam, case, func, insert, select
 from sqlalchemy.dialects import mysql, sqlite
 
 from tuna.backends.base import Measurement as Measured
@@ -66,6 +66,7 @@ def measurement_rows(
             "time_ms": m.time_ms,
             "valid": bool(m.valid and m.time_ms is not None),
             "reason": m.reason[:_REASON_CHARS] if m.reason else None,
+            "budget": m.budget,  # effort counts only (count_effort), not a row's column
         }
         for m in measurements
     ]
@@ -82,8 +83,9 @@ def write_measurements(conn: Connection, rows: Sequence[dict[str, Any]]) -> None
 
     A row may carry ``taken`` (an import or a test's history): it is counted on that day;
     the others are taken now (the server's clock) and counted on the server's date."""
-    for i in range(0, len(rows), _ROWS_PER_STATEMENT):
-        conn.execute(_insert(), list(rows[i : i + _ROWS_PER_STATEMENT]))
+    columns = [{k: v for k, v in r.items() if k != "budget"} for r in rows]
+    for i in range(0, len(columns), _ROWS_PER_STATEMENT):
+        conn.execute(_insert(), columns[i : i + _ROWS_PER_STATEMENT])
     count_effort(conn, rows)
 
 
@@ -96,12 +98,15 @@ def count_effort(conn: Connection, rows: Iterable[dict[str, Any]]) -> None:
     same order)."""
     spent: Counter[_EffortKey] = Counter()
     valid: Counter[_EffortKey] = Counter()
+    budget: dict[_EffortKey, int] = {}
     for r in rows:
         taken = r.get("taken")
         day = taken.date() if isinstance(taken, dt.datetime) else None
         key = (r["session"], r["config"], r["solver"], r["platform"], r["strategy"] or "", day)
         spent[key] += 1
         valid[key] += 1 if r["valid"] else 0
+        if r.get("budget") is not None:
+            budget[key] = max(budget.get(key, 0), int(r["budget"]))
     now = [k for k in spent if k[5] is None]
     dated = [k for k in spent if k[5] is not None]
     mysql_dialect = conn.dialect.name in ("mysql", "mariadb")
@@ -110,7 +115,7 @@ def count_effort(conn: Connection, rows: Iterable[dict[str, Any]]) -> None:
             {
                 "session": k[0], "config": k[1], "solver": k[2], "platform": k[3],
                 "strategy": k[4], "measurements": spent[k], "valid": valid[k],
-                **({} if today else {"day": k[5]}),
+                "budget": budget.get(k), **({} if today else {"day": k[5]}),
             }
             for k in keys
         ]  # fmt: skip
@@ -134,6 +139,7 @@ def _add_effort(mysql_dialect: bool, today: bool) -> Executable:
         return ins.on_duplicate_key_update(
             measurements=e.c.measurements + ins.inserted.measurements,
             valid=e.c.valid + ins.inserted.valid,
+            budget=_larger(e.c.budget, ins.inserted.budget),
         )
     lite = sqlite.insert(e)
     if today:
@@ -143,6 +149,7 @@ def _add_effort(mysql_dialect: bool, today: bool) -> Executable:
         set_={
             "measurements": e.c.measurements + lite.excluded.measurements,
             "valid": e.c.valid + lite.excluded.valid,
+            "budget": _larger(e.c.budget, lite.excluded.budget),
         },
     )
 
@@ -246,3 +253,9 @@ def measured_here(db: Database) -> MeasuredOn:
     from tuna.platforms import report_platform
 
     return MeasuredOn(report_platform(db, _facts_here()))
+
+
+def _larger(old: Any, new: Any) -> Any:
+    """The larger of two budgets, either of which may be NULL (GREATEST and SQLite's MAX
+    give NULL then)."""
+    return case((old.is_(None), new), (new.is_(None), old), (new > old, new), else_=old)

@@ -16,7 +16,7 @@ import datetime as dt
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Select, case, func, null, select
+from sqlalchemy import Select, func, null, select
 from sqlalchemy.orm import Session as OrmSession
 
 from tuna.db import Database
@@ -84,7 +84,10 @@ def tuned_query(
 
 @dataclass(frozen=True)
 class Effort:
-    """Measurements spent on one (problem, solver, platform) by one strategy."""
+    """Measurements spent on one (problem, solver, platform) by one strategy: how many and
+    how many valid (the effort counts: pruned rows still count), the largest budget the
+    strategy said it had (None: not said), the fastest valid time among the rows kept, and
+    the first and last day measured."""
 
     key: str
     solver: str
@@ -94,46 +97,77 @@ class Effort:
     measurements: int
     valid: int
     best_ms: float | None
-    first: dt.datetime | None
-    last: dt.datetime | None
+    first: dt.date | None
+    last: dt.date | None
+    budget: int | None = None
 
 
 def effort(
     s: OrmSession, history: Eligibility, config_ids: Sequence[int] | None = None
 ) -> list[Effort]:
     """The effort of every (problem, solver, platform, strategy) that counts for the target,
-    by key, solver, platform and strategy."""
-    m = Measurement
-    is_valid = m.valid.is_(True)
-    q = (
+    by key, solver, platform and strategy: the counts from ``measurement_effort``, the
+    best time from the measurement rows."""
+    e, m = MeasurementEffort, Measurement
+    counted = (
         select(
+            e.config,
             ConvConfig.fdb_key,
+            e.solver,
             Solver.name,
-            m.platform,
+            e.platform,
             Platform.digest,
-            m.strategy,
-            func.count(),
-            func.sum(case((is_valid, 1), else_=0)),
-            func.min(case((is_valid, m.time_ms), else_=None)),
-            func.min(m.taken),
-            func.max(m.taken),
+            e.strategy,
+            func.sum(e.measurements),
+            func.sum(e.valid),
+            func.max(e.budget),
+            func.min(e.day),
+            func.max(e.day),
         )
-        .join(ConvConfig, ConvConfig.id == m.config)
-        .join(Solver, Solver.id == m.solver)
-        .outerjoin(Platform, Platform.id == m.platform)
-        .where(*history.where(m.session, m.taken, m.platform))
-        .group_by(ConvConfig.fdb_key, Solver.name, m.platform, Platform.digest, m.strategy)
-        .order_by(ConvConfig.fdb_key, Solver.name, m.platform, m.strategy)
+        .join(ConvConfig, ConvConfig.id == e.config)
+        .join(Solver, Solver.id == e.solver)
+        .outerjoin(Platform, Platform.id == e.platform)
+        .where(*history.where_day(e.session, e.day, e.platform))
+        .group_by(
+            e.config,
+            ConvConfig.fdb_key,
+            e.solver,
+            Solver.name,
+            e.platform,
+            Platform.digest,
+            e.strategy,
+        )  # fmt: skip
+    )
+    fastest = (
+        select(m.config, m.solver, m.platform, func.coalesce(m.strategy, ""), func.min(m.time_ms))
+        .where(m.valid.is_(True), *history.where(m.session, m.taken, m.platform))
+        .group_by(m.config, m.solver, m.platform, func.coalesce(m.strategy, ""))
     )
     rows: list[Effort] = []
     parts = [None] if config_ids is None else list(chunks(sorted(config_ids), _CONFIGS_PER_QUERY))
     for part in parts:
-        query = q if part is None else q.where(m.config.in_(part))
-        for key, solver, pid, digest, strategy, n, nvalid, best, first, last in s.execute(query):
+        cq = counted if part is None else counted.where(e.config.in_(part))
+        fq = fastest if part is None else fastest.where(m.config.in_(part))
+        best = {(c, sv, p, st): t for c, sv, p, st, t in s.execute(fq)}
+        for row in s.execute(cq):
+            config, key, solver_id, solver, pid, digest, strategy = row[:7]
+            n, nvalid, budget, first, last = row[7:]
             rows.append(
-                Effort(key, solver, pid, digest, strategy, n, int(nvalid or 0), best, first, last)
-            )
+                Effort(
+                    key, solver, pid, digest, strategy or None, int(n), int(nvalid or 0),
+                    best.get((config, solver_id, pid, strategy)), _day(first), _day(last),
+                    None if budget is None else int(budget),
+                )
+            )  # fmt: skip
+    rows.sort(key=lambda r: (r.key, r.solver, r.platform or 0, r.strategy or ""))
     return rows
+
+
+def _day(value: object) -> dt.date | None:
+    """A DATE as read back (SQLite's func results are text)."""
+    if value is None or isinstance(value, dt.date):
+        return value
+    return dt.date.fromisoformat(str(value))
 
 
 def session_effort(
