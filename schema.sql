@@ -652,3 +652,11 @@ ALTER TABLE measurement_effort ADD COLUMN budget INTEGER;
 
 UPDATE alembic_version SET version_num='0015' WHERE alembic_version.version_num = '0014';
 
+-- Running upgrade 0015 -> 0016
+
+CREATE INDEX ix_search_run_build_valid ON search_run (build, valid);
+
+DROP INDEX ix_search_run_build ON search_run;
+
+UPDATE alembic_version SET version_num='0016' WHERE alembic_version.version_num = '0015';
+

@@ -643,7 +643,7 @@ search_run = Table(
     Column("seq", Integer, nullable=False),
     Column("point", JSON, nullable=False),
     Column("config", JSON, nullable=False),
-    Column("build", ForeignKey("search_build.id"), index=True),
+    Column("build", ForeignKey("search_build.id")),
     Column("stats", JSON),
     Column("value", Double),
     Column("valid", Boolean),
@@ -656,6 +656,9 @@ search_run = Table(
     Index(None, "search", "valid", "seq"),
     Index(None, "search", "valid", "value", "finished", "seq"),
     Index(None, "search", "finished", "seq", "valid", "value"),
+    # A claim's look for the ready runs of the builds a worker holds (tuna.jobs.states):
+    # the runs of a build not ended yet (``valid`` NULL), not every run it ever had.
+    Index(None, "build", "valid"),
     **TABLE_OPTIONS,
 )
 

@@ -31,7 +31,7 @@ compare-and-set built by one function, which refuses any other pair and is an
   claimed jobs are built from what the SELECT read; nothing is read back. The hot path
   runs prebuilt Core statements (no ORM session, no statement construction per claim).
   A worker that holds search builds' artifacts takes their ready runs first: a plain read
-  picks them (through ``ix_search_run_build`` and ``ix_job_search_run``), a locking read by
+  picks them (through ``ix_search_run_build_valid`` and ``ix_job_search_run``), a locking read by
   primary key takes those still ready (``SKIP LOCKED``), and the ordinary claim fills the
   batch: one more round trip, for such workers only.
 * **Leases** are extended by the worker's heartbeat (:func:`extend_leases`); the reaper
@@ -421,28 +421,30 @@ def _claim_select(phase: Phase, step: JobStep | None = None) -> Select[Any]:
     return q.order_by(Job.priority, Job.id).limit(limit).with_for_update(skip_locked=True)
 
 
-HELD_SLACK = 8
-"""How many more ready runs of held builds a claim looks at than it takes: the first ones
-may be locked by another worker's claim of the same build (it skips those)."""
+HELD_SLACK = 64
+"""How many more runs of held builds a claim looks at than it takes: the first runs of a
+build not ended are often in flight (other workers hold them) or being claimed."""
 
 
 @functools.cache
 def _held_runs() -> Select[Any]:
-    """Ready run jobs of the session whose build is one of ``builds``, in claim order.
+    """The jobs of runs not ended (ready or in flight) whose build is one of ``builds``.
 
-    A plain read (no lock): the runs of a build through ``ix_search_run_build``, each one's
-    job through ``ix_job_search_run``, or the session's ready jobs through ``ix_job_claim``
-    filtered by build, whichever the planner finds shorter; :func:`_lock_ready` locks.
+    A plain read (no lock) of ``ix_search_run_build_valid`` (``valid`` is NULL until a run
+    ends: finished runs are never read), each run's job by ``ix_job_search_run``; build by
+    build in run order, the index's order, so it stops at ``limit`` without a sort.
+    :func:`_lock_ready` keeps the jobs of the session still ready. Neither the state nor
+    the session is filtered here: with either, MariaDB first builds a rowid filter over
+    every ready job or every job of the session (60 ms instead of 0.04 ms at 10^4 runs).
     """
     return (
         select(Job.id)
         .join(SearchRun, SearchRun.id == Job.search_run)
         .where(
             SearchRun.build.in_(bindparam("builds", expanding=True)),
-            Job.session == bindparam("session", type_=Integer),
-            Job.state == S.COMPILED,
+            SearchRun.valid.is_(None),  # not ended: ix_search_run_build_valid skips the rest
         )
-        .order_by(Job.priority, Job.id)
+        .order_by(SearchRun.build, SearchRun.id)
         .limit(bindparam("limit", type_=Integer))
     )
 
@@ -454,7 +456,11 @@ def _lock_ready(phase: Phase) -> Select[Any]:
     limit: BindParameter[int] = bindparam("limit", type_=Integer)
     return (
         select(*_claim_columns(phase))
-        .where(Job.id.in_(bindparam("ids", expanding=True)), Job.state == phase.ready)
+        .where(
+            Job.id.in_(bindparam("ids", expanding=True)),
+            Job.session == bindparam("session", type_=Integer),
+            Job.state == phase.ready,
+        )
         .order_by(Job.id)
         .limit(limit)
         .with_for_update(skip_locked=True)
@@ -503,13 +509,15 @@ def _claim(
         ids = (
             conn.execute(
                 _held_runs(),
-                {"builds": list(held), "session": session_id, "limit": limit + HELD_SLACK},
+                {"builds": list(held), "limit": limit + HELD_SLACK},
             )
             .scalars()
             .all()
         )
         if ids:
-            rows = conn.execute(_lock_ready(phase), {"ids": list(ids), "limit": limit}).all()
+            rows = conn.execute(
+                _lock_ready(phase), {"ids": list(ids), "session": session_id, "limit": limit}
+            ).all()
             claimed = _move(conn, rows, session_id, phase, owner, lease_seconds, gpu, machine)
             if len(claimed) >= limit:
                 return claimed
