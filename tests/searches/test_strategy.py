@@ -30,6 +30,7 @@ from tuna.search import SearchError
 from tuna.searches.strategy import (
     StrategyRequest,
     create_strategy_search,
+    load_strategy_searches,
     strategy_history,
 )
 from tuna.sessions import SessionSpec, create_session
@@ -62,7 +63,8 @@ def cpuconv_session(db: Database, line: str = LINE) -> tuple[int, int]:
 
 @contextmanager
 def fleet(db: Database, session: int) -> Iterator[None]:
-    """The session's searches driven, and a compile and an evaluate worker, all local."""
+    """The session's searches driven and one evaluate worker (it compiles the rounds too:
+    no compile worker), as go_fish's evaluation or `tuna search run` beside a worker."""
     from tuna.searches import SessionSearches
 
     stop = threading.Event()
@@ -70,7 +72,6 @@ def fleet(db: Database, session: int) -> Iterator[None]:
     kw: dict[str, Any] = {"stop": stop, "handle_signals": False, "idle_sleep": 0.02}
     threads = [
         threading.Thread(target=searches.run, args=(stop,), kwargs={"idle_s": 0.05}),
-        threading.Thread(target=run_worker, args=(db, session, "compile"), kwargs=kw),
         threading.Thread(target=run_worker, args=(db, session, "eval"), kwargs=kw),
     ]
     for t in threads:
@@ -100,10 +101,16 @@ def test_a_strategy_drains_through_workers_and_records_a_measured_winner(
     db: Database, strategy: str
 ) -> None:
     session, config = cpuconv_session(db)
-    search = create_strategy_search(
-        db,
-        StrategyRequest(session, config, SOLVER, strategy, budget=16, round_size=8, seed=1),
-    )
+    if strategy == "model":  # as load_jobs -t t -s S --solvers CpuGemm1x1 --strategy model
+        loaded = load_strategy_searches(
+            db, session, strategy=strategy, tag="t", solvers=[SOLVER], budget=16, seed=1
+        )
+        (search,) = loaded.created
+    else:
+        search = create_strategy_search(
+            db,
+            StrategyRequest(session, config, SOLVER, strategy, budget=16, round_size=8, seed=1),
+        )
     with fleet(db, session):
         wait_until(
             lambda: search_state(db, search)[0] != "active", "the search to end", timeout=240

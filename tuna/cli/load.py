@@ -191,9 +191,9 @@ def _print_strategy_load(session_id: int, loaded: StrategyLoad) -> None:
     if loaded.created:
         first, last = loaded.created[0], loaded.created[-1]
         console.print(
-            f"searches {first}..{last}: `tuna search run -s {session_id}` drives them, beside "
-            f"compile and evaluate workers (`tuna worker -s {session_id} --phase compile` and "
-            "`--phase eval`)",
+            f"searches {first}..{last}: `go_fish -s {session_id} --run_perf` runs them (or "
+            f"`tuna search run -s {session_id}` beside `tuna worker -s {session_id} --phase "
+            "eval`: evaluate workers compile the rounds too)",
             markup=False,
         )
 

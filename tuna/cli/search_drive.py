@@ -221,8 +221,8 @@ def _create_strategy(
         db.dispose()
     console.print(
         f"search {search_id} {name!r} in session {session_id}: {flags.strategy} over "
-        f"{solver} on config {config_id}; run it with `tuna search run -s {session_id}` beside "
-        "compile and evaluate workers",
+        f"{solver} on config {config_id}; run it with `go_fish -s {session_id} --run_perf` or "
+        f"`tuna search run -s {session_id}` beside an evaluate worker",
         markup=False,
     )
 

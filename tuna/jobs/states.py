@@ -410,7 +410,9 @@ def _claim_columns(phase: Phase) -> list[Any]:
 
 
 @functools.cache
-def _claim_select(phase: Phase, step: JobStep | None = None) -> Select[Any]:
+def _claim_select(
+    phase: Phase, step: JobStep | None = None, search_only: bool = False
+) -> Select[Any]:
     """:func:`claim_query` with ``session`` and ``limit`` as bound parameters, built once."""
     limit: BindParameter[int] = bindparam("limit", type_=Integer)
     q = select(*_claim_columns(phase)).where(
@@ -418,6 +420,8 @@ def _claim_select(phase: Phase, step: JobStep | None = None) -> Select[Any]:
     )
     if step is not None:
         q = q.where(Job.step == step)
+    if search_only:  # a search's builds and a strategy's rounds (tuna.searches.strategy)
+        q = q.where(Job.search_build.is_not(None))
     return q.order_by(Job.priority, Job.id).limit(limit).with_for_update(skip_locked=True)
 
 
@@ -497,6 +501,7 @@ def _claim(
     machine: int | None,
     step: JobStep | None = None,
     held: Collection[int] = (),
+    search_only: bool = False,
 ) -> list[ClaimedJob]:
     """The claim's SELECT and UPDATE on ``conn``, inside the caller's transaction.
 
@@ -521,7 +526,7 @@ def _claim(
             claimed = _move(conn, rows, session_id, phase, owner, lease_seconds, gpu, machine)
             if len(claimed) >= limit:
                 return claimed
-    select_ready = _claim_select(phase, step)
+    select_ready = _claim_select(phase, step, search_only)
     rows = conn.execute(select_ready, {"session": session_id, "limit": limit - len(claimed)}).all()
     return claimed + _move(conn, rows, session_id, phase, owner, lease_seconds, gpu, machine)
 
@@ -580,13 +585,16 @@ def claim_jobs(
     machine: int | None = None,
     step: JobStep | None = None,
     held: Collection[int] = (),
+    search_only: bool = False,
 ) -> list[ClaimedJob]:
     """Claim up to ``limit`` jobs of ``session_id`` ready for ``phase``, lowest priority first.
 
     One transaction: the claim query skips rows other claims hold locked, then the rows
     move (by primary key) to the phase's running state with a new attempt, the lease
     and the phase's start time, all on the database clock. ``step`` claims only jobs of
-    that step (an evaluate worker takes a search's builds this way).
+    that step; ``search_only`` only a search's jobs (those with a ``search_build``: its
+    builds, a strategy's rounds). An evaluate worker takes a search's compile-phase work
+    this way.
 
     ``held``: the search builds (``search_build`` ids) whose artifact the worker already
     has; their ready runs come first, lowest (priority, id) first, then any job as above.
@@ -596,8 +604,9 @@ def claim_jobs(
     def claim() -> list[ClaimedJob]:
         with db.transaction(immediate=True) as conn:
             return _claim(
-                conn, session_id, phase, owner, limit, lease_seconds, gpu, machine, step, held
-            )
+                conn, session_id, phase, owner, limit, lease_seconds, gpu, machine, step, held,
+                search_only,
+            )  # fmt: skip
 
     claimed = with_retry(claim, what=f"session {session_id}: claim {phase.value} jobs")
     if claimed:

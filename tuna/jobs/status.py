@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 
 from tuna.db import Database
 from tuna.db.clock import db_now
-from tuna.db.enums import JobState, JobStep
+from tuna.db.enums import JobState
 from tuna.db.models import Job, Search
 from tuna.sessions import session_row
 
@@ -64,13 +64,14 @@ class SearchWaiting:
 
 
 def search_work_waiting(db: Database, session_id: int) -> SearchWaiting:
-    """Builds waiting or in flight, and active searches, of session ``session_id``."""
+    """Builds (and strategy rounds) waiting or in flight in the compile phase, and active
+    searches, of session ``session_id``."""
     with db.session() as s:
         builds = s.execute(
             select(func.count()).where(
                 Job.session == session_id,
                 Job.state.in_([JobState.NEW, JobState.COMPILE_START]),
-                Job.step == JobStep.BUILD,
+                Job.search_build.is_not(None),  # builds and a strategy's rounds
             )
         ).scalar_one()
         active = s.execute(

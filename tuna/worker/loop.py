@@ -57,7 +57,7 @@ from tuna.backends.base import (
     SearchWork,
 )
 from tuna.db import Database
-from tuna.db.enums import JobState, JobStep
+from tuna.db.enums import JobState
 from tuna.db.retry import through_outages
 from tuna.jobs import states
 from tuna.jobs.measurements import MeasuredOn, save_progress
@@ -319,7 +319,8 @@ class Worker:
         )
         self._count(rec)
         if self.phase is Phase.EVAL and len(jobs) < limit:
-            # No run (or not enough) to do: take a search's build, compile-phase work.
+            # No run (or not enough) to do: take a search's compile-phase work (a build, or
+            # a strategy's round), so a search needs no separate compile workers.
             jobs += self._db(
                 lambda: states.claim_jobs(
                     self.db,
@@ -330,7 +331,7 @@ class Worker:
                     lease_seconds=self.settings.lease_seconds,
                     gpu=self.settings.gpu,
                     machine=self.settings.machine,
-                    step=JobStep.BUILD,
+                    search_only=True,
                 ),
                 "claim builds",
             )
@@ -430,7 +431,7 @@ class Worker:
         outcome: Outcome | None = None
         self._in_backend = True
         try:
-            if self.phase is Phase.COMPILE:
+            if job.phase is Phase.COMPILE:  # an evaluate worker compiles a strategy's rounds
                 outcome = self.backend.compile(work)
             else:
                 owns = self.backend.evaluation_owns
@@ -439,7 +440,7 @@ class Worker:
                     outcome = self.backend.evaluate(work)
         except Exception as e:  # a backend's crash is the job's failure, not the worker's
             log.warning("job %d: backend %s raised", work.job_id, self.backend.name, exc_info=True)
-            outcome = _outcome_type(self.phase).failed(f"{type(e).__name__}: {e}")
+            outcome = _outcome_type(job.phase).failed(f"{type(e).__name__}: {e}")
         finally:
             self._in_backend = False
             elapsed = time.monotonic() - started
@@ -451,7 +452,7 @@ class Worker:
     def _progress(self, job: ClaimedJob) -> Progress | None:
         """The checkpoint of an evaluation: its measurements saved while it runs."""
         on = self._measured_on
-        if on is None:
+        if on is None or job.phase is not Phase.EVAL:
             return None
         return Progress(
             lambda ms: save_progress(self.db, self.owner, job, ms, on),
