@@ -254,3 +254,32 @@ def test_a_new_driver_resumes_a_strategy_without_measuring_anything_twice(lite: 
     assert len(measured) == len({m.params for m in measured}) == 16
     with lite.session() as s:
         assert s.execute(select(func.count()).select_from(Job)).scalar_one() == 3
+
+
+def test_a_resumed_search_reads_the_history_it_was_created_with(lite: Database) -> None:
+    from tuna.searches.drive import SearchDriver
+    from tuna.sessions.history import retire
+
+    session, config = cpuconv_session(lite)
+    import_configs(lite, read_lines(OTHER), tag="other")
+    with lite.session() as s:
+        from tuna.db.models import ConvConfig
+
+        other = max(s.scalars(select(ConvConfig.id)))
+    elsewhere = create_session(
+        lite, SessionSpec(arch="cpu", num_cu=2, backend="cpuconv", environment=ENV)
+    ).id
+    times = [(f"{mr},{nv},4,64,1", 1.0 + mr + 0.5 * nv) for mr in (1, 2, 4) for nv in (1, 2, 3)]
+    _measure(lite, elsewhere, other, times)
+    search = create_strategy_search(
+        lite, StrategyRequest(session, config, SOLVER, "model", budget=16, transfer=True)
+    )
+    SearchDriver(lite, search).tick()
+    first = [(r.seq, r.point) for r in runs(lite, search)]
+    retire(lite, elsewhere)  # its rows no longer count for new decisions...
+    again = SearchDriver(lite, search)
+    again.tick()  # ...but this search replays with the history it started from
+    assert [(r.seq, r.point) for r in runs(lite, search)] == first
+    with lite.session() as s:
+        fresh = strategy_history(s, session, config, SOLVER, transfer=True, until=None)
+    assert fresh == []  # a new search would not see them

@@ -17,17 +17,19 @@ they are measured for real. Nothing predicted is ever a result.
 
 The model's history is a query (:func:`strategy_history`): this problem's measurements and,
 with ``transfer``, those of every other problem, that count for the session under its
-history rules (compatible, unretired sessions, young enough, on matching platforms), up to
-the newest measurement when the search was created, so that a resumed search reads the same
+history rules (compatible, unretired sessions, young enough, on matching platforms), as
+they were when the search was created (the newest measurement, the sessions and platforms
+that counted, the age cutoff: ``spec["history"]``), so that a resumed search reads the same
 history and its seeded strategy replays the same rounds.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy import func, select
@@ -166,11 +168,25 @@ def strategy_history(
     *,
     transfer: bool,
     until: int | None,
+    frozen: Mapping[str, Any] | None = None,
 ) -> list[HistoryEntry]:
     """The measurements a model learns from (see the module docstring): this problem's and,
-    with ``transfer``, every other problem's, valid ones only, as (features, params, time)."""
+    with ``transfer``, every other problem's, valid ones only, as (features, params, time).
+
+    ``frozen`` (:func:`history_snapshot`) fixes which sessions, platforms and times count
+    as they did when the search was created, so that a session retired or rows aged out
+    since do not change what a resumed search replays."""
     info = session_info(session_row(s, session_id))
     history = eligibility(s, info)
+    if frozen is not None:
+        since = frozen.get("since")
+        platforms = frozen.get("platforms")
+        history = replace(
+            history,
+            sessions=tuple(int(x) for x in frozen.get("sessions") or ()),
+            platforms=None if platforms is None else tuple(int(x) for x in platforms),
+            since=dt.datetime.fromisoformat(since) if since else None,
+        )
     solver_id = s.scalar(
         select(Solver.id).where(Solver.name == solver, Solver.backend == info.backend)
     )
@@ -204,7 +220,19 @@ def strategy_history(
     return out
 
 
-def strategy_spec(request: StrategyRequest, until: int) -> dict[str, Any]:
+def history_snapshot(s: OrmSession, session_id: int) -> dict[str, Any]:
+    """What counts as history for the session now (its rules evaluated once): the newest
+    measurement, the sessions and platforms that count and the ``max_age`` cutoff."""
+    history = eligibility(s, session_info(session_row(s, session_id)))
+    return {
+        "until": int(s.scalar(select(func.max(Measurement.id))) or 0),
+        "sessions": list(history.sessions),
+        "platforms": None if history.platforms is None else list(history.platforms),
+        "since": history.since.isoformat() if history.since is not None else None,
+    }
+
+
+def strategy_spec(request: StrategyRequest, snapshot: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "kind": KIND,
         "config": request.config,
@@ -215,7 +243,7 @@ def strategy_spec(request: StrategyRequest, until: int) -> dict[str, Any]:
         "seed": request.seed,
         "round_size": request.round_size,
         "transfer": request.transfer,
-        "history_until": until,
+        "history": dict(snapshot),
     }
 
 
@@ -242,7 +270,8 @@ def make_searcher_for(db: Database, session_id: int, spec: Mapping[str, Any]) ->
                 int(spec["config"]),
                 str(spec["solver"]),
                 transfer=bool(spec.get("transfer")),
-                until=spec.get("history_until"),
+                until=(spec.get("history") or {}).get("until"),
+                frozen=spec.get("history"),
             )
     extra: dict[str, Any] = {}
     if spec["strategy"] == "model":
@@ -307,8 +336,8 @@ def create_strategy_search(db: Database, request: StrategyRequest) -> int:
                 f"(search {taken}); choose another name, or `tuna search run` to resume it"
             )
         # the history snapshot: rows after it (this search's own included) are not read
-        until = int(s.scalar(select(func.max(Measurement.id))) or 0)
-        spec = strategy_spec(request, until)
+        snapshot = history_snapshot(s, request.session)
+        spec = strategy_spec(request, snapshot)
         if request.strategy == "model":
             history = strategy_history(
                 s,
@@ -316,7 +345,8 @@ def create_strategy_search(db: Database, request: StrategyRequest) -> int:
                 request.config,
                 request.solver,
                 transfer=request.transfer,
-                until=until,
+                until=snapshot["until"],
+                frozen=snapshot,
             )
             make_strategy(  # the model's own checks (history, settings) fail here, not later
                 request.strategy,
