@@ -660,3 +660,9 @@ DROP INDEX ix_search_run_build ON search_run;
 
 UPDATE alembic_version SET version_num='0016' WHERE alembic_version.version_num = '0015';
 
+-- Running upgrade 0016 -> 0017
+
+ALTER TABLE measurement ADD INDEX ix_measurement_session_config_solver_platform (session, config, solver, platform), DROP FOREIGN KEY fk_measurement_config_conv_config, DROP INDEX ix_measurement_session_config_solver_platform_taken, DROP INDEX ix_measurement_config_solver_platform;
+
+UPDATE alembic_version SET version_num='0017' WHERE alembic_version.version_num = '0016';
+

@@ -175,3 +175,39 @@ def test_effort_counts_match_the_rows_and_prune_keeps_them(db):
     assert enough() == {(h.configs[0], direct): 6}
     retire(db, a)
     assert enough() == {}
+
+
+def test_resume_and_transfer_read_the_one_session_index(mysql_url):
+    """After migration 0017 the measurement table has one secondary index, (session,
+    config, solver, platform): a resume reads through it (EXPLAIN) and a transfer's read
+    by sessions may (the optimizer picks it or a scan, by how many rows the sessions have)."""
+    from tests.support.seed import open_test_db
+    from tuna.db.models import Measurement as M
+
+    db = open_test_db(mysql_url)
+    try:
+        h = make_configs(db)
+        sessions = [session(db) for _ in range(4)]
+        p1 = add_platform(db, MI250)
+        direct = h.solvers["NoopDirect"]
+        for sid in sessions:
+            for config in h.configs:
+                add_measurements(db, sid, config, direct, [1.0] * 20, platform=p1)
+        with db.session() as s:
+            s.execute(text("ANALYZE TABLE measurement"))
+            resume = select(M.params).where(
+                M.session == sessions[0], M.config == h.configs[0], M.solver == direct,
+                M.platform == p1,
+            )  # fmt: skip
+            transfer = select(M.config, M.params).where(
+                M.session.in_(sessions[:1]), M.solver == direct
+            )
+            plans = []
+            for q in (resume, transfer):
+                sql = str(q.compile(s.get_bind(), compile_kwargs={"literal_binds": True}))
+                plans.append(s.execute(text("EXPLAIN " + sql)).mappings().one())
+            index = "ix_measurement_session_config_solver_platform"
+            assert plans[0]["key"] == index, plans
+            assert plans[1]["possible_keys"] == index, plans
+    finally:
+        db.dispose()

@@ -495,13 +495,14 @@ platform = Table(
 # which session and job, by which strategy, with what result (``time_ms`` of a valid one;
 # ``reason`` says what happened otherwise: wrong result, crashed, timed out ...).
 #
-# Built to hold 10^8 rows: compact columns and only the indexes the queries need,
-# (session, config, solver, platform, taken) to resume a job, export a session and count
-# its effort (migration 0010), (config, solver, platform) for the effort spent on a
-# problem. ``job``, ``solver``, ``platform`` and
+# Built to hold 10^8 rows: compact columns and one secondary index, (session, config,
+# solver, platform), which every read starts from: resume a job, a search round's rows,
+# resume and transfer (``counting_measurements``), the best time of ``tuna history
+# effort``. The effort itself is counted in ``measurement_effort`` (migrations 0014,
+# 0017). ``job``, ``config`` (since 0017), ``solver``, ``platform`` and
 # ``machine`` carry no foreign-key constraint: on InnoDB each would add an index of its
 # own (about 85 bytes a row for the four, measured), and the rows they name are never
-# deleted (jobs, solvers, platforms) or, for a removed machine, the id stays as history.
+# deleted (jobs, configs, solvers, platforms) or, for a removed machine, the id stays as history.
 # The worker writes them from the ids it holds.
 measurement = Table(
     "measurement",
@@ -509,7 +510,7 @@ measurement = Table(
     Column("id", BigId, primary_key=True),
     Column("session", ForeignKey("session.id"), nullable=False),
     Column("job", BigInteger),
-    Column("config", ForeignKey("conv_config.id"), nullable=False),
+    Column("config", Integer, nullable=False),
     Column("solver", Integer, nullable=False),
     Column("params", Text, nullable=False),
     Column("platform", Integer, nullable=False),
@@ -519,16 +520,10 @@ measurement = Table(
     Column("valid", Boolean, nullable=False),
     Column("reason", String(255)),
     Column("taken", DateTime, server_default=text("CURRENT_TIMESTAMP"), nullable=False),
-    # Covers the effort count under the history rules (tuna.library.effort).
+    # Every read starts from the sessions that count (migration 0017).
     Index(
-        "ix_measurement_session_config_solver_platform_taken",
-        "session",
-        "config",
-        "solver",
-        "platform",
-        "taken",
+        "ix_measurement_session_config_solver_platform", "session", "config", "solver", "platform"
     ),
-    Index("ix_measurement_config_solver_platform", "config", "solver", "platform"),
     **TABLE_OPTIONS,
 )
 

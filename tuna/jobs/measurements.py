@@ -10,7 +10,7 @@
   since its last save;
 * :func:`measured_before` is what a resumed evaluation starts from: the rows of
   (session, config, solver) on this platform, read through
-  ``ix_measurement_session_config_solver_platform_taken`` (migration 0010).
+  ``ix_measurement_session_config_solver_platform`` (migration 0017).
 """
 
 from __future__ import annotations
