@@ -305,7 +305,8 @@ def store_rounds(
         params = conn.execute(
             select(SearchBuild.params).where(SearchBuild.id == job.search_build)
         ).scalar_one()
-        texts = dict(zip(params.get("seqs") or [], params.get("candidates") or [], strict=False))
+        first = int(params.get("round") or 0)  # a round's seqs follow on from its first
+        texts = {first + i: text for i, text in enumerate(params.get("candidates") or [])}
         pending = conn.execute(
             select(SearchRun.id, SearchRun.seq, SearchRun.search)
             .where(SearchRun.build == job.search_build, SearchRun.valid.is_(None))

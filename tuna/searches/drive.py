@@ -348,7 +348,6 @@ class SearchDriver:
         ).scalar()
         if found is not None:
             return int(found)
-        params = {**params, "strategy": str(self.spec["strategy"]), "solver": self.solver}
         conn.execute(insert(SearchBuild), [{"search": self.id, "build_key": key, "params": params}])
         build = int(
             conn.execute(
@@ -452,7 +451,7 @@ class SearchDriver:
             texts = [self._text(p.point) for _, p in todo]
             seqs = [seq for seq, _ in todo]
             round_build = self._insert_round(
-                conn, build_key_hash([("round", seqs[0])]), {"candidates": texts, "seqs": seqs}
+                conn, build_key_hash([("round", seqs[0])]), {"round": seqs[0], "candidates": texts}
             )
         elif self.builds:
             tuples = {}

@@ -19,7 +19,15 @@ from tuna.backends.base import JobWork, KernelBinary, Measurement, SessionInfo
 from tuna.catalog.records import conv_problem
 from tuna.db import Database
 from tuna.db.blobs import unpack_kernel
-from tuna.db.models import ConvConfig, JobKernel, KernelCache, SearchBuild, Solver, Tensor
+from tuna.db.models import (
+    ConvConfig,
+    JobKernel,
+    KernelCache,
+    Search,
+    SearchBuild,
+    Solver,
+    Tensor,
+)
 from tuna.errors import TunaError
 from tuna.jobs.measurements import measured_before
 from tuna.jobs.states import ClaimedJob, Phase
@@ -114,18 +122,34 @@ class WorkLoader:
         return out
 
     def _fetch_rounds(self, build_ids: set[int]) -> dict[int, dict[str, Any]]:
-        """The candidates (and strategy) of strategy rounds' jobs, by search_build id."""
+        """By search_build id, a strategy round's (or final job's) ``candidates``, whether it
+        is the ``final`` one, its ``strategy`` and ``solver`` id (the search's)."""
         if not build_ids:
             return {}
+        out: dict[int, dict[str, Any]] = {}
         with self.db.session() as s:
-            return {
-                bid: dict(params or {})
-                for bid, params in s.execute(
-                    select(SearchBuild.id, SearchBuild.params).where(
-                        SearchBuild.id.in_(sorted(build_ids))
+            rows = s.execute(
+                select(SearchBuild.id, SearchBuild.params, Search.spec)
+                .join(Search, Search.id == SearchBuild.search)
+                .where(SearchBuild.id.in_(sorted(build_ids)))
+            ).all()
+            names = {str((spec or {}).get("solver")) for _, _, spec in rows}
+            solvers = dict(
+                s.execute(
+                    select(Solver.name, Solver.id).where(
+                        Solver.name.in_(sorted(names)), Solver.backend == self.session.backend
                     )
-                )
+                ).all()
+            )
+        for bid, params, spec in rows:
+            params, spec = dict(params or {}), dict(spec or {})
+            out[bid] = {
+                "candidates": list(params.get("candidates") or ()),
+                "final": bool(params.get("final")),
+                "strategy": spec.get("strategy"),
+                "solver": solvers.get(str(spec.get("solver"))),
             }
+        return out
 
     def _fetch_problems(self, config_ids: set[int]) -> None:
         if not config_ids:
