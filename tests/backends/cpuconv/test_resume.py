@@ -20,7 +20,7 @@ from tests.worker.procs import CTX, join_all
 from tuna.catalog.importer import import_configs, read_lines
 from tuna.db import Database, open_database
 from tuna.db.enums import JobState
-from tuna.db.models import Job, Measurement, PerfDb
+from tuna.db.models import Job, Measurement, MeasurementEffort, PerfDb
 from tuna.jobs.load import load_jobs
 from tuna.sessions import SessionSpec, create_session
 from tuna.worker import run_worker
@@ -108,3 +108,11 @@ def test_a_perf_job_killed_midway_resumes_without_measuring_anything_twice(db):
         )
         assert s.scalar(select(func.count()).select_from(PerfDb)) == 1
     assert best == fastest  # the winner is chosen over the measurements of both runs
+    with db.session() as s:  # the effort counts: each candidate once, across kill and resume
+        counts = s.execute(
+            select(MeasurementEffort.measurements, MeasurementEffort.budget).where(
+                MeasurementEffort.session == session
+            )
+        ).all()
+    assert sum(n for n, _ in counts) == candidates
+    assert {b for _, b in counts} == {candidates}  # the candidates chosen: the budget

@@ -266,6 +266,9 @@ class CpuConvBackend(Backend):
             return EvalOutcome.failed(f"compiled kernels missing: {', '.join(absent)}")
         started = time.monotonic()
         strategy = work.strategy or _strategy(work.step, len(table), payload.get("space", 0))
+        # The candidates this backend chose are its budget for the problem (a search
+        # strategy's round says none: its budget is the search's).
+        budget = None if work.strategy else len(table)
         # A resumed job: what this session measured on this platform is not timed again.
         before = {m.params: m for m in work.measured if m.params in table}
         if before:
@@ -277,7 +280,7 @@ class CpuConvBackend(Backend):
 
         def checkpoint(m: run.Measured) -> None:
             fresh.append(m)
-            work.save_progress([_measurement(m, strategy)])
+            work.save_progress([_measurement(m, strategy, budget)])
 
         with run.loaded(list(by_name.values()), f"cpuconv-{work.job_id}-{work.attempt}-") as libs:
             candidates = [
@@ -305,7 +308,7 @@ class CpuConvBackend(Backend):
                 return EvalOutcome(
                     ok=False,
                     reason=reason,
-                    measurements=tuple(_measurement(m, strategy) for m in fresh),
+                    measurements=tuple(_measurement(m, strategy, budget) for m in fresh),
                 )
         measured = [_reused(m) for m in before.values()] + fresh
         raced = [m for m in measured if m.raced]
@@ -315,14 +318,14 @@ class CpuConvBackend(Backend):
                 work.job_id, len(raced), len(measured), solver, sum(m.saved_ms for m in raced),
             )  # fmt: skip
         if not work.choose:  # a strategy's round: its measurements are its result
-            return EvalOutcome(measurements=tuple(_measurement(m, strategy) for m in fresh))
+            return EvalOutcome(measurements=tuple(_measurement(m, strategy, budget) for m in fresh))
         units = {params: by_name[name] for params, (name, _symbol) in table.items()}
         workspace = {
             p: sv.workspace_bytes(problem, solver, sv.parse_params(solver, p)) for p in table
         }
         outcome = self._outcome(work, measured, workspace, units)
         return dataclasses.replace(
-            outcome, measurements=tuple(_measurement(m, strategy) for m in fresh)
+            outcome, measurements=tuple(_measurement(m, strategy, budget) for m in fresh)
         )
 
     def _outcome(
@@ -383,15 +386,15 @@ def _strategy(step: str, candidates: int, space: int) -> str:
     return "exhaustive" if candidates >= space else "random"
 
 
-def _measurement(m: run.Measured, strategy: str) -> Measurement:
+def _measurement(m: run.Measured, strategy: str, budget: int | None = None) -> Measurement:
     """A candidate's result as a measurement row: its time, or what went wrong."""
     if m.ok:
         note = "raced" if m.raced else ("pruned after its warm-up" if m.runs == 0 else None)
-        return Measurement(m.params, m.time_ms, True, note, strategy)
+        return Measurement(m.params, m.time_ms, True, note, strategy, budget)
     reason = m.reason or "failed"
     if m.error is not None and m.error == m.error:  # not NaN
         reason = f"{reason} (max error {m.error:g})"
-    return Measurement(m.params, None, False, reason, strategy)
+    return Measurement(m.params, None, False, reason, strategy, budget)
 
 
 def _reused(m: Measurement) -> run.Measured:
