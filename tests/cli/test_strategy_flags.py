@@ -34,6 +34,19 @@ def test_load_jobs_strategy_makes_one_search_per_applicable_tunable_solver(cpuco
     assert listed.output.count("random Cpu") == 3
 
 
+def test_transfer_without_history_says_so_and_falls_back(cpuconv):
+    r = cpuconv.invoke(
+        main,
+        ["load_jobs", "-t", "net", "-s", "1", "--solvers", "CpuGemm1x1", "--strategy", "model",
+         "--transfer", "--budget", "16"],
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert (
+        "model CpuGemm1x1 config 1: transfer: no compatible history (no measurements of other "
+        "problems were given); the model learns from this problem's measurements alone"
+    ) in " ".join(r.output.split())
+
+
 def test_search_create_strategy(cpuconv):
     r = cpuconv.invoke(
         main,

@@ -188,6 +188,8 @@ def _print_strategy_load(session_id: int, loaded: StrategyLoad) -> None:
         table.add_row(f"not applicable: {escape(reason)}", str(n))
     console.print(f"session {session_id}, step perf, searched by strategy:", markup=False)
     console.print(table)
+    for note in loaded.notes:
+        console.print(note, markup=False)
     if loaded.created:
         first, last = loaded.created[0], loaded.created[-1]
         console.print(

@@ -215,10 +215,13 @@ def _create_strategy(
         flags.seed, flags.round_size, flags.transfer, name,
     )  # fmt: skip
     db = database()
+    notes: list[str] = []
     try:
-        search_id = create_strategy_search(db, request)
+        search_id = create_strategy_search(db, request, notes)
     finally:
         db.dispose()
+    for note in notes:
+        console.print(note, markup=False)
     console.print(
         f"search {search_id} {name!r} in session {session_id}: {flags.strategy} over "
         f"{solver} on config {config_id}; run it with `go_fish -s {session_id} --run_perf` or "

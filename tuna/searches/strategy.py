@@ -308,8 +308,12 @@ def candidate_space(db: Database, spec: Mapping[str, Any]) -> CandidateSpace:
         return load_problem(s, int(spec["config"]), str(spec["solver"])).space
 
 
-def create_strategy_search(db: Database, request: StrategyRequest) -> int:
-    """Check ``request`` and store its search (nothing is written when a check fails)."""
+def create_strategy_search(
+    db: Database, request: StrategyRequest, notes: list[str] | None = None
+) -> int:
+    """Check ``request`` and store its search (nothing is written when a check fails).
+    ``notes`` receives what the strategy says of its history (e.g. ``--transfer`` found no
+    compatible measurements and falls back to the problem's own)."""
     check_strategy_options(request.strategy, request.budget, request.patience, request.transfer)
     if request.round_size < 1:
         raise SearchError(f"round size {request.round_size}: give at least 1")
@@ -348,7 +352,7 @@ def create_strategy_search(db: Database, request: StrategyRequest) -> int:
                 until=snapshot["until"],
                 frozen=snapshot,
             )
-            make_strategy(  # the model's own checks (history, settings) fail here, not later
+            model = make_strategy(  # the model's own checks fail here, not later
                 request.strategy,
                 p.space,
                 budget=request.budget,
@@ -360,6 +364,8 @@ def create_strategy_search(db: Database, request: StrategyRequest) -> int:
                 transfer=request.transfer,
                 derive=candidate_features,
             )
+            if notes is not None:
+                notes += [f"{name}: {note}" for note in getattr(model, "notes", ())]
         row = Search(
             session=request.session,
             name=name[:128],
@@ -389,6 +395,7 @@ class StrategyLoad:
     created: list[int] = field(default_factory=list)
     already: int = 0
     not_applicable: Counter[str] = field(default_factory=Counter)
+    notes: list[str] = field(default_factory=list)  # what the strategies said of history
 
 
 def load_strategy_searches(
@@ -460,7 +467,7 @@ def load_strategy_searches(
             space = problem_space(problem, solver, f"{solver} on config {cid}").space
             resolve_budget(budget, len(space))
             todo.append(request)
-    out.created = [create_strategy_search(db, request) for request in todo]
+    out.created = [create_strategy_search(db, request, out.notes) for request in todo]
     return out
 
 
