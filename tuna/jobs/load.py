@@ -186,9 +186,10 @@ def _configs_to_weigh(
 ) -> tuple[list[Any], dict[tuple[int, int], int]]:
     """(config, x, w) of the configs whose pairs need a look, and the pairs tuned enough.
 
-    With ``min_trials``, the effort is counted first (one query over the measurements'
-    index) and a config whose every chosen solver is tuned enough is not even loaded: what
-    is tuned costs one count, not a problem rebuilt per pair.
+    With ``min_trials``, the effort is counted first (one query over the effort counts,
+    ``measurement_effort``, not the measurement rows) and a config whose every chosen
+    solver is tuned enough is not even loaded: what is tuned costs one count, not a problem
+    rebuilt per pair.
     """
     if min_trials is None:
         configs = list(session.execute(configs_with_tensors(tag)).all())
