@@ -78,6 +78,17 @@ def test_best_first_counts_only_the_runs_the_objective_counts(searched):
     assert query.best_run(db, query.find_search(db, sd.empty)) is None
 
 
+def test_best_first_with_a_validity_stat_reads_a_batch_at_a_time(searched, monkeypatch):
+    """seq 3 is the best valid run but says INVALID: it is skipped across batches of one."""
+    db, sd = searched
+    monkeypatch.setattr(query, "BEST_BATCH", 1)
+    serve = query.find_search(db, sd.serve)
+    assert [r.seq for r in query.runs(db, serve, order="best")] == [5, 1, 2, 0]
+    assert [r.seq for r in query.runs(db, serve, order="best", limit=3)] == [5, 1, 2]
+    best = query.best_run(db, serve)
+    assert best is not None and best.seq == 5
+
+
 def test_measurements_in_landing_order_and_their_best_so_far(searched):
     db, sd = searched
     m = query.measured(db, query.find_search(db, sd.serve))

@@ -15,6 +15,7 @@ aggregates are SQL's; with one, the valid runs' stats are read and checked here.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -366,15 +367,21 @@ def runs(
     else:
         q = q.where(SearchRun.seq > after).order_by(SearchRun.seq)
     if order == "best" and search.validity is not None:
-        # The validity stat is in the JSON stats: read best first until enough count.
+        # The validity stat is in the JSON stats: read best first, a batch at a time (the
+        # driver reads a whole result), until enough count.
+        batch = max(BEST_BATCH, 2 * (limit or 0))
+        found = []
         with db.transaction() as conn:
-            found = []
-            for r in conn.execute(q):
-                if search.counts(r.valid, r.value, r.stats):
-                    found.append(_run_row(r))
-                    if limit is not None and len(found) >= limit:
-                        break
-            return found
+            for offset in itertools.count(0, batch):
+                rows = conn.execute(q.limit(batch).offset(offset)).all()
+                for r in rows:
+                    if search.counts(r.valid, r.value, r.stats):
+                        found.append(_run_row(r))
+                        if limit is not None and len(found) >= limit:
+                            return found
+                if len(rows) < batch:
+                    return found
+        raise AssertionError("unreachable")
     if limit is not None:
         q = q.limit(limit)
     with db.transaction() as conn:
@@ -607,7 +614,7 @@ def _recent(
 ) -> list[tuple[int, float]]:
     """The ``recent`` latest measurements that count, ``(n, value)``, read from the end."""
     out: list[tuple[int, float]] = []
-    batch = max(2 * recent, 1024)
+    batch = max(recent + recent // 4, 256)  # a tenth of runs invalid: one batch, mostly
     offset = 0
     latest = in_order.order_by(SearchRun.finished.desc(), SearchRun.seq.desc())
     while len(out) < recent and offset < total:
