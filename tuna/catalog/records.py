@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Select, select
-from sqlalchemy.orm import aliased
 
-from tuna.db.models import BnConfig, ConfigTag, ConvConfig, Tensor
 from tuna.problems.conv import ConvProblem
 
-if TYPE_CHECKING:  # a worker needs conv problems only: no bnorm grammar loaded for it
+if TYPE_CHECKING:  # a worker needs conv problems only: no bnorm grammar, no ORM loaded for it
+    from tuna.db.models import ConvConfig, Tensor
     from tuna.problems.bnorm import BnProblem
 
 TensorKey = tuple[int, int, int, int, int, int, str, str]
@@ -82,6 +81,10 @@ def conv_config_values(p: ConvProblem, fdb_key: str, driver: str | None) -> dict
 def configs_with_tensors(tag: str | None = None) -> Select[ConvConfig, Tensor, Tensor]:
     """(config, input tensor, weight tensor) of every config, or of those tagged ``tag``, by
     id: what :func:`conv_problem` takes."""
+    from sqlalchemy.orm import aliased
+
+    from tuna.db.models import ConfigTag, ConvConfig, Tensor
+
     x, w = aliased(Tensor), aliased(Tensor)
     query = (
         select(ConvConfig, x, w)
@@ -94,8 +97,9 @@ def configs_with_tensors(tag: str | None = None) -> Select[ConvConfig, Tensor, T
     return query
 
 
-def conv_problem(cfg: ConvConfig, x: Tensor, w: Tensor) -> ConvProblem:
-    """Rebuild the problem a conv_config row (with its two tensors) describes."""
+def conv_problem(cfg: ConvConfig | Any, x: Tensor | Any, w: Tensor | Any) -> ConvProblem:
+    """Rebuild the problem a conv_config row (with its two tensors) describes: ORM objects,
+    or anything else with the columns as attributes (a worker reads them with Core)."""
     dims = cfg.spatial_dim
     spatial = [x.dim2, x.dim3, x.dim4][:dims]
     fil = [w.dim2, w.dim3, w.dim4][:dims]
@@ -159,7 +163,6 @@ def tensor_row(key: TensorKey) -> dict[str, Any]:
 
 
 __all__ = [
-    "BnConfig",
     "TensorKey",
     "bn_config_values",
     "conv_config_values",

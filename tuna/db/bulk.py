@@ -11,13 +11,15 @@ parameter binding is in C and already fast).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from sqlalchemy import Table
 from sqlalchemy.dialects import sqlite
-from sqlalchemy.orm import Session
 
-from tuna.db.models import Base
+if TYPE_CHECKING:  # a worker creating a session's solvers needs neither at run time
+    from sqlalchemy.orm import Session
+
+    from tuna.db.models import Base
 
 T = TypeVar("T")
 

@@ -15,7 +15,7 @@ from sqlalchemy import Float, literal
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
 
-from tuna.db.models import Timestamp
+from tuna.db.tables import Timestamp
 
 
 class db_now(FunctionElement[dt.datetime]):  # noqa: N801 - reads as a SQL function

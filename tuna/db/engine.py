@@ -28,16 +28,18 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import ConnectionPoolEntry, PoolResetState
 
 from tuna.config import mask_url
 from tuna.errors import DatabaseError, TunaError
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session, sessionmaker
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +156,7 @@ class Database:
     def __init__(self, url: URL | str, engine: Engine | None = None) -> None:
         self.url = make_url(url)
         self.engine = engine or make_engine(self.url)
-        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self._sessions: sessionmaker[Session] | None = None
 
     @property
     def url_masked(self) -> str:
@@ -171,6 +173,12 @@ class Database:
         Driver errors become :class:`DatabaseError` naming the (masked) database.
         ``immediate`` takes SQLite's write lock at BEGIN; elsewhere it is a no-op.
         """
+        if self._sessions is None:
+            # Here, not at import: a worker's claims and records run on Core statements
+            # (:meth:`transaction`) and never load the ORM.
+            from sqlalchemy.orm import sessionmaker
+
+            self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         session = self._sessions()
         if immediate and self.is_sqlite:
             session.connection(execution_options={"sqlite_immediate": True})

@@ -26,14 +26,18 @@ from sqlalchemy import Connection, Executable, bindparam, case, func, insert, se
 from sqlalchemy.dialects import mysql, sqlite
 
 from tuna.backends.base import Measurement as Measured
-from tuna.db import Database
+from tuna.db import Database, tables
 from tuna.db.enums import JobState
-from tuna.db.models import Job, Measurement
 from tuna.db.retry import with_retry
 from tuna.db.tables import measurement_effort
 
 if TYPE_CHECKING:
     from tuna.jobs.states import ClaimedJob
+
+# The tables' columns, named as the ORM classes: statements here are Core (tuna.db.tables),
+# so a worker never imports the ORM.
+Job = tables.job.c
+Measurement = tables.measurement.c
 
 _ROWS_PER_STATEMENT = 500
 _REASON_CHARS = 255
@@ -74,7 +78,7 @@ def measurement_rows(
 
 @functools.cache
 def _insert() -> Executable:
-    return insert(Measurement)
+    return insert(tables.measurement)
 
 
 def write_measurements(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:

@@ -22,15 +22,22 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Executable, bindparam, delete, insert, or_, select, update
+from sqlalchemy import Connection, Executable, Table, bindparam, delete, insert, or_, select, update
 from sqlalchemy.dialects import mysql, sqlite
 
 from tuna.backends.base import CompileOutcome, EvalOutcome, KernelBinary
+from tuna.db import tables
 from tuna.db.blobs import pack_kernel
-from tuna.db.models import Base, FindDb, JobKernel, KernelCache, PerfDb
 
 if TYPE_CHECKING:
     from tuna.jobs.states import ClaimedJob
+
+# The tables' columns, named as the ORM classes: statements here are Core (tuna.db.tables),
+# so a worker never imports the ORM.
+FindDb = tables.find_db.c
+JobKernel = tables.job_kernel.c
+KernelCache = tables.kernel_cache.c
+PerfDb = tables.perf_db.c
 
 log = logging.getLogger(__name__)
 
@@ -56,16 +63,16 @@ def _chunks(rows: Sequence[Any]) -> list[Sequence[Any]]:
 
 @functools.lru_cache(maxsize=32)
 def _upsert_statement(
-    mysql_dialect: bool, model: type[Base], keys: tuple[str, ...], columns: tuple[str, ...]
+    mysql_dialect: bool, table: Table, keys: tuple[str, ...], columns: tuple[str, ...]
 ) -> Executable:
     """INSERT of ``keys`` + ``columns``; where ``keys`` exist, the ``columns`` given win.
     With no ``columns``, an existing row is kept as it is (``keys`` a unique key)."""
     if mysql_dialect:
-        ins = mysql.insert(model)
+        ins = mysql.insert(table)
         # MySQL needs something to update: a no-op assignment keeps the row.
         update_ = {c: ins.inserted[c] for c in columns or keys[:1]}
         return ins.on_duplicate_key_update(update_)
-    lite = sqlite.insert(model)
+    lite = sqlite.insert(table)
     if not columns:
         return lite.on_conflict_do_nothing(index_elements=list(keys))
     return lite.on_conflict_do_update(
@@ -74,24 +81,22 @@ def _upsert_statement(
 
 
 def _upsert(
-    conn: Connection, model: type[Base], rows: list[dict[str, Any]], keys: Sequence[str]
+    conn: Connection, table: Table, rows: list[dict[str, Any]], keys: Sequence[str]
 ) -> None:
     """Insert ``rows`` or, where their ``keys`` exist, overwrite the other columns given."""
     if not rows:
         return
     columns = tuple(c for c in rows[0] if c not in keys)
-    stmt = _upsert_statement(_is_mysql(conn), model, tuple(keys), columns)
+    stmt = _upsert_statement(_is_mysql(conn), table, tuple(keys), columns)
     for chunk in _chunks(rows):
         conn.execute(stmt, list(chunk))
 
 
-def _insert_missing(
-    conn: Connection, model: type[Base], rows: list[dict[str, Any]], key: str
-) -> None:
+def _insert_missing(conn: Connection, table: Table, rows: list[dict[str, Any]], key: str) -> None:
     """Insert ``rows``; a row whose unique ``key`` exists already (a racing writer) is kept."""
     if not rows:
         return
-    stmt = _upsert_statement(_is_mysql(conn), model, (key,), ())
+    stmt = _upsert_statement(_is_mysql(conn), table, (key,), ())
     for chunk in _chunks(rows):
         conn.execute(stmt, list(chunk))
 
@@ -118,7 +123,7 @@ def store_kernels(conn: Connection, kernels: Sequence[KernelBinary]) -> dict[str
                     "blob": blob,
                 }
             )
-        _insert_missing(conn, KernelCache, rows, "identity")
+        _insert_missing(conn, tables.kernel_cache, rows, "identity")
         ids.update(_kernel_ids(conn, missing))
     return ids
 
@@ -140,7 +145,7 @@ def _kernel_ids(conn: Connection, identities: list[str]) -> dict[str, int]:
 
 @functools.cache
 def _unlink_jobs() -> Executable:
-    return delete(JobKernel).where(JobKernel.job.in_(bindparam("jobs", expanding=True)))
+    return delete(tables.job_kernel).where(JobKernel.job.in_(bindparam("jobs", expanding=True)))
 
 
 def write_compile_results(
@@ -157,7 +162,7 @@ def write_compile_results(
     links = {(job.id, ids[kernel_identity(k)]) for job, outcome in done for k in outcome.kernels}
     rows = [{"job": j, "kernel": k} for j, k in sorted(links)]
     for chunk in _chunks(rows):
-        conn.execute(insert(JobKernel), list(chunk))
+        conn.execute(insert(tables.job_kernel), list(chunk))
 
 
 def choose_kernels(
@@ -183,7 +188,7 @@ def choose_kernels(
             select(
                 JobKernel.id, JobKernel.job, KernelCache.identity, KernelCache.id, JobKernel.chosen
             )
-            .join(KernelCache, KernelCache.id == JobKernel.kernel)
+            .join(tables.kernel_cache, KernelCache.id == JobKernel.kernel)
             .where(
                 JobKernel.job.in_(chunk),
                 or_(JobKernel.chosen, KernelCache.identity.in_(idents)),
@@ -210,7 +215,9 @@ def choose_kernels(
         to_clear += [link for link, _i, _k, was in links[job] if was and link not in keep]
     for ids, value in ((sorted(to_clear), False), (sorted(to_set), True)):
         for chunk in _chunks(ids):
-            conn.execute(update(JobKernel).where(JobKernel.id.in_(chunk)).values(chosen=value))
+            conn.execute(
+                update(tables.job_kernel).where(JobKernel.id.in_(chunk)).values(chosen=value)
+            )
     return chosen
 
 
@@ -251,5 +258,5 @@ def write_eval_results(conn: Connection, done: Sequence[tuple[ClaimedJob, EvalOu
                 "kernel": kernel,
             }
     keys = ("session", "config", "solver")
-    _upsert(conn, PerfDb, [perf[k] for k in sorted(perf)], keys)
-    _upsert(conn, FindDb, [find[k] for k in sorted(find)], keys)
+    _upsert(conn, tables.perf_db, [perf[k] for k in sorted(perf)], keys)
+    _upsert(conn, tables.find_db, [find[k] for k in sorted(find)], keys)

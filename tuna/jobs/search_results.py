@@ -47,11 +47,21 @@ from sqlalchemy import (
 )
 
 from tuna.backends.base import BuildOutcome, RunOutcome
+from tuna.db import tables
 from tuna.db.clock import db_now
-from tuna.db.models import Artifact, Job, Measurement, Search, SearchBuild, SearchRun, SearchTally
 
 if TYPE_CHECKING:
     from tuna.jobs.states import ClaimedJob
+
+# The tables' columns, named as the ORM classes: statements here are Core (tuna.db.tables),
+# so a worker never imports the ORM.
+Artifact = tables.artifact.c
+Job = tables.job.c
+Measurement = tables.measurement.c
+Search = tables.search.c
+SearchBuild = tables.search_build.c
+SearchRun = tables.search_run.c
+SearchTally = tables.search_tally.c
 
 
 @dataclass(frozen=True)
@@ -73,7 +83,7 @@ def store_artifact(conn: Connection, blob: bytes) -> int:
     found = conn.execute(select(Artifact.id).where(Artifact.digest == digest)).scalar()
     if found is not None:
         return int(found)
-    result = conn.execute(insert(Artifact).values(digest=digest, size=len(blob), blob=blob))
+    result = conn.execute(insert(tables.artifact).values(digest=digest, size=len(blob), blob=blob))
     key = result.inserted_primary_key
     assert key is not None
     return int(key[0])
@@ -89,7 +99,7 @@ def store_builds(conn: Connection, done: Sequence[tuple[ClaimedJob, BuildOutcome
             assert outcome.artifact is not None
             artifact = store_artifact(conn, outcome.artifact)
             conn.execute(
-                update(SearchBuild)
+                update(tables.search_build)
                 .where(SearchBuild.id == job.search_build)
                 .values(artifact=artifact, valid=True, reason=None, finished=db_now())
             )
@@ -104,7 +114,7 @@ def fail_builds(conn: Connection, failed: Sequence[tuple[int, str]]) -> None:
     """Mark builds as not built, and their unfinished runs invalid with the build's reason."""
     for build_id, reason in failed:
         conn.execute(
-            update(SearchBuild)
+            update(tables.search_build)
             .where(SearchBuild.id == build_id)
             .values(valid=False, reason=reason, finished=db_now())
         )
@@ -118,7 +128,7 @@ def runs_awaiting(conn: Connection, build_ids: Sequence[int]) -> list[tuple[int,
         return []
     rows = conn.execute(
         select(Search.session, SearchRun.id)
-        .join(Search, Search.id == SearchRun.search)
+        .join(tables.search, Search.id == SearchRun.search)
         .where(
             SearchRun.build.in_(sorted(build_ids)),
             SearchRun.valid.is_(None),
@@ -177,9 +187,9 @@ def store_runs(conn: Connection, done: Sequence[tuple[ClaimedJob, RunOutcome]]) 
 @functools.cache
 def _store_run() -> Update:
     """One run's Run into its row (an executemany over a batch), machine from its job."""
-    c = SearchRun.__table__.c
+    c = tables.search_run.c
     return (
-        update(SearchRun)
+        update(tables.search_run)
         .where(SearchRun.id == bindparam("rid", type_=c.id.type))
         .values(
             stats=bindparam("v_stats", type_=c.stats.type),
@@ -209,7 +219,7 @@ def insert_runs(conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
     """Insert proposed runs (``search_run`` rows, not yet run) and count them."""
     if not rows:
         return
-    conn.execute(insert(SearchRun), list(rows))
+    conn.execute(insert(tables.search_run), list(rows))
     tally: _Tally = defaultdict(lambda: [0, 0, 0])
     for row in rows:
         t = tally[int(row["search"])]
@@ -226,7 +236,7 @@ def fail_runs(conn: Connection, where: ColumnElement[bool], reason: str) -> int:
     if not ended:
         return 0
     conn.execute(
-        update(SearchRun)
+        update(tables.search_run)
         .where(SearchRun.id.in_([r.id for r in ended]))
         .values(valid=False, reason=reason, finished=db_now())
     )
@@ -255,9 +265,9 @@ def _count(conn: Connection, tally: Mapping[int, Sequence[int]]) -> None:
         runs, done, valid = tally[search]
         if not (runs or done or valid):
             continue
-        c = SearchTally.__table__.c
+        c = tables.search_tally.c
         changed = conn.execute(
-            update(SearchTally)
+            update(tables.search_tally)
             .where(c.search == search)
             .values({c.runs: c.runs + runs, c.done: c.done + done, c.valid: c.valid + valid})
         ).rowcount
@@ -285,12 +295,14 @@ def recount(conn: Connection, searches: Iterable[int]) -> None:
             .group_by(SearchRun.search)
         )
     }
-    c = SearchTally.__table__.c
+    c = tables.search_tally.c
     for search in ids:
         runs, done, valid = counted.get(search, (0, 0, 0))
         values = {c.runs: runs, c.done: done, c.valid: valid}
-        if not conn.execute(update(SearchTally).where(c.search == search).values(values)).rowcount:
-            conn.execute(insert(SearchTally).values({c.search: search, **values}))
+        if not conn.execute(
+            update(tables.search_tally).where(c.search == search).values(values)
+        ).rowcount:
+            conn.execute(insert(tables.search_tally).values({c.search: search, **values}))
 
 
 def store_rounds(
@@ -339,7 +351,7 @@ def store_rounds(
             else:
                 values = {"valid": False, "reason": found.reason or "invalid", "stats": {}}
             conn.execute(
-                update(SearchRun)
+                update(tables.search_run)
                 .where(SearchRun.id == run_id)
                 .values(**values, machine=_machine(conn, job.id), finished=db_now())
             )
@@ -347,7 +359,7 @@ def store_rounds(
             tally[search][2] += int(bool(values["valid"]))
         _count(conn, tally)
         conn.execute(
-            update(SearchBuild)
+            update(tables.search_build)
             .where(SearchBuild.id == job.search_build)
             .values(valid=True, reason=None, finished=db_now())
         )

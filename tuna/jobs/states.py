@@ -62,7 +62,7 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import (
     BindParameter,
@@ -76,13 +76,11 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.orm import Session
 
 from tuna.backends.base import BuildOutcome, CompileOutcome, EvalOutcome, Outcome, RunOutcome
-from tuna.db import Database
+from tuna.db import Database, tables
 from tuna.db.clock import db_now
 from tuna.db.enums import JobState, JobStep
-from tuna.db.models import Job, SearchRun
 from tuna.db.retry import with_retry
 from tuna.errors import DatabaseError
 from tuna.jobs.errors import IllegalTransition, LostLease
@@ -97,9 +95,16 @@ from tuna.jobs.search_results import (
     store_runs,
 )
 
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
 log = logging.getLogger(__name__)
 
 S = JobState
+# The tables' columns, named as the ORM classes (``Job.state``): statements here are Core, on
+# tuna.db.tables, so a worker never imports the ORM (issue #14).
+Job = tables.job.c
+SearchRun = tables.search_run.c
 
 DEFAULT_MAX_RETRIES = 3
 DEFAULT_LEASE_SECONDS = 60.0
@@ -262,13 +267,13 @@ def _cas_statement(
     check_transition(from_state, to_state, event)
     if per_row:
         # One row per parameter set (executemany): its id and attempt are bound per row.
-        stmt = update(Job).where(
+        stmt = update(tables.job).where(
             Job.id == bindparam("row_id", type_=Integer),
             Job.attempt == bindparam("row_attempt", type_=Integer),
             Job.state == from_state,
         )
     else:
-        stmt = update(Job).where(
+        stmt = update(tables.job).where(
             Job.id.in_(bindparam("ids", expanding=True)), Job.state == from_state
         )
     if attempt is not None:
@@ -299,7 +304,7 @@ def compare_and_set(
     stmt = _cas_statement(
         from_state, to_state, attempt=attempt, values=values, where=where, event=event
     )
-    conn = s.connection() if isinstance(s, Session) else s
+    conn = s if isinstance(s, Connection) else s.connection()
     changed = 0
     ordered = sorted(ids)
     for i in range(0, len(ordered), _CHUNK):
@@ -325,7 +330,7 @@ def _apply(s: Session | Connection, changes: Iterable[_Change]) -> int:
     single: dict[tuple[JobState, JobState, tuple[str, ...]], list[dict[str, Any]]] = defaultdict(
         list
     )
-    conn = s.connection() if isinstance(s, Session) else s
+    conn = s if isinstance(s, Connection) else s.connection()
     changed = 0
     for (frm, to, attempt, items), ids in same.items():
         keys = tuple(k for k, _ in items)
@@ -350,7 +355,7 @@ def _move_statement(
 ) -> Update:
     """:func:`_apply`'s UPDATE for one (from, to) writing ``keys`` (bound as ``v_<key>``),
     fenced by ``row_attempt``; ids as ``ids`` (a list) or, ``per_row``, ``row_id``."""
-    columns = Job.__table__.c
+    columns = tables.job.c
     values: dict[str, Any] = {k: bindparam(f"v_{k}", type_=columns[k].type) for k in keys}
     stmt = _cas_statement(
         from_state,
@@ -443,7 +448,7 @@ def _held_runs() -> Select[Any]:
     """
     return (
         select(Job.id)
-        .join(SearchRun, SearchRun.id == Job.search_run)
+        .join(tables.search_run, SearchRun.id == Job.search_run)
         .where(
             SearchRun.build.in_(bindparam("builds", expanding=True)),
             SearchRun.valid.is_(None),  # not ended: ix_search_run_build_valid skips the rest
@@ -640,11 +645,11 @@ def extend_leases(
         return []
 
     def extend() -> list[int]:
-        with db.session(immediate=True) as s:
+        with db.transaction(immediate=True) as conn:
             changed = 0
             for (phase, attempt), ids in _by_attempt(jobs).items():
-                result = s.connection().execute(
-                    update(Job)
+                result = conn.execute(
+                    update(tables.job)
                     .where(
                         Job.id.in_(ids),
                         Job.attempt == attempt,
@@ -658,7 +663,7 @@ def extend_leases(
                 return []
             held = {
                 (r.id, r.attempt)
-                for r in s.connection().execute(
+                for r in conn.execute(
                     select(Job.id, Job.attempt).where(
                         Job.id.in_([j.id for j in jobs]),
                         Job.lease_owner == owner,
@@ -680,10 +685,10 @@ def release_jobs(db: Database, owner: str, jobs: Sequence[ClaimedJob]) -> list[i
         return []
 
     def release() -> list[int]:
-        with db.session(immediate=True) as s:
+        with db.transaction(immediate=True) as conn:
             held = {
                 (r.id, r.attempt, r.state)
-                for r in s.connection().execute(
+                for r in conn.execute(
                     select(Job.id, Job.attempt, Job.state)
                     .where(Job.id.in_([j.id for j in jobs]), Job.lease_owner == owner)
                     .order_by(Job.id)
@@ -693,7 +698,7 @@ def release_jobs(db: Database, owner: str, jobs: Sequence[ClaimedJob]) -> list[i
             mine = [j for j in jobs if (j.id, j.attempt, j.phase.running) in held]
             for (phase, attempt), ids in _by_attempt(mine).items():
                 compare_and_set(
-                    s,
+                    conn,
                     ids,
                     from_state=phase.running,
                     to_state=phase.ready,
@@ -928,7 +933,7 @@ def _gave_up(conn: Connection, jobs: Sequence[tuple[int | None, int | None, str]
 
 @functools.cache
 def _insert_job() -> Any:
-    return insert(Job)
+    return insert(tables.job)
 
 
 def insert_run_jobs(conn: Connection, runs: Sequence[tuple[int, int]]) -> int:
@@ -1022,7 +1027,7 @@ def reap_expired(
     """
 
     def reap() -> Reaped:
-        with db.session(immediate=True) as s:
+        with db.transaction(immediate=True) as conn:
             changes: list[_Change] = []
             searched: list[tuple[int | None, int | None, str]] = []
             for phase in Phase:
@@ -1041,16 +1046,16 @@ def reap_expired(
                 )
                 if session_id is not None:
                     q = q.where(Job.session == session_id)
-                for r in s.connection().execute(q):
+                for r in conn.execute(q):
                     reason = f"lease expired; last owner {r.lease_owner}"
                     to, values = _failed(phase, r.retries, reason, max_retries)
                     changes.append((r.id, r.attempt, phase.running, to, values))
                     if to is S.ERRORED:
                         searched.append((r.search_build, r.search_run, values["reason"]))
-            changed = _apply(s, changes)
+            changed = _apply(conn, changes)
             if changed != len(changes):
                 raise DatabaseError(f"reaping {len(changes)} locked job(s) changed {changed}")
-            _gave_up(s.connection(), searched)
+            _gave_up(conn, searched)
             return Reaped(
                 returned=[c[0] for c in changes if c[3] is not S.ERRORED],
                 errored=[c[0] for c in changes if c[3] is S.ERRORED],

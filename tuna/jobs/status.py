@@ -10,11 +10,15 @@ from dataclasses import dataclass
 
 from sqlalchemy import func, select
 
-from tuna.db import Database
+from tuna.db import Database, tables
 from tuna.db.clock import db_now
 from tuna.db.enums import JobState
-from tuna.db.models import Job, Search
 from tuna.sessions import session_row
+
+# The tables' columns, named as the ORM classes: statements here are Core (tuna.db.tables),
+# so a worker never imports the ORM.
+Job = tables.job.c
+Search = tables.search.c
 
 S = JobState
 
@@ -40,16 +44,12 @@ class JobCounts:
 def count_jobs(db: Database, session_id: int, states: Iterable[JobState]) -> dict[JobState, int]:
     """How many jobs of the session are in each of ``states`` (through the claim index)."""
     wanted = list(states)
-    with db.session() as s:
-        rows = (
-            s.connection()
-            .execute(
-                select(Job.state, func.count())
-                .where(Job.session == session_id, Job.state.in_(wanted))
-                .group_by(Job.state)
-            )
-            .all()
-        )
+    with db.transaction() as conn:
+        rows = conn.execute(
+            select(Job.state, func.count())
+            .where(Job.session == session_id, Job.state.in_(wanted))
+            .group_by(Job.state)
+        ).all()
     found = {JobState(r[0]): int(r[1]) for r in rows}
     return {st: found.get(st, 0) for st in wanted}
 
@@ -66,15 +66,15 @@ class SearchWaiting:
 def search_work_waiting(db: Database, session_id: int) -> SearchWaiting:
     """Builds (and strategy rounds) waiting or in flight in the compile phase, and active
     searches, of session ``session_id``."""
-    with db.session() as s:
-        builds = s.execute(
+    with db.transaction() as conn:
+        builds = conn.execute(
             select(func.count()).where(
                 Job.session == session_id,
                 Job.state.in_([JobState.NEW, JobState.COMPILE_START]),
                 Job.search_build.is_not(None),  # builds and a strategy's rounds
             )
         ).scalar_one()
-        active = s.execute(
+        active = conn.execute(
             select(func.count()).where(Search.session == session_id, Search.state == "active")
         ).scalar_one()
     return SearchWaiting(int(builds), int(active))

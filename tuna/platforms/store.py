@@ -19,10 +19,14 @@ from typing import Any
 from sqlalchemy import Connection, Executable, select, update
 from sqlalchemy.dialects import mysql, sqlite
 
-from tuna.db import Database
-from tuna.db.models import Machine, Platform
+from tuna.db import Database, tables
 from tuna.db.retry import with_retry
 from tuna.errors import TunaError
+
+# The tables' columns, named as the ORM classes: statements here are Core (tuna.db.tables),
+# so a worker never imports the ORM.
+Machine = tables.machine.c
+Platform = tables.platform.c
 
 
 class PlatformJsonError(TunaError):
@@ -78,9 +82,9 @@ def read_user_platform(path: str | Path) -> dict[str, Any]:
 @functools.cache
 def _insert_missing(mysql_dialect: bool) -> Executable:
     if mysql_dialect:
-        ins = mysql.insert(Platform)
+        ins = mysql.insert(tables.platform)
         return ins.on_duplicate_key_update(digest=ins.inserted.digest)
-    return sqlite.insert(Platform).on_conflict_do_nothing(index_elements=["digest"])
+    return sqlite.insert(tables.platform).on_conflict_do_nothing(index_elements=["digest"])
 
 
 def store_platform(conn: Connection, info: Mapping[str, Any]) -> int:
@@ -113,7 +117,9 @@ def report_platform(
                 ).scalar()
             pid = store_platform(conn, compose(facts, machine_user, session_user))
             if machine is not None:
-                conn.execute(update(Machine).where(Machine.id == machine).values(platform=pid))
+                conn.execute(
+                    update(tables.machine).where(Machine.id == machine).values(platform=pid)
+                )
             return pid
 
     return with_retry(report, what=f"machine {machine}: report its platform")

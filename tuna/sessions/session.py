@@ -12,17 +12,22 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session as OrmSession
+from sqlalchemy import Row, select
 
 from tuna.backends import LibraryQueries, get_backend
 from tuna.backends.base import RUNTIMES, SessionInfo, SolverInfo
-from tuna.db import Database
+from tuna.db import Database, tables
 from tuna.db.bulk import insert_missing
-from tuna.db.models import Solver, TuningSession
 from tuna.errors import NotFoundError, TunaError
+
+# The ORM classes are imported in the functions that use them: a worker only reads its
+# session (get_session, on the Core table) and never loads the ORM.
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session as OrmSession
+
+    from tuna.db.models import TuningSession
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,8 @@ def fingerprint(spec: SessionSpec) -> str:
 
 def sync_solvers(session: OrmSession, backend_name: str) -> dict[str, int]:
     """Make the solver table hold the backend's solvers; return their ids by name."""
+    from tuna.db.models import Solver
+
     backend = get_backend(backend_name)
     rows = [
         {
@@ -95,7 +102,7 @@ class SolverUpdate:
     unchanged: int = 0
 
 
-def session_info(row: TuningSession) -> SessionInfo:
+def session_info(row: TuningSession | Row[Any]) -> SessionInfo:
     """A session row as everyone outside the database sees it (the one conversion)."""
     return SessionInfo(
         id=row.id,
@@ -128,6 +135,8 @@ def update_solvers(db: Database, session_id: int) -> SolverUpdate:
     flag, numeric id and algorithm of known ones follow the report; solvers no longer
     reported are marked invalid (``valid`` 0), never deleted, since results refer to them.
     """
+    from tuna.db.models import Solver
+
     with db.session() as session:
         row = session_row(session, session_id)
         info = session_info(row)
@@ -183,6 +192,8 @@ class SolverRow:
 
 def list_solvers(db: Database, backend: str | None = None) -> list[SolverRow]:
     """The solver table (of one backend), by backend and numeric id."""
+    from tuna.db.models import Solver
+
     query = select(Solver).order_by(Solver.backend, Solver.numeric_id, Solver.name)
     if backend is not None:
         query = query.where(Solver.backend == backend)
@@ -195,6 +206,8 @@ def list_solvers(db: Database, backend: str | None = None) -> list[SolverRow]:
 
 def create_session(db: Database, spec: SessionSpec) -> SessionInfo:
     """Record a new session (and its backend's solvers); returns it with its id."""
+    from tuna.db.models import TuningSession
+
     if spec.num_cu <= 0:
         raise TunaError(f"--num-cu must be positive, not {spec.num_cu}")
     if spec.runtime is not None and spec.runtime not in RUNTIMES:
@@ -211,22 +224,33 @@ def create_session(db: Database, spec: SessionSpec) -> SessionInfo:
 
 def session_row(s: OrmSession, session_id: int) -> TuningSession:
     """The session's row in ``s``; :class:`NotFoundError` (saying where to look) if none."""
+    from tuna.db.models import TuningSession
+
     row = s.get(TuningSession, session_id)
     if row is None:
-        raise NotFoundError(
-            f"session {session_id} does not exist; `tuna session list` shows the sessions"
-        )
+        raise _no_session(session_id)
     return row
+
+
+def _no_session(session_id: int) -> NotFoundError:
+    return NotFoundError(
+        f"session {session_id} does not exist; `tuna session list` shows the sessions"
+    )
 
 
 def get_session(db: Database, session_id: int) -> SessionInfo:
     """The session (the one loader); :class:`NotFoundError` if there is none."""
-    with db.session() as session:
-        row = session_row(session, session_id)
-        return session_info(row)
+    table = tables.session
+    with db.transaction() as conn:
+        row = conn.execute(select(table).where(table.c.id == session_id)).one_or_none()
+    if row is None:
+        raise _no_session(session_id)
+    return session_info(row)
 
 
 def list_sessions(db: Database) -> list[SessionInfo]:
+    from tuna.db.models import TuningSession
+
     with db.session() as session:
         return [
             session_info(r)

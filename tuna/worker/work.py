@@ -10,24 +10,15 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 from collections.abc import Sequence
+from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import aliased
+from sqlalchemy import FromClause, Row, select
 
 from tuna.backends.base import JobWork, KernelBinary, Measurement, SessionInfo
 from tuna.catalog.records import conv_problem
-from tuna.db import Database
+from tuna.db import Database, tables
 from tuna.db.blobs import unpack_kernel
-from tuna.db.models import (
-    ConvConfig,
-    JobKernel,
-    KernelCache,
-    Search,
-    SearchBuild,
-    Solver,
-    Tensor,
-)
 from tuna.errors import TunaError
 from tuna.jobs.measurements import measured_before
 from tuna.jobs.states import ClaimedJob, Phase
@@ -127,17 +118,18 @@ class WorkLoader:
         if not build_ids:
             return {}
         out: dict[int, dict[str, Any]] = {}
-        with self.db.session() as s:
-            rows = s.execute(
-                select(SearchBuild.id, SearchBuild.params, Search.spec)
-                .join(Search, Search.id == SearchBuild.search)
-                .where(SearchBuild.id.in_(sorted(build_ids)))
+        build, search, solver = tables.search_build.c, tables.search.c, tables.solver.c
+        with self.db.transaction() as conn:
+            rows = conn.execute(
+                select(build.id, build.params, search.spec)
+                .join(tables.search, search.id == build.search)
+                .where(build.id.in_(sorted(build_ids)))
             ).all()
             names = {str((spec or {}).get("solver")) for _, _, spec in rows}
             solvers = dict(
-                s.execute(
-                    select(Solver.name, Solver.id).where(
-                        Solver.name.in_(sorted(names)), Solver.backend == self.session.backend
+                conn.execute(
+                    select(solver.name, solver.id).where(
+                        solver.name.in_(sorted(names)), solver.backend == self.session.backend
                     )
                 ).all()
             )
@@ -156,43 +148,51 @@ class WorkLoader:
             return
         if len(self._problems) > _MAX_CACHED_PROBLEMS:
             self._problems.clear()
-        x, w = aliased(Tensor), aliased(Tensor)
-        with self.db.session() as s:
-            rows = s.execute(
-                select(ConvConfig, x, w)
-                .join(x, ConvConfig.input_tensor == x.id)
-                .join(w, ConvConfig.weight_tensor == w.id)
-                .where(ConvConfig.id.in_(config_ids))
+        cc, x, w = tables.conv_config, tables.tensor.alias("x"), tables.tensor.alias("w")
+        with self.db.transaction() as conn:
+            rows = conn.execute(
+                select(cc, x, w)
+                .join(x, cc.c.input_tensor == x.c.id)
+                .join(w, cc.c.weight_tensor == w.c.id)
+                .where(cc.c.id.in_(config_ids))
             ).all()
-            for cfg, xt, wt in rows:
-                try:
-                    self._problems[cfg.id] = conv_problem(cfg, xt, wt)
-                except TunaError as e:
-                    self._problems[cfg.id] = f"config {cfg.id} is not a valid problem: {e}"
+        for row in rows:
+            cfg = _part(row, cc)
+            try:
+                self._problems[cfg.id] = conv_problem(cfg, _part(row, x), _part(row, w))
+            except TunaError as e:
+                self._problems[cfg.id] = f"config {cfg.id} is not a valid problem: {e}"
 
     def _fetch_solvers(self, solver_ids: set[int]) -> None:
         if not solver_ids:
             return
-        with self.db.session() as s:
-            for sid, name in s.execute(
-                select(Solver.id, Solver.name).where(Solver.id.in_(solver_ids))
+        solver = tables.solver.c
+        with self.db.transaction() as conn:
+            for sid, name in conn.execute(
+                select(solver.id, solver.name).where(solver.id.in_(solver_ids))
             ):
                 self._solvers[sid] = name
 
     def _fetch_kernels(self, job_ids: list[int]) -> dict[int, list[KernelBinary]]:
         found: dict[int, list[KernelBinary]] = defaultdict(list)
-        with self.db.session() as s:
-            for job, name, args, blob, size in s.execute(
+        link, kernel = tables.job_kernel.c, tables.kernel_cache.c
+        with self.db.transaction() as conn:
+            for job, name, args, blob, size in conn.execute(
                 select(
-                    JobKernel.job,
-                    KernelCache.kernel_name,
-                    KernelCache.kernel_args,
-                    KernelCache.blob,
-                    KernelCache.uncompressed_size,
+                    link.job,
+                    kernel.kernel_name,
+                    kernel.kernel_args,
+                    kernel.blob,
+                    kernel.uncompressed_size,
                 )
-                .join(KernelCache, KernelCache.id == JobKernel.kernel)
-                .where(JobKernel.job.in_(job_ids))
-                .order_by(JobKernel.id)
+                .join(tables.kernel_cache, kernel.id == link.kernel)
+                .where(link.job.in_(job_ids))
+                .order_by(link.id)
             ):
                 found[job].append(KernelBinary(name, args, unpack_kernel(blob, size)))
         return found
+
+
+def _part(row: Row[Any], table: FromClause) -> SimpleNamespace:
+    """``table``'s columns of a joined row, as attributes (what :func:`conv_problem` reads)."""
+    return SimpleNamespace(**{c.key: row._mapping[c] for c in table.c})
