@@ -41,7 +41,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -73,6 +73,7 @@ if TYPE_CHECKING:
     from tuna.platforms.collect import Probe
     from tuna.worker.searchwork import SearchLoader
 from tuna.worker.settings import WorkerSettings
+from tuna.worker.signals import on_stop_signals
 from tuna.worker.work import WorkLoader
 
 log = logging.getLogger(__name__)
@@ -536,12 +537,7 @@ class Worker:
             sleep=self.stop.wait,
         )
 
-    @contextlib.contextmanager
-    def _signals(self) -> Iterator[None]:
-        if not self.handle_signals or threading.current_thread() is not threading.main_thread():
-            yield
-            return
-
+    def _signals(self) -> contextlib.AbstractContextManager[None]:
         def on_signal(signum: int, _frame: FrameType | None) -> None:
             name = signal.Signals(signum).name
             if self.stop.is_set() and self._in_backend:
@@ -550,12 +546,7 @@ class Worker:
             log.warning("%s: %s, stopping after the current job", self.owner, name)
             self.stop.set()
 
-        previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
-        try:
-            yield
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+        return on_stop_signals(on_signal, enabled=self.handle_signals)
 
 
 def _outcome_type(phase: Phase) -> type[CompileOutcome] | type[EvalOutcome]:

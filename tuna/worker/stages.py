@@ -21,7 +21,7 @@ import contextlib
 import logging
 import signal
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from types import FrameType
 
 from tuna.db import Database
@@ -29,6 +29,7 @@ from tuna.jobs.states import Phase
 from tuna.worker.hooks import Hook
 from tuna.worker.loop import WorkerReport, run_worker
 from tuna.worker.settings import WorkerSettings
+from tuna.worker.signals import on_stop_signals
 
 log = logging.getLogger(__name__)
 
@@ -101,20 +102,13 @@ def run_stages(
     return reports
 
 
-@contextlib.contextmanager
-def _stop_on_signals(stop: threading.Event, enabled: bool) -> Iterator[None]:
+def _stop_on_signals(
+    stop: threading.Event, enabled: bool
+) -> contextlib.AbstractContextManager[None]:
     """Between stages (no worker's own handlers installed) SIGTERM and SIGINT set ``stop``."""
-    if not enabled or threading.current_thread() is not threading.main_thread():
-        yield
-        return
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         log.warning("%s between stages: stopping", signal.Signals(signum).name)
         stop.set()
 
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    return on_stop_signals(on_signal, enabled=enabled)
