@@ -76,6 +76,38 @@ def test_at_one_job_per_claim_each_job_costs_one_commit_that_writes_the_job_tabl
     assert writes == [1] + [2] * 5 + [1]  # claim; record + claim; the last record
 
 
+def test_an_evaluation_worker_claims_builds_only_when_its_claim_found_no_run(lite):
+    """A claim that found runs, however few, is not followed by a second one for a search's
+    builds: 6 runs at 4 a claim take 3 claims (4, the last 2, none) and one for builds after
+    the empty one, each in a transaction of its own; one more per short claim before."""
+    from sqlalchemy import event
+
+    sd = seed(lite, configs=6, solvers=["NoopDirect"])
+    run(lite, sd.session, "compile")
+    claims, current = [], {"claims": 0, "build": False}
+
+    def on_execute(_conn, _cursor, statement, params, *_args):
+        sql = " ".join(statement.split())
+        if sql.startswith("SELECT job.id, job.attempt, job.config") and "LIMIT" in sql:
+            current["claims"] += 1
+            current["build"] |= "search_build IS NOT NULL" in sql  # only a build claim's
+
+    def on_commit(_conn):
+        if current["claims"]:
+            claims.append("build" if current["build"] else current["claims"])
+        current.update(claims=0, build=False)
+
+    event.listen(lite.engine, "before_cursor_execute", on_execute)
+    event.listen(lite.engine, "commit", on_commit)
+    try:
+        r = run(lite, sd.session, "eval", claim_batch=4)
+    finally:
+        event.remove(lite.engine, "before_cursor_execute", on_execute)
+        event.remove(lite.engine, "commit", on_commit)
+    assert (r.claimed, r.done, r.stopped) == (6, 6, "drained")
+    assert claims == [1, 1, 1, "build"], claims  # claims 4, 2 and 0 runs; then builds
+
+
 def test_a_worker_stopping_after_max_jobs_records_its_last_job_before_it_exits(lite):
     sd = seed(lite, configs=3, solvers=["NoopDirect"])
     r = run(lite, sd.session, "compile", max_jobs=2)

@@ -18,9 +18,9 @@ and records the outcomes through the state machine, fenced by the claim's attemp
   trying too. A job whose lease ran out meanwhile is handed to another worker and this
   worker's late write is fenced out.
 * **Searches** (issue #15): a search's build and run jobs go to the search's backend
-  (``bench``) instead of the session's; an evaluate worker with no run to do takes a
-  build (compile-phase work) so a search needs no separate compile workers, and in burst
-  mode it waits for the session's active searches (their driver proposes more) until
+  (``bench``) instead of the session's; an evaluate worker whose claim found no run to
+  do takes builds (compile-phase work) so a search needs no separate compile workers, and
+  in burst mode it waits for the session's active searches (their driver proposes more) until
   ``search_patience`` seconds pass without work.
 * **Batches**: outcomes are recorded when the batch is done or ``record_interval``
   seconds after the last record, whichever comes first, so fast jobs share transactions
@@ -319,16 +319,18 @@ class Worker:
             "record and claim" if pending else "claim",
         )
         self._count(rec)
-        if self.phase is Phase.EVAL and len(jobs) < limit:
-            # No run (or not enough) to do: take a search's compile-phase work (a build, or
-            # a strategy's round), so a search needs no separate compile workers.
-            jobs += self._db(
+        if self.phase is Phase.EVAL and not jobs:
+            # No run to do: take a search's compile-phase work (a build, or a strategy's
+            # round), so a search needs no separate compile workers. Only then: a claim that
+            # found runs costs no second transaction, and builds are not starved, as runs
+            # come from builds (this worker's, or compile workers', which take builds too).
+            jobs = self._db(
                 lambda: states.claim_jobs(
                     self.db,
                     self.session_id,
                     Phase.COMPILE,
                     owner=self.owner,
-                    limit=limit - len(jobs),
+                    limit=limit,
                     lease_seconds=self.settings.lease_seconds,
                     gpu=self.settings.gpu,
                     machine=self.settings.machine,
