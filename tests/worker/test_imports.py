@@ -46,6 +46,8 @@ def loaded(code: str, *args: str, env: dict[str, str] | None = None) -> list[str
 
 def test_importing_the_worker_command_loads_no_orm_alembic_paramiko_or_other_commands():
     assert loaded("import tuna.cli.worker\n") == []
+    # What a worker imports on its first search job, too.
+    assert loaded("import tuna.cli.worker, tuna.worker.searchwork\n") == []
 
 
 def test_the_check_sees_a_module_that_is_loaded():

@@ -20,11 +20,17 @@ from sqlalchemy import select
 
 from tuna.backends.base import SearchWork
 from tuna.backends.bench.artifact import unpack
-from tuna.db import Database
-from tuna.db.models import Artifact, Search, SearchBuild, SearchRun
+from tuna.db import Database, tables
 from tuna.jobs.states import ClaimedJob
 
 log = logging.getLogger(__name__)
+
+# The tables' columns, named as the ORM classes: statements here are Core (tuna.db.tables),
+# so a worker never imports the ORM.
+Artifact = tables.artifact.c
+Search = tables.search.c
+SearchBuild = tables.search_build.c
+SearchRun = tables.search_run.c
 
 DEFAULT_CACHED_BUILDS = 16
 
@@ -82,10 +88,10 @@ class SearchLoader:
         out: dict[int, SearchWork | str] = {}
         builds = [j for j in jobs if j.search_build is not None]
         runs = [j for j in jobs if j.search_run is not None]
-        with self.db.session() as s:
+        with self.db.transaction() as conn:
             build_rows = {
                 r.id: r
-                for r in s.execute(
+                for r in conn.execute(
                     select(SearchBuild.id, SearchBuild.search, SearchBuild.params).where(
                         SearchBuild.id.in_([j.search_build for j in builds])
                     )
@@ -93,7 +99,7 @@ class SearchLoader:
             }
             run_rows = {
                 r.id: r
-                for r in s.execute(
+                for r in conn.execute(
                     select(
                         SearchRun.id,
                         SearchRun.search,
@@ -101,15 +107,15 @@ class SearchLoader:
                         SearchRun.build,
                         Artifact.digest,
                     )
-                    .outerjoin(SearchBuild, SearchBuild.id == SearchRun.build)
-                    .outerjoin(Artifact, Artifact.id == SearchBuild.artifact)
+                    .outerjoin(tables.search_build, SearchBuild.id == SearchRun.build)
+                    .outerjoin(tables.artifact, Artifact.id == SearchBuild.artifact)
                     .where(SearchRun.id.in_([j.search_run for j in runs]))
                 )
             }
             wanted = {r.search for r in [*build_rows.values(), *run_rows.values()]}
             missing = wanted - self._searches.keys()
             if missing:
-                for sid, spec, base, backend in s.execute(
+                for sid, spec, base, backend in conn.execute(
                     select(Search.id, Search.spec, Search.base, Search.backend).where(
                         Search.id.in_(missing)
                     )
@@ -126,7 +132,7 @@ class SearchLoader:
             digests |= {d for d in sources.values() if d}
             fetch = [d for d in digests if self.cache.get(d) is None]
             broken: dict[str, str] = {}
-            for digest, blob in s.execute(
+            for digest, blob in conn.execute(
                 select(Artifact.digest, Artifact.blob).where(Artifact.digest.in_(fetch))
             ):
                 try:
