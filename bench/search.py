@@ -27,6 +27,7 @@ import ctypes
 import json
 import math
 import os
+import pickle
 import statistics
 import sys
 import time
@@ -198,6 +199,8 @@ LINEUP: dict[str, tuple[str, bool]] = {
 DETERMINISTIC = {"exhaustive", "grid"}  # the same with every seed: run once
 #: Give the model cpuconv's candidate features (features.candidate_features); --no-derive: not.
 DERIVE = True
+#: Random candidates in each of the model's rounds (ModelSearch's ``explore``).
+EXPLORE = 1
 
 
 @dataclass
@@ -286,6 +289,7 @@ def run_strategy(
             "history": history,
             "transfer": transfer,
             "derive": candidate_features if DERIVE else None,
+            "explore": EXPLORE,
         }
     started = time.process_time()
     searcher = make_strategy(name, space, seed=seed, round_size=round_size, **extra)
@@ -319,8 +323,8 @@ def median(values: list[float]) -> float:
 
 
 def compare(args: argparse.Namespace) -> None:
-    global DERIVE
-    DERIVE = not args.no_derive
+    global DERIVE, EXPLORE
+    DERIVE, EXPLORE = not args.no_derive, args.explore
     tables = load_tables()
     labels = args.strategies or list(LINEUP)
     train = tables["resnet50"]
@@ -346,6 +350,25 @@ def compare(args: argparse.Namespace) -> None:
                 per_layer.append(outs * (args.seeds if label in DETERMINISTIC else 1))
             results[network][label] = per_layer
             print(f"{network} {label}: done", flush=True)
+    if args.save:  # a part of the comparison, for `merge` (CPU-bound: parts run side by side)
+        args.save.write_bytes(pickle.dumps(results))
+        print(f"saved {args.save}")
+        return
+    report(tables, results, labels)
+    plot(results, labels)
+
+
+def merge(args: argparse.Namespace) -> None:
+    """The parts saved by ``compare --save``, reported and drawn as one comparison."""
+    tables = load_tables()
+    results: dict[str, dict[str, list[list[Outcome]]]] = {}
+    for path in args.parts:
+        for network, by_label in pickle.loads(path.read_bytes()).items():
+            results.setdefault(network, {}).update(by_label)
+    labels = [label for label in LINEUP if any(label in r for r in results.values())]
+    for by_label in results.values():
+        for label in labels:
+            by_label.setdefault(label, [])
     report(tables, results, labels)
     plot(results, labels)
 
@@ -461,12 +484,18 @@ def main(argv: list[str] | None = None) -> None:
     c.add_argument("--round", type=int, default=8, help="candidates per round (one .so)")
     c.add_argument("--networks", nargs="+", default=list(NETWORKS), choices=list(NETWORKS))
     c.add_argument("--no-derive", action="store_true", help="the model without derived features")
+    c.add_argument("--explore", type=int, default=1, help="the model's random picks a round")
+    c.add_argument("--save", type=Path, default=None, help="save the results for merge, no report")
+    g = sub.add_parser("merge", help="report the parts saved by compare --save as one")
+    g.add_argument("parts", nargs="+", type=Path)
     sub.add_parser("freeze", help="keep the tables measured here in bench/data (for git)")
     args = ap.parse_args(argv)
     if args.phase == "measure":
         measure(args)
     elif args.phase == "freeze":
         freeze(args)
+    elif args.phase == "merge":
+        merge(args)
     else:
         compare(args)
 
