@@ -40,18 +40,40 @@ static inline __attribute__((always_inline)) void FN(mk_nn)(long kc, const float
         }
 }
 
+/* An edge tile (mr <= MR rows, nr <= NR columns): one row at a time, its whole vectors in
+ * registers and only the last nr % VW columns scalar. Rows are where a tile falls off most
+ * often (M = 64 rows in tiles of 6 leave 4), and scalar rows cost as much as the rest. */
 static void FN(mk_nn_edge)(long kc, const float *restrict a, long sam, long sak,
                            const float *restrict b, long ldb, float *restrict c, long ldc,
                            long mr, long nr, int first) {
-    float acc[GM_MR][GM_NR];
-    memset(acc, 0, sizeof acc);
-    for (long p = 0; p < kc; p++)
-        for (long i = 0; i < mr; i++) {
+    const long nvf = nr / GM_VW, j0 = nvf * GM_VW;
+    for (long i = 0; i < mr; i++) {
+        FN(vf) acc[GM_NV];
+        float tail[GM_VW] = {0};
+        for (int v = 0; v < GM_NV; v++) acc[v] = (FN(vf)){0};
+        for (long p = 0; p < kc; p++) {
             const float s = a[i * sam + p * sak];
-            for (long j = 0; j < nr; j++) acc[i][j] += s * b[p * ldb + j];
+            const float *bp = b + p * ldb;
+            for (int v = 0; v < GM_NV; v++)
+                if (v < nvf) {
+                    FN(vf) bv;
+                    memcpy(&bv, bp + v * GM_VW, sizeof bv);
+                    acc[v] += s * bv;
+                }
+            for (long j = j0; j < nr; j++) tail[j - j0] += s * bp[j];
         }
-    for (long i = 0; i < mr; i++)
-        for (long j = 0; j < nr; j++) c[i * ldc + j] = (first ? 0.0f : c[i * ldc + j]) + acc[i][j];
+        float *cp = c + i * ldc;
+        for (int v = 0; v < GM_NV; v++)
+            if (v < nvf) {
+                if (!first) {
+                    FN(vf) old;
+                    memcpy(&old, cp + v * GM_VW, sizeof old);
+                    acc[v] += old;
+                }
+                memcpy(cp + v * GM_VW, &acc[v], sizeof acc[v]);
+            }
+        for (long j = j0; j < nr; j++) cp[j] = (first ? 0.0f : cp[j]) + tail[j - j0];
+    }
 }
 
 /* C[i0:i1, :N] = (accumulate ? C : 0) + A B with A(i, p) at A[i sam + p sak], B(p, j) at
