@@ -209,7 +209,10 @@ def _winograd_valid(p: ConvProblem, v: dict[str, int]) -> bool:
 
 
 _GEMM_NAMES = ("MR", "NV", "VW", "KC", "NT")
-_GEMM_CHOICES = ((1, 2, 4, 6, 8), (1, 2, 3, 4), (4, 8), (64, 128, 256, 512), (1, 2))
+#: MR 12 and 16 (with NV = 1: 12 or 16 accumulators) and KC 1024: the exhaustive tables
+#: (bench/search.md) put the winners at the old edges, MR = 8 and KC = 512 or 64. VW stays at
+#: 8 floats: the widest vector of AVX2, this machine's widest (no AVX-512); NT at 2: its cores.
+_GEMM_CHOICES = ((1, 2, 4, 6, 8, 12, 16), (1, 2, 3, 4), (4, 8), (64, 128, 256, 512, 1024), (1, 2))
 SPECS: dict[str, ParamSpec] = {
     TILED: ParamSpec(
         ("TK", "TH", "TW", "U", "NT"),
