@@ -120,7 +120,9 @@ def test_the_backend_evaluates_in_isolation(
     # every candidate is a measurement, the crashed one saying what happened
     rows = {m.params: m for m in e.measurements}
     assert len(rows) == len(e.measurements) == 4
-    assert rows[crashed[0]] == Measurement(crashed[0], None, False, "crashed (SIGSEGV)", "random")
+    assert rows[crashed[0]] == Measurement(
+        crashed[0], None, False, "crashed (SIGSEGV)", "random", budget=4
+    )  # the 4 candidates cpuconv chose: its budget (e3d0dbf)
     assert all(m.valid and m.time_ms for p, m in rows.items() if p != crashed[0])
 
 
