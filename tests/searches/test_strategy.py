@@ -20,6 +20,7 @@ from tuna.db.models import (
     FindDb,
     Job,
     Measurement,
+    MeasurementEffort,
     PerfDb,
     Platform,
     SearchBuild,
@@ -140,6 +141,14 @@ def test_a_strategy_drains_through_workers_and_records_a_measured_winner(
             )
         ).one()
     assert tuple(tally) == (len(done), len(done), sum(bool(r.valid) for r in done))
+    with db.session() as s:  # the effort says with which strategy and budget
+        effort = s.execute(
+            select(
+                MeasurementEffort.strategy, MeasurementEffort.budget, MeasurementEffort.measurements
+            ).where(MeasurementEffort.session == session)
+        ).all()
+    assert {(e.strategy, e.budget) for e in effort} == {(strategy, 16)}
+    assert sum(e.measurements for e in effort) == len(measured)
     best = min((m for m in measured if m.time_ms is not None), key=lambda m: m.time_ms)
     assert perf == [best.params]  # the winner is the best measured, its time a measured one
     assert find == [best.time_ms]

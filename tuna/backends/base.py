@@ -117,7 +117,8 @@ class JobWork:
     time budget ran out) must not time those candidates again, only reuse them.
     ``candidates``, when set, are the tunable parameters to build and time (a search
     strategy's round, :mod:`tuna.searches.strategy`) instead of the backend's own choice;
-    ``strategy`` names what proposed them (the measurement rows say it), and ``choose``
+    ``strategy`` names what proposed them and ``budget`` how many measurements it may
+    spend on the problem (the measurement rows and effort counts say both), and ``choose``
     False means the job only measures them: no perf-db or find-db row (a round's best is
     not the search's winner; its final job, ``choose`` True, writes those).
     ``checkpoint``, when set, saves measurements taken so far (fenced by the job's lease):
@@ -139,6 +140,7 @@ class JobWork:
     measured: tuple[Measurement, ...] = ()
     candidates: tuple[str, ...] | None = None
     strategy: str | None = None
+    budget: int | None = None
     choose: bool = True
     checkpoint: Checkpoint | None = field(default=None, compare=False, repr=False)
 

@@ -92,6 +92,7 @@ class WorkLoader:
                         work,
                         candidates=tuple(chosen.get("candidates") or ()),
                         strategy=chosen.get("strategy"),
+                        budget=chosen.get("budget"),
                         choose=bool(chosen.get("final")),
                     )
         return out
@@ -114,18 +115,19 @@ class WorkLoader:
 
     def _fetch_rounds(self, build_ids: set[int]) -> dict[int, dict[str, Any]]:
         """By search_build id, a strategy round's (or final job's) ``candidates``, whether it
-        is the ``final`` one, its ``strategy`` and ``solver`` id (the search's)."""
+        is the ``final`` one, its ``strategy``, ``budget`` (most measurements) and ``solver``
+        id (the search's)."""
         if not build_ids:
             return {}
         out: dict[int, dict[str, Any]] = {}
         build, search, solver = tables.search_build.c, tables.search.c, tables.solver.c
         with self.db.transaction() as conn:
             rows = conn.execute(
-                select(build.id, build.params, search.spec)
+                select(build.id, build.params, search.spec, search.budget)
                 .join(tables.search, search.id == build.search)
                 .where(build.id.in_(sorted(build_ids)))
             ).all()
-            names = {str((spec or {}).get("solver")) for _, _, spec in rows}
+            names = {str((spec or {}).get("solver")) for _, _, spec, _ in rows}
             solvers = dict(
                 conn.execute(
                     select(solver.name, solver.id).where(
@@ -133,12 +135,13 @@ class WorkLoader:
                     )
                 ).all()
             )
-        for bid, params, spec in rows:
+        for bid, params, spec, budget in rows:
             params, spec = dict(params or {}), dict(spec or {})
             out[bid] = {
                 "candidates": list(params.get("candidates") or ()),
                 "final": bool(params.get("final")),
                 "strategy": spec.get("strategy"),
+                "budget": budget,
                 "solver": solvers.get(str(spec.get("solver"))),
             }
         return out

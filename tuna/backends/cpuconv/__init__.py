@@ -266,9 +266,9 @@ class CpuConvBackend(Backend):
             return EvalOutcome.failed(f"compiled kernels missing: {', '.join(absent)}")
         started = time.monotonic()
         strategy = work.strategy or _strategy(work.step, len(table), payload.get("space", 0))
-        # The candidates this backend chose are its budget for the problem (a search
-        # strategy's round says none: its budget is the search's).
-        budget = None if work.strategy else len(table)
+        # The candidates this backend chose are its budget for the problem; a search
+        # strategy's round carries the search's (its most measurements).
+        budget = work.budget if work.strategy else len(table)
         # A resumed job: what this session measured on this platform is not timed again.
         before = {m.params: m for m in work.measured if m.params in table}
         if before:
