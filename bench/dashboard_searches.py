@@ -32,6 +32,7 @@ from tuna.dashboard.app import DashboardSettings  # noqa: E402
 from tuna.dashboard.readonly import open_readonly  # noqa: E402
 from tuna.db import migrate  # noqa: E402
 from tuna.db.engine import make_engine  # noqa: E402
+from tuna.jobs.search_results import recount  # noqa: E402
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -41,6 +42,7 @@ BIG = 1_000_000
 SMALL = 100_000
 PER_BUILD = 1_000
 CHUNK = 100_000
+VALIDITY = 7  # the search whose objective has a validity stat
 
 PAGES = [
     ("searches of session 1 (1.4M runs)", "/searches?session=1"),
@@ -52,6 +54,7 @@ PAGES = [
     ("search 2 (10^5 runs)", "/searches/2"),
     ("searches of session 2 (1 small search)", "/searches?session=2"),
     ("search 6 (small)", "/searches/6"),
+    ("search 7 (10^6 runs, validity stat)", "/searches/7"),
 ]
 
 
@@ -62,17 +65,23 @@ def seed(conn: sa.Connection) -> None:
     x("INSERT INTO machine (id, hostname, port) SELECT seq, CONCAT('node-', seq), 22 "
       "FROM seq_1_to_20")  # fmt: skip
     x("INSERT INTO session (id, arch, num_cu, backend, label, fingerprint) SELECT seq, "
-      "'x86_64', 1, 'bench', CONCAT('s', seq), CONCAT('fp', seq) FROM seq_1_to_2")  # fmt: skip
-    searches = [(1, 1, BIG), *((i, 1, SMALL) for i in range(2, 6)), (6, 2, 500)]
+      "'x86_64', 1, 'bench', CONCAT('s', seq), CONCAT('fp', seq) FROM seq_1_to_3")  # fmt: skip
+    searches = [(1, 1, BIG), *((i, 1, SMALL) for i in range(2, 6)), (6, 2, 500), (7, 3, BIG)]
     for sid, session, _ in searches:
+        valid = '"result_validity"' if sid == VALIDITY else "null"
         x(f"""INSERT INTO search (id, session, name, space_file, space_text, base, objective,
               budget, parallelism, backend, spec, state)
             VALUES ({sid}, {session}, 'search-{sid}', 'space.json', '{{}}', '{{}}',
-              '{{"stat": "qps", "goal": "max", "valid": null}}', NULL, 8, 'bench', '{{}}',
+              '{{"stat": "qps", "goal": "max", "valid": {valid}}}', NULL, 8, 'bench', '{{}}',
               'active')""")
     conn.commit()
     build_id = 0
     for sid, _, runs in searches:
+        says = (
+            ", \"result_validity\": \"', IF(CRC32(seq * 11) % 20 = 0, 'INVALID', 'VALID'), '\""
+            if sid == VALIDITY
+            else ""
+        )
         builds = max(1, runs // PER_BUILD)
         x(f"""INSERT INTO search_build (id, search, build_key, params, artifact, valid)
             SELECT {build_id} + seq, {sid}, LPAD(seq, 64, '0'), CONCAT('{{"flags": ', seq, '}}'),
@@ -84,7 +93,8 @@ def seed(conn: sa.Connection) -> None:
                 SELECT {sid}, seq, CONCAT('{{"flags": ', 1 + seq DIV {PER_BUILD},
                   ', "threads": ', seq % {PER_BUILD}, '}}'), '{{}}',
                   {build_id} + 1 + seq DIV {PER_BUILD},
-                  IF(done, CONCAT('{{"qps": ', q, ', "p95_ms": ', CRC32(seq) % 97, '}}'), NULL),
+                  IF(done, CONCAT('{{"qps": ', q, ', "p95_ms": ', CRC32(seq) % 97,
+                    '{says}}}'), NULL),
                   IF(done AND ok, q, NULL), IF(done, ok, NULL),
                   IF(done AND NOT ok, 'exit status 1', NULL),
                   IF(done, 1 + seq % 20, NULL),
@@ -93,7 +103,9 @@ def seed(conn: sa.Connection) -> None:
                         (CRC32(seq * 3) % 100000) / 10.0 AS q FROM seq_{lo}_to_{hi}) AS s""")
             conn.commit()
         build_id += builds
-    x("ANALYZE TABLE search, search_build, search_run")
+    recount(conn, [sid for sid, _, _ in searches])
+    conn.commit()
+    x("ANALYZE TABLE search, search_build, search_run, search_tally")
 
 
 def measure(client: TestClient, path: str, runs: int) -> list[float]:
