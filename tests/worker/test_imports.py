@@ -31,10 +31,15 @@ print(json.dumps(sorted(m for m in sys.modules if m.startswith(prefixes))))
 """
 
 
-def loaded(code: str, *args: str, env: dict[str, str] | None = None) -> list[str]:
-    """The modules of NOT_FOR_A_WORKER (and below) loaded after ``code`` runs, then _REPORT."""
+def loaded(
+    code: str,
+    *args: str,
+    env: dict[str, str] | None = None,
+    names: tuple[str, ...] = NOT_FOR_A_WORKER,
+) -> list[str]:
+    """The modules of ``names`` (and below) loaded after ``code`` runs, then _REPORT."""
     out = subprocess.run(
-        [sys.executable, "-c", code + _REPORT, json.dumps(NOT_FOR_A_WORKER), *args],
+        [sys.executable, "-c", code + _REPORT, json.dumps(names), *args],
         capture_output=True,
         text=True,
         env={**os.environ, **(env or {})},
@@ -45,7 +50,8 @@ def loaded(code: str, *args: str, env: dict[str, str] | None = None) -> list[str
 
 
 def test_importing_the_worker_command_loads_no_orm_alembic_paramiko_or_other_commands():
-    assert loaded("import tuna.cli.worker\n") == []
+    # Nor rich: a worker prints one plain line, at its end (tuna.cli.console, on first use).
+    assert loaded("import tuna.cli.worker\n", names=(*NOT_FOR_A_WORKER, "rich")) == []
     # What a worker imports on its first search job, too.
     assert loaded("import tuna.cli.worker, tuna.worker.searchwork\n") == []
 

@@ -16,10 +16,9 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from rich.console import Console, ConsoleDimensions
 
 from tuna.config import load_settings
 from tuna.db import Database, open_database
@@ -27,59 +26,27 @@ from tuna.errors import TunaError
 from tuna.jobs.states import DEFAULT_LEASE_SECONDS, DEFAULT_MAX_RETRIES
 from tuna.worker.settings import WorkerSettings
 
+if TYPE_CHECKING:  # what __getattr__ below hands out, for the type checker
+    from tuna.cli.console import PIPE_WIDTH as PIPE_WIDTH
+    from tuna.cli.console import RULE_WIDTH as RULE_WIDTH
+    from tuna.cli.console import TunaConsole as TunaConsole
+    from tuna.cli.console import console as console
+    from tuna.cli.console import err_console as err_console
+
 F = TypeVar("F", bound=Callable[..., Any])
 
-PIPE_WIDTH = 1_000_000
-"""Width of output that is not a terminal: nothing a script reads is ever cut or folded."""
-RULE_WIDTH = 80
+# The rich consoles live in tuna.cli.console and are imported on first use (module
+# __getattr__ below): ``from tuna.cli.base import console`` works as ever, and a worker, which
+# prints one plain line at its end, starts without importing rich.
+_CONSOLE_NAMES = frozenset({"PIPE_WIDTH", "RULE_WIDTH", "TunaConsole", "console", "err_console"})
 
 
-class TunaConsole(Console):
-    """Rich's console on a terminal; into a pipe or a file, full-width plain output.
+def __getattr__(name: str) -> Any:
+    if name in _CONSOLE_NAMES:
+        from tuna.cli import console as consoles
 
-    Piped, no line is wrapped at 80 columns (COLUMNS is ignored) and tables are printed
-    without box drawing, columns separated by spaces: ``grep``/``awk`` see whole keys
-    and names. Scripts that want fields should use a listing's ``--json`` or ``--csv``.
-    """
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        # Rich reads COLUMNS/LINES once, here, at import time; read them when printing instead
-        # (the terminal may be resized, and tests set them).
-        self._width = kwargs.get("width")
-        self._height = kwargs.get("height")
-
-    @property
-    def size(self) -> ConsoleDimensions:
-        dims = super().size
-        return dims if self.is_terminal else ConsoleDimensions(PIPE_WIDTH, dims.height)
-
-    @size.setter
-    def size(self, new_size: tuple[int, int]) -> None:
-        Console.size.fset(self, new_size)  # type: ignore[attr-defined]
-
-    def print(self, *objects: Any, **kwargs: Any) -> None:
-        if not self.is_terminal:
-            from rich.table import Table  # here, as rich's other parts: a worker prints text
-
-            for obj in objects:
-                if isinstance(obj, Table):
-                    obj.box = None
-                    obj.pad_edge = False
-                    obj.show_edge = False
-        super().print(*objects, **kwargs)
-
-    def rule(self, title: Any = "", **kwargs: Any) -> None:
-        if self.is_terminal:
-            super().rule(title, **kwargs)
-        else:  # a rule as wide as the pipe would be a million characters
-            from rich.rule import Rule
-
-            self.print(Rule(title, **kwargs), width=RULE_WIDTH)
-
-
-console = TunaConsole(highlight=False, soft_wrap=False)
-err_console = TunaConsole(stderr=True, highlight=False)
+        return getattr(consoles, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 HELP_OPTION_NAMES = ["-h", "--help"]
@@ -149,6 +116,8 @@ def progress_bar(enabled: bool = True) -> Iterator[Callable[[str, int, int], Non
         MofNCompleteColumn(),
         TimeElapsedColumn(),
     )
+    from tuna.cli.console import err_console
+
     with Progress(*columns, console=err_console, transient=True) as bar:
         tasks: dict[str, TaskID] = {}
 

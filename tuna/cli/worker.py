@@ -6,7 +6,6 @@ import click
 
 from tuna.cli.base import (
     TunaCommand,
-    console,
     database,
     session_option,
     verbose_option,
@@ -18,6 +17,8 @@ from tuna.worker.stages import Stage, parse_stage, run_stages
 
 
 def print_worker_report(r: WorkerReport) -> None:
+    from tuna.cli.console import console  # here: a worker starts without rich
+
     console.print(
         f"worker {r.owner} ({r.phase.value}, session {r.session}) stopped: {r.stopped}; "
         f"{r.claimed} claimed, {r.done} done, {r.retried} retried, {r.errored} errored, "
