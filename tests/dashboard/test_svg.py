@@ -4,7 +4,7 @@ import re
 import xml.etree.ElementTree as ET
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from tuna.dashboard.svg import Series, nice_ticks, step_chart
@@ -27,6 +27,9 @@ def test_nice_ticks_are_round_and_cover_the_range(lo, hi, expected):
 
 
 @given(st.floats(-1e6, 1e6), st.floats(-1e6, 1e6))
+@example(0.0, 5e-324)  # a span that underflows to a zero step
+@example(6.0, -5e-324)  # lo / step underflows to -0.0: the first tick must still be below
+@example(1e6, 1e6 + 1e-7)  # ends closer than the axis can tell apart
 def test_nice_ticks_always_cover_the_range(a, b):
     ticks = nice_ticks(a, b)
     assert ticks[0] <= min(a, b) and ticks[-1] >= max(a, b)

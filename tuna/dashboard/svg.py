@@ -34,15 +34,22 @@ def nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
         return []
     if hi < lo:
         lo, hi = hi, lo
-    if hi == lo:
-        pad = abs(lo) * 0.1 or 1.0
+    scale = max(abs(lo), abs(hi))
+    # Equal ends, or ends too close to tell apart on an axis (a span below 1e-300 would
+    # underflow to a zero step): pad them into a range.
+    if hi - lo <= scale * 1e-9 or hi - lo < 1e-300:
+        pad = max(scale * 0.1, 1e-300) if scale >= 1e-299 else 1.0
         lo, hi = lo - pad, hi + pad
     raw = (hi - lo) / max(n, 1)
     mag = 10 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
     first, last = math.floor(lo / step), math.ceil(hi / step)
-    ticks = [k * step for k in range(first, last + 1)]
-    return ticks
+    # lo / step may round (or underflow to -0.0) past the end: widen by one step where so
+    if first * step > lo:
+        first -= 1
+    if last * step < hi:
+        last += 1
+    return [k * step for k in range(first, last + 1)]
 
 
 def _fmt(v: float) -> str:
