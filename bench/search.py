@@ -92,7 +92,7 @@ CONTEND_TOP = 40
 
 
 def measure_layer(
-    p: ConvProblem, jobs: int, repeats: int, passes: int, runs: int
+    p: ConvProblem, jobs: int, repeats: int, passes: int, runs: int, only: list[str] | None = None
 ) -> dict[str, Any]:
     """One layer's exhaustive table, timed to resist a loaded machine.
 
@@ -111,6 +111,8 @@ def measure_layer(
     import random
 
     params = sv.tuning_space(p, SOLVER)
+    if only is not None:  # the candidates of an earlier table: the same space, re-measured
+        params = [prm for prm in only if prm in set(params)]
     started = time.monotonic()
     load = os.getloadavg()[0]
     units = build.plan_units(p, SOLVER, params, march="native")
@@ -164,12 +166,15 @@ def measure_layer(
 
 def measure(args: argparse.Namespace) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
+    frozen = json.loads(FROZEN.read_text()) if FROZEN.exists() else {}
     for network in args.networks:
         for i, p in enumerate(network_layers(network)):
             path = table_path(network, i)
             if path.exists():
                 continue
-            table = measure_layer(p, args.jobs, args.repeats, args.passes, args.runs)
+            earlier = frozen.get(path.stem) if args.same_space else None
+            only = list(earlier["times"]) if earlier else None
+            table = measure_layer(p, args.jobs, args.repeats, args.passes, args.runs, only)
             tmp = path.with_suffix(".tmp")
             tmp.write_text(json.dumps(table, indent=1))
             tmp.replace(path)
@@ -478,6 +483,11 @@ def main(argv: list[str] | None = None) -> None:
     m.add_argument("--repeats", type=int, default=3, help="screening: timed runs per candidate")
     m.add_argument("--passes", type=int, default=5, help="re-timing: interleaved passes")
     m.add_argument("--runs", type=int, default=3, help="re-timing: runs per contender a pass")
+    m.add_argument(
+        "--same-space",
+        action="store_true",
+        help="only the candidates of the layer's table in bench/data (the space it was of)",
+    )
     c = sub.add_parser("compare", help="every strategy x seeds on the tables")
     c.add_argument("--seeds", type=int, default=5)
     c.add_argument("--strategies", nargs="+", default=None, choices=list(LINEUP))
