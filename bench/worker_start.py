@@ -56,6 +56,9 @@ def main() -> None:
     ap.add_argument("--code", type=Path, help="a Tuna checkout to run instead of this one")
     args = ap.parse_args()
     env = dict(os.environ)
+    # Bytecode cached, as an installed Tuna has it: without it each worker compiles every module
+    # it imports (tuna's own and, in a venv installed without .pyc files, its libraries').
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     cwd = None
     if args.code:
         env["PYTHONPATH"] = str(args.code)
@@ -67,6 +70,7 @@ def main() -> None:
             [sys.executable, "-c", SETUP, url, str(args.runs)], env=env, cwd=cwd, check=True,
             capture_output=True, text=True,
         ).stdout.split()  # fmt: skip
+        _import_seconds(env, cwd)  # writes the bytecode caches
         starts, totals, cpus = [], [], []
         for session in sessions:
             cmd = [sys.executable, "-m", "tuna.cli", "-vv", "worker", "--session", session]
