@@ -666,3 +666,9 @@ ALTER TABLE measurement ADD INDEX ix_measurement_session_config_solver_platform 
 
 UPDATE alembic_version SET version_num='0017' WHERE alembic_version.version_num = '0016';
 
+-- Running upgrade 0017 -> 0018
+
+ALTER TABLE session ADD COLUMN default_strategy JSON;
+
+UPDATE alembic_version SET version_num='0018' WHERE alembic_version.version_num = '0017';
+

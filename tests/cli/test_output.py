@@ -30,7 +30,8 @@ def test_piped_tables_are_full_width_and_plain(runner, monkeypatch):
     lines = [line.rstrip() for line in result.output.splitlines()]
     assert lines[0] == "Sessions"
     assert lines[1].split() == [
-        "id", "arch", "CUs", "backend", "library", "label", "fingerprint", "created", "retired",
+        "id", "arch", "CUs", "backend", "library", "label", "strategy", "fingerprint", "created",
+        "retired",
     ]  # fmt: skip
     row = lines[2]
     assert re.split(r"\s{2,}", row)[:6] == [

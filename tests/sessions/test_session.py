@@ -74,3 +74,15 @@ def test_a_session_keeps_the_user_s_platform_additions_outside_its_fingerprint(d
     row = create_session(db, spec)
     assert get_session(db, row.id).user_platform == {"cooling": "liquid"}
     assert get_session(db, create_session(db, SPEC).id).user_platform == {}
+
+
+def test_a_default_strategy_is_stored_as_given(db):
+    # a share of the space stays a share (0.1, 1.0) and a count a count (1), on both databases
+    for budget in (0.1, 1.0, 1):
+        default = {"strategy": "model", "budget": budget, "patience": None, "seed": 0,
+                   "round_size": 8, "transfer": True}  # fmt: skip
+        spec = SessionSpec(arch="cpu", num_cu=1, backend="cpuconv", default_strategy=default)
+        stored = get_session(db, create_session(db, spec).id).default_strategy
+        assert stored == default and type(stored["budget"]) is type(budget)
+    assert get_session(db, create_session(db, SPEC).id).default_strategy == {}
+    assert [s.default_strategy.get("budget") for s in list_sessions(db)] == [0.1, 1.0, 1, None]

@@ -68,6 +68,8 @@ class SessionInfo:
     history_rules: Mapping[str, Any] = field(default_factory=dict)
     retired: dt.datetime | None = None
     retired_reason: str | None = None
+    # load_jobs' strategy when none is given (tuna.searches.strategy); empty: perf jobs
+    default_strategy: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from tuna.cli.base import TunaCommand, console, database, session_option, verbose_option
-from tuna.cli.strategy import strategy_flags, strategy_options
+from tuna.cli.strategy import NONE, describe_strategy, strategy_flags, strategy_options
 from tuna.errors import TunaError
 from tuna.jobs.load import load_jobs
 from tuna.searches.strategy import StrategyLoad, load_strategy_searches
@@ -67,7 +67,9 @@ from tuna.sessions.rules import exclusion_hint
 )
 @strategy_options(
     "With --strategy: most measurements per (config, solver), a count (64) or a share of "
-    "the space (0.1, 10%)."
+    "the space (0.1, 10%).",
+    " Without it a session's default strategy (tuna session create --strategy) searches; "
+    "--strategy none queues perf jobs instead.",
 )
 @verbose_option
 def load_jobs_cmd(
@@ -85,8 +87,8 @@ def load_jobs_cmd(
     strategy: str | None,
     budget_text: str | None,
     patience: int | None,
-    seed: int,
-    round_size: int,
+    seed: int | None,
+    round_size: int | None,
     transfer: bool,
 ) -> None:
     """Queue jobs: one per (config, applicable solver), never duplicated.
@@ -94,7 +96,9 @@ def load_jobs_cmd(
     With --strategy, each (config, applicable tunable solver) is a search instead: the
     strategy proposes candidates in rounds, each round one perf job (its candidates built
     together), until the budget or patience is spent; a final job records the best measured
-    one. go_fish (or `tuna search run`) drives them.
+    one. go_fish (or `tuna search run`) drives them. A session created with --strategy
+    searches so without --strategy (each flag given overrides its default), and queues
+    perf jobs with --strategy none.
 
     \b
     Examples:
@@ -103,10 +107,12 @@ def load_jobs_cmd(
       load_jobs -t resnet50 -s 3 --min-trials 200
       load_job -t resnet50 --session_id 3 --fin_steps miopen_perf_compile,miopen_perf_eval
       load_jobs -t resnet50 -s 3 --strategy model --transfer --budget 10% --patience 32
+      load_jobs -t resnet50 -s 3 --strategy none
     """
     step = _step(step, fin_steps)
     names = [s.strip() for s in solvers.split(",") if s.strip()] if solvers else None
-    flags = strategy_flags(strategy, budget_text, patience, seed, round_size, transfer)
+    default = _session_strategy(session_id) if step == "perf" or strategy == NONE else {}
+    flags = strategy_flags(strategy, budget_text, patience, seed, round_size, transfer, default)
     if not flags.given() and budget_text is not None:
         raise TunaError("--budget goes with --strategy NAME (without it a job times a sample)")
     if flags.given():
@@ -115,6 +121,12 @@ def load_jobs_cmd(
                 f"--strategy searches a tunable solver's space: --step perf, not {step}"
             )
         if min_trials is not None or force or label is not None:
+            if flags.from_session:
+                raise TunaError(
+                    f"session {session_id} searches by strategy ({flags.strategy}, its "
+                    "default), which takes no --min-trials, --force or --label: add "
+                    "--strategy none to queue perf jobs"
+                )
             raise TunaError("--strategy does not take --min-trials, --force or --label")
         db = database()
         try:
@@ -124,6 +136,12 @@ def load_jobs_cmd(
             )  # fmt: skip
         finally:
             db.dispose()
+        if flags.from_session:
+            console.print(
+                f"session {session_id}'s default strategy: {describe_strategy(flags.options())}"
+                " (--strategy none queues perf jobs)",
+                markup=False,
+            )
         _print_strategy_load(session_id, loaded)
         return
     db = database()
@@ -175,6 +193,17 @@ def load_jobs_cmd(
         hint = exclusion_hint(rule)
         if hint:
             console.print(f"({rule}: {hint})", markup=False)
+
+
+def _session_strategy(session_id: int) -> dict[str, object]:
+    """The session's default strategy ({} for none); a missing session is an error."""
+    from tuna.sessions import get_session
+
+    db = database()
+    try:
+        return dict(get_session(db, session_id).default_strategy)
+    finally:
+        db.dispose()
 
 
 def _print_strategy_load(session_id: int, loaded: StrategyLoad) -> None:

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from tuna.cli.base import TunaGroup, console, database, emit, output_options
 from tuna.cli.history import retire_cmd, rules_cmd, rules_options, unretire_cmd
+from tuna.cli.strategy import describe_strategy, strategy_flags, strategy_options
 from tuna.errors import TunaError
 from tuna.sessions import RUNTIMES, SessionSpec, create_session, list_sessions
 from tuna.sessions.rules import HistoryRules
@@ -33,6 +34,7 @@ def session_group() -> None:
     Examples:
       tuna session create --arch gfx90a --num-cu 104 --backend miopen --library-version 3.3.0
       tuna session list
+      tuna session create --arch x86_64 --num-cu 1 --backend cpuconv --strategy random
     """
 
 
@@ -72,6 +74,12 @@ def session_group() -> None:
     help='A JSON object added (under "user") to the platform of every measurement of '
     "the session, over the machine's own additions; not part of the fingerprint.",
 )
+@strategy_options(
+    "With --strategy: most measurements per (config, solver), a count (64) or a share of "
+    "the space (0.1, 10%).",
+    " The session's default: load_jobs without --strategy searches with it "
+    "(load_jobs --strategy none queues perf jobs).",
+)
 def create(
     arch: str,
     num_cu: int,
@@ -87,8 +95,17 @@ def create(
     rule_changes: dict[str, Any],
     env: tuple[str, ...],
     platform_json: str | None,
+    strategy: str | None,
+    budget_text: str | None,
+    patience: int | None,
+    seed: int | None,
+    round_size: int | None,
+    transfer: bool,
 ) -> None:
     """Create a session and print its id.
+
+    With --strategy (and its flags), `load_jobs --step perf` on the session searches each
+    tunable solver's space with that strategy unless it is given another --strategy.
 
     \b
     Examples:
@@ -99,8 +116,20 @@ def create(
           --platform-json cooling.json
       tuna session create --arch gfx90a --num-cu 104 --backend miopen --library-version 3.3.0 \\
           --library version --max-age 30d
+      tuna session create --arch x86_64 --num-cu 1 --backend cpuconv \\
+          --strategy model --transfer --budget 10% --patience 32
     """
     from tuna.platforms import read_user_platform
+    from tuna.searches.strategy import BACKENDS
+
+    flags = strategy_flags(strategy, budget_text, patience, seed, round_size, transfer)
+    if not flags.given() and (budget_text, seed, round_size) != (None, None, None):
+        raise TunaError("--budget, --seed and --round-size go with --strategy NAME")
+    if flags.given() and backend not in BACKENDS:
+        raise TunaError(
+            f"--strategy: strategies search the spaces of {', '.join(BACKENDS)}, not of "
+            f"--backend {backend}"
+        )
 
     user_platform = read_user_platform(platform_json) if platform_json else None
     spec = SessionSpec(
@@ -118,6 +147,7 @@ def create(
         runtime=runtime,
         user_platform=user_platform,
         history_rules=HistoryRules(**rule_changes).to_json(),
+        default_strategy=flags.options() if flags.given() else None,
     )
     db = database()
     try:
@@ -132,6 +162,12 @@ def create(
     if row.history_rules:
         rules = HistoryRules.from_json(row.history_rules).describe()
         console.print(f"history that counts: {rules}", markup=False)
+    if row.default_strategy:
+        console.print(
+            f"default strategy: {describe_strategy(row.default_strategy)} (load_jobs "
+            "--strategy NAME overrides it, --strategy none queues perf jobs)",
+            markup=False,
+        )
 
 
 @session_group.command("list")
@@ -152,8 +188,8 @@ def list_cmd(output: str | None) -> None:
     if emit([dict(r.__dict__) for r in rows], output):
         return
     table = Table(title="Sessions", title_justify="left")
-    for col in ("id", "arch", "CUs", "backend", "library", "label", "fingerprint", "created",
-                "retired"):  # fmt: skip
+    for col in ("id", "arch", "CUs", "backend", "library", "label", "strategy", "fingerprint",
+                "created", "retired"):  # fmt: skip
         table.add_column(col)
     for r in rows:
         lib = " ".join(v for v in (r.library_version, r.library_commit) if v) or "-"
@@ -164,6 +200,7 @@ def list_cmd(output: str | None) -> None:
             escape(r.backend),
             escape(lib),
             escape(r.label or "-"),
+            escape(describe_strategy(r.default_strategy)),
             r.fingerprint[:12],
             f"{r.created:%Y-%m-%d %H:%M}" if r.created else "-",
             f"{r.retired:%Y-%m-%d %H:%M}" if r.retired else "-",

@@ -1,14 +1,17 @@
-"""The strategy flags ``load_jobs`` and ``tuna search create`` share (issue #16).
+"""The strategy flags ``load_jobs``, ``tuna search create`` and ``tuna session create``
+share (issue #16).
 
 ``--strategy NAME`` searches a tunable solver's space round by round through the search
 driver instead of timing a fixed sample inside one job; ``--budget`` (a count or a share of
 the space), ``--patience``, ``--seed``, ``--round-size`` and ``--transfer`` (the model
-learns from other problems' measurements too) shape it.
+learns from other problems' measurements too) shape it. On ``tuna session create`` they
+are the session's default: a ``load_jobs`` without ``--strategy`` searches with them
+(``--strategy NAME`` overrides them for one load, ``--strategy none`` queues perf jobs).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -21,6 +24,12 @@ from tuna.searches.strategy import check_strategy_options, parse_budget
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+#: ``load_jobs --strategy none``: the perf jobs, whatever the session's default strategy.
+NONE = "none"
+DEFAULT_SEED = 0
+DEFAULT_ROUND_SIZE = 8
+
+
 @dataclass(frozen=True)
 class StrategyFlags:
     strategy: str | None
@@ -29,12 +38,14 @@ class StrategyFlags:
     seed: int
     round_size: int
     transfer: bool
+    from_session: bool = False  # the session's default strategy (no --strategy given)
 
     def given(self) -> bool:
         return self.strategy is not None
 
     def options(self) -> dict[str, Any]:
-        """The keyword arguments of :func:`tuna.searches.strategy.load_strategy_searches`."""
+        """The keyword arguments of :func:`tuna.searches.strategy.load_strategy_searches`
+        (and what ``tuna session create --strategy`` stores as the session's default)."""
         assert self.strategy is not None
         return {
             "strategy": self.strategy,
@@ -46,7 +57,28 @@ class StrategyFlags:
         }
 
 
-def strategy_options(budget_help: str) -> Callable[[F], F]:
+def describe_strategy(options: Mapping[str, Any] | None) -> str:
+    """A stored default strategy in a line (``-`` for none): ``model budget 10% ...``."""
+    if not options:
+        return "-"
+    words = [str(options["strategy"])]
+    budget = options.get("budget")
+    if isinstance(budget, float):
+        words.append(f"budget {budget * 100:g}%")
+    elif budget is not None:
+        words.append(f"budget {budget}")
+    if options.get("patience") is not None:
+        words.append(f"patience {options['patience']}")
+    if options.get("seed", DEFAULT_SEED) != DEFAULT_SEED:
+        words.append(f"seed {options['seed']}")
+    if options.get("round_size", DEFAULT_ROUND_SIZE) != DEFAULT_ROUND_SIZE:
+        words.append(f"round size {options['round_size']}")
+    if options.get("transfer"):
+        words.append("transfer")
+    return " ".join(words)
+
+
+def strategy_options(budget_help: str, strategy_help: str = "") -> Callable[[F], F]:
     """The shared flags, as one decorator (``--budget``'s help says what it bounds)."""
 
     def decorate(f: F) -> F:
@@ -56,7 +88,7 @@ def strategy_options(budget_help: str) -> Callable[[F], F]:
                     "--strategy",
                     metavar="NAME",
                     help="Search each tunable solver's space in rounds with this strategy: "
-                    f"{', '.join(STRATEGIES)}.",
+                    f"{', '.join(STRATEGIES)}.{strategy_help}",
                 ),
                 click.option("--budget", "budget_text", metavar="N|SHARE", help=budget_help),
                 click.option(
@@ -65,15 +97,12 @@ def strategy_options(budget_help: str) -> Callable[[F], F]:
                     help="With --strategy: stop after this many measurements in a row "
                     "without improvement.",
                 ),
-                click.option(
-                    "--seed", type=int, default=0, show_default=True, help="With --strategy."
-                ),
+                click.option("--seed", type=int, help=f"With --strategy (default {DEFAULT_SEED})."),
                 click.option(
                     "--round-size",
                     type=int,
-                    default=8,
-                    show_default=True,
-                    help="With --strategy: candidates per round (one build, one job).",
+                    help="With --strategy: candidates per round (one build, one job; "
+                    f"default {DEFAULT_ROUND_SIZE}).",
                 ),
                 click.option(
                     "--transfer",
@@ -93,12 +122,35 @@ def strategy_flags(
     strategy: str | None,
     budget_text: str | None,
     patience: int | None,
-    seed: int,
-    round_size: int,
+    seed: int | None,
+    round_size: int | None,
     transfer: bool,
+    default: Mapping[str, Any] | None = None,
 ) -> StrategyFlags:
-    """The flags checked (one clear line for a bad value; nothing is written)."""
+    """The flags checked (one clear line for a bad value; nothing is written).
+
+    ``default`` is the session's default strategy (``load_jobs``): without --strategy it
+    is the search, each flag given overriding its value; ``--strategy none`` is no search.
+    """
     budget = parse_budget(budget_text) if budget_text is not None else None
+    if default is not None and strategy == NONE:
+        if transfer or any(v is not None for v in (budget, patience, seed, round_size)):
+            raise TunaError(
+                "--strategy none queues perf jobs: leave out --budget, --patience, --seed, "
+                "--round-size and --transfer"
+            )
+        return StrategyFlags(None, None, None, DEFAULT_SEED, DEFAULT_ROUND_SIZE, False)
+    from_session = bool(default) and strategy is None
+    if from_session:
+        assert default is not None
+        strategy = str(default["strategy"])
+        budget = budget if budget is not None else default.get("budget")
+        patience = patience if patience is not None else default.get("patience")
+        seed = seed if seed is not None else default.get("seed")
+        round_size = round_size if round_size is not None else default.get("round_size")
+        transfer = transfer or bool(default.get("transfer"))
+    seed = DEFAULT_SEED if seed is None else seed
+    round_size = DEFAULT_ROUND_SIZE if round_size is None else round_size
     if strategy is None:
         if transfer or patience is not None:
             raise TunaError("--transfer and --patience go with --strategy NAME")
@@ -106,4 +158,4 @@ def strategy_flags(
     if round_size < 1:
         raise TunaError(f"--round-size {round_size}: give at least 1")
     check_strategy_options(strategy, budget, patience, transfer)
-    return StrategyFlags(strategy, budget, patience, seed, round_size, transfer)
+    return StrategyFlags(strategy, budget, patience, seed, round_size, transfer, from_session)

@@ -47,6 +47,7 @@ class TuningSession(Base):
     history_rules: Mapped[dict[str, Any] | None]
     retired: Mapped[dt.datetime | None]
     retired_reason: Mapped[str | None]
+    default_strategy: Mapped[dict[str, Any] | None]
 
 
 class Machine(Base):

@@ -115,6 +115,10 @@ session = Table(
     # A retired session's results stop counting anywhere; its rows stay.
     Column("retired", Timestamp),
     Column("retired_reason", String(255)),
+    # How ``load_jobs --step perf`` searches a tunable solver's space when no --strategy is
+    # given (``tuna session create --strategy``): the keyword arguments of
+    # tuna.searches.strategy.load_strategy_searches; None: it queues perf jobs.
+    Column("default_strategy", JSON),
     **TABLE_OPTIONS,
 )
 

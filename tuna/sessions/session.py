@@ -51,6 +51,9 @@ class SessionSpec:
     # added to the platform of every measurement of the session (not to its fingerprint:
     # which platforms count as the same is for the compatibility rules to say)
     user_platform: dict[str, Any] | None = None
+    # how load_jobs --step perf searches when no --strategy is given (not part of the
+    # fingerprint either); None: it queues perf jobs
+    default_strategy: dict[str, Any] | None = None
 
 
 def fingerprint(spec: SessionSpec) -> str:
@@ -124,6 +127,7 @@ def session_info(row: TuningSession | Row[Any]) -> SessionInfo:
         history_rules=dict(row.history_rules or {}),
         retired=row.retired,
         retired_reason=row.retired_reason,
+        default_strategy=dict(row.default_strategy or {}),
     )
 
 

@@ -1,0 +1,127 @@
+"""A session's default strategy (issue #16): ``tuna session create --strategy`` and the
+``load_jobs`` that searches with it, is overridden per load, or queues perf jobs, on
+SQLite and MariaDB."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tuna.cli import main
+from tuna.cli.strategy import strategy_flags
+
+LINE = "MIOpenDriver conv -n 1 -c 16 -H 8 -W 8 -k 16 -y 1 -x 1 -F 1"
+CPU = ["session", "create", "--arch", "cpu", "--num-cu", "2", "--backend", "cpuconv"]
+
+
+@pytest.fixture(params=["sqlite", "mariadb"])
+def cli(request, runner, monkeypatch):
+    if request.param == "mariadb":
+        monkeypatch.setenv("TUNA_DB_URL", request.getfixturevalue("mysql_url"))
+        up = runner.invoke(main, ["db", "upgrade"])
+        assert up.exit_code == 0, up.output
+    r = runner.invoke(main, ["import_configs", "-t", "net", "-d", LINE])
+    assert r.exit_code == 0, r.output
+    return runner
+
+
+def _ok(cli, *args: str) -> str:
+    r = cli.invoke(main, list(args))
+    assert r.exit_code == 0, r.output
+    return " ".join(r.output.split())
+
+
+def _sessions(cli) -> list[dict]:
+    return json.loads(_ok(cli, "session", "list", "--json"))
+
+
+def _searches(cli, session: str) -> list[str]:
+    r = cli.invoke(main, ["search", "list", "-s", session, "--csv"])
+    assert r.exit_code == 0, r.output
+    return [ln for ln in r.output.splitlines() if "Cpu" in ln]
+
+
+def test_a_session_s_strategy_is_load_jobs_default_and_a_load_overrides_it(cli):
+    out = _ok(cli, *CPU, "--strategy", "random", "--budget", "10%", "--seed", "3")
+    assert "default strategy: random budget 10% seed 3" in out
+    (row,) = _sessions(cli)
+    assert row["default_strategy"] == {
+        "strategy": "random", "budget": 0.1, "patience": None, "seed": 3, "round_size": 8,
+        "transfer": False,
+    }  # fmt: skip
+    assert "random budget 10% seed 3" in _ok(cli, "session", "list")
+
+    out = _ok(cli, "load_jobs", "-t", "net", "-s", "1")
+    assert "session 1's default strategy: random budget 10% seed 3" in out
+    assert "searches created 3" in out
+    assert len(_searches(cli, "1")) == 3 and all("random" in s for s in _searches(cli, "1"))
+
+    out = _ok(cli, "load_jobs", "-t", "net", "-s", "1", "--strategy", "grid")
+    assert "searches created 3" in out and "default strategy" not in out
+    assert sum("grid" in s for s in _searches(cli, "1")) == 3
+
+    out = _ok(cli, "load_jobs", "-t", "net", "-s", "1", "--strategy", "none")
+    assert "session 1, step perf:" in out and "jobs queued 4" in out  # every solver, as before
+    assert len(_searches(cli, "1")) == 6  # no search more
+
+
+def test_a_session_without_a_strategy_loads_perf_jobs_as_before(cli):
+    _ok(cli, *CPU)
+    assert _sessions(cli)[0]["default_strategy"] == {}
+    assert "-" in _ok(cli, "session", "list")
+    assert "jobs queued 4" in _ok(cli, "load_jobs", "-t", "net", "-s", "1")
+    assert _searches(cli, "1") == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--strategy", "annealing"], "Error: unknown strategy 'annealing'"),
+        (["--strategy", "none"], "Error: unknown strategy 'none'"),
+        (["--strategy", "random", "--budget", "0"], "Error: budget 0: give a count"),
+        (["--strategy", "random", "--transfer"], "Error: --transfer is for the model strategy"),
+        (["--strategy", "random", "--round-size", "0"], "Error: --round-size 0: give at least"),
+        (["--budget", "16"], "Error: --budget, --seed and --round-size go with --strategy NAME"),
+        (["--patience", "4"], "Error: --transfer and --patience go with --strategy NAME"),
+        (["--strategy", "random", "--backend", "noop"],
+         "Error: --strategy: strategies search the spaces of cpuconv, not of --backend noop"),
+    ],
+)  # fmt: skip
+def test_bad_session_strategy_flags_say_so_in_one_line_and_store_nothing(cli, args, message):
+    r = cli.invoke(main, [*CPU, *args])
+    assert r.exit_code == 1, r.output
+    assert r.output.startswith(message), r.output
+    assert len(r.output.strip().splitlines()) == 1, r.output
+    assert _sessions(cli) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--strategy", "none", "--budget", "8"], "Error: --strategy none queues perf jobs"),
+        (["--min-trials", "3"], "Error: session 1 searches by strategy (random, its default)"),
+        (["--transfer"], "Error: --transfer is for the model strategy; 'random'"),
+        (["--budget", "1000"], "Error: a budget of 1000 measurements is above the space's"),
+    ],
+)  # fmt: skip
+def test_bad_load_flags_on_a_strategy_session_store_nothing(cli, args, message):
+    _ok(cli, *CPU, "--strategy", "random")
+    r = cli.invoke(main, ["load_jobs", "-t", "net", "-s", "1", "--solvers", "CpuGemm1x1", *args])
+    assert r.exit_code == 1, r.output
+    assert r.output.startswith(message), r.output
+    assert len(r.output.strip().splitlines()) == 1, r.output
+    assert _searches(cli, "1") == []
+
+
+def test_flags_given_override_the_session_s_one_by_one():
+    default = {"strategy": "model", "budget": 0.1, "patience": 8, "seed": 2, "round_size": 4,
+               "transfer": True}  # fmt: skip
+    flags = strategy_flags(None, "32", None, 5, None, False, default)
+    assert flags.from_session
+    assert flags.options() == {**default, "budget": 32, "seed": 5}
+    assert strategy_flags("random", None, None, None, None, False, default).options() == {
+        "strategy": "random", "budget": None, "patience": None, "seed": 0, "round_size": 8,
+        "transfer": False,
+    }  # fmt: skip
+    assert not strategy_flags("none", None, None, None, None, False, default).given()
