@@ -51,6 +51,9 @@ def test_a_session_s_strategy_is_load_jobs_default_and_a_load_overrides_it(cli):
         "transfer": False,
     }  # fmt: skip
     assert "random budget 10% seed 3" in _ok(cli, "session", "list")
+    assert "default strategy random budget 10% seed 3" in _ok(cli, "session", "show", "-s", "1")
+    shown = json.loads(_ok(cli, "session", "show", "-s", "1", "--json"))
+    assert shown["default_strategy"] == row["default_strategy"]
 
     out = _ok(cli, "load_jobs", "-t", "net", "-s", "1")
     assert "session 1's default strategy: random budget 10% seed 3" in out
@@ -69,7 +72,7 @@ def test_a_session_s_strategy_is_load_jobs_default_and_a_load_overrides_it(cli):
 def test_a_session_without_a_strategy_loads_perf_jobs_as_before(cli):
     _ok(cli, *CPU)
     assert _sessions(cli)[0]["default_strategy"] == {}
-    assert "-" in _ok(cli, "session", "list")
+    assert "default strategy -" in _ok(cli, "session", "show", "-s", "1")
     assert "jobs queued 4" in _ok(cli, "load_jobs", "-t", "net", "-s", "1")
     assert _searches(cli, "1") == []
 

@@ -8,11 +8,11 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from tuna.cli.base import TunaGroup, console, database, emit, output_options
+from tuna.cli.base import TunaGroup, console, database, emit, output_options, session_option
 from tuna.cli.history import retire_cmd, rules_cmd, rules_options, unretire_cmd
 from tuna.cli.strategy import describe_strategy, strategy_flags, strategy_options
 from tuna.errors import TunaError
-from tuna.sessions import RUNTIMES, SessionSpec, create_session, list_sessions
+from tuna.sessions import RUNTIMES, SessionSpec, create_session, get_session, list_sessions
 from tuna.sessions.rules import HistoryRules
 
 
@@ -35,6 +35,7 @@ def session_group() -> None:
       tuna session create --arch gfx90a --num-cu 104 --backend miopen --library-version 3.3.0
       tuna session list
       tuna session create --arch x86_64 --num-cu 1 --backend cpuconv --strategy random
+      tuna session show -s 1
     """
 
 
@@ -205,6 +206,49 @@ def list_cmd(output: str | None) -> None:
             f"{r.created:%Y-%m-%d %H:%M}" if r.created else "-",
             f"{r.retired:%Y-%m-%d %H:%M}" if r.retired else "-",
         )
+    console.print(table)
+
+
+@session_group.command("show")
+@session_option("Session to show.")
+@output_options(csv_too=False)
+def show_cmd(session_id: int, output: str | None) -> None:
+    """Show one session: its target, library build, history rules and default strategy.
+
+    \b
+    Examples:
+      tuna session show -s 3
+      tuna session show -s 3 --json
+    """
+    db = database()
+    try:
+        r = get_session(db, session_id)
+    finally:
+        db.dispose()
+    doc = dict(r.__dict__)
+    if emit([doc], output, document=doc):
+        return
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    lib = " ".join(v for v in (r.library_version, r.library_commit) if v) or "-"
+    for key, value in (
+        ("session", str(r.id)),
+        ("target", f"{r.arch}, {r.num_cu} CUs"),
+        ("backend", r.backend + (f", runtime {r.runtime}" if r.runtime else "")),
+        ("library", lib),
+        ("toolchain", r.toolchain or "-"),
+        ("image", r.docker_digest or r.docker_image or "-"),
+        ("environment", " ".join(f"{k}={v}" for k, v in sorted(r.environment.items())) or "-"),
+        ("label", r.label or "-"),
+        ("ticket", r.ticket or "-"),
+        ("fingerprint", r.fingerprint),
+        ("created", f"{r.created:%Y-%m-%d %H:%M}" if r.created else "-"),
+        ("history that counts", HistoryRules.from_json(r.history_rules).describe()),
+        ("default strategy", describe_strategy(r.default_strategy)),
+        ("retired", f"{r.retired:%Y-%m-%d %H:%M} {r.retired_reason or ''}" if r.retired else "-"),
+    ):
+        table.add_row(key, escape(value))
     console.print(table)
 
 
