@@ -28,6 +28,7 @@ from tuna.db.models import (
     Solver,
 )
 from tuna.search import SearchError
+from tuna.searches.query import find_search
 from tuna.searches.strategy import (
     StrategyRequest,
     create_strategy_search,
@@ -134,6 +135,8 @@ def test_a_strategy_drains_through_workers_and_records_a_measured_winner(
         find = s.execute(select(FindDb.time_ms).where(FindDb.session == session)).scalars().all()
     # one job per round (its candidates built together), and one final job
     assert rounds == jobs >= 3 if strategy == "hillclimb" else rounds == jobs == 3
+    summary = find_search(db, search)  # `tuna search show`: every round built and timed
+    assert (summary.builds_done, summary.builds) == (rounds, rounds)
     with db.session() as s:
         tally = s.execute(
             select(SearchTally.runs, SearchTally.done, SearchTally.valid).where(

@@ -24,7 +24,16 @@ from sqlalchemy import ColumnElement, and_, case, false, func, or_, select, true
 from sqlalchemy.engine import Connection
 
 from tuna.db import Database
-from tuna.db.models import Machine, Search, SearchBuild, SearchRun, SearchTally, TuningSession
+from tuna.db.enums import JobState
+from tuna.db.models import (
+    Job,
+    Machine,
+    Search,
+    SearchBuild,
+    SearchRun,
+    SearchTally,
+    TuningSession,
+)
 from tuna.errors import NotFoundError, TunaError
 from tuna.search import Objective, Run
 from tuna.search.progress import Goal, best_so_far, improvements
@@ -227,8 +236,12 @@ def _summaries(conn: Connection, rows: Sequence[Any]) -> list[SearchSummary]:
             .group_by(SearchRun.search)
         ):
             lo_hi[sid] = (lo, hi)
+        # Built: a benchmark's build stored its artifact; a strategy's round (no artifact:
+        # its kernels are built and timed in one job) ended evaluated.
+        built = or_(SearchBuild.artifact.is_not(None), Job.state == JobState.EVALUATED)
         for sid, n, done in conn.execute(
-            select(SearchBuild.search, func.count(), func.count(SearchBuild.artifact))
+            select(SearchBuild.search, func.count(), func.count(case((built, 1))))
+            .outerjoin(Job, Job.search_build == SearchBuild.id)
             .where(SearchBuild.search.in_(ids))
             .group_by(SearchBuild.search)
         ):
