@@ -43,7 +43,6 @@ import json
 import multiprocessing
 import os
 import random
-import secrets
 import sys
 import threading
 import time
@@ -51,13 +50,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import create_engine, event, func, insert, select, text
+from scratch import drop_database, scratch_database
+from sqlalchemy import event, func, insert, select, text
 from sqlalchemy.engine import make_url
 
 from tuna.backends import CompileOutcome
 from tuna.backends.noop import NoopBackend
-from tuna.db import Database, migrate, open_database
-from tuna.db.engine import make_engine
+from tuna.db import Database, open_database
 from tuna.db.models import ConvConfig, Job, Solver, Tensor, TuningSession
 from tuna.jobs import Phase, claim_jobs, record_and_claim, record_outcomes
 from tuna.jobs.states import claim_query
@@ -81,27 +80,6 @@ class Stats:
 
 
 # --- data -----------------------------------------------------------------------------------------
-
-
-def make_database(server_url: str) -> str:
-    name = f"tuna_bench_{secrets.token_hex(4)}"
-    admin = create_engine(server_url)
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
-    admin.dispose()
-    url = make_url(server_url).set(database=name).render_as_string(hide_password=False)
-    engine = make_engine(url)
-    with engine.begin() as conn:
-        migrate.upgrade(conn)
-    engine.dispose()
-    return url
-
-
-def drop_database(server_url: str, url: str) -> None:
-    admin = create_engine(server_url)
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f"DROP DATABASE IF EXISTS `{make_url(url).database}`")
-    admin.dispose()
 
 
 def base_rows(db: Database) -> None:
@@ -648,7 +626,7 @@ def main() -> None:
     lo, _, hi = args.work_ms.partition("-")
     work_ms = (float(lo), float(hi or lo))
 
-    url = make_database(args.url)
+    name, url = scratch_database(args.url)
     db = worker_db(url)
     try:
         with db.engine.connect() as conn:
@@ -740,7 +718,7 @@ def main() -> None:
     finally:
         db.dispose()
         if not args.keep:
-            drop_database(args.url, url)
+            drop_database(args.url, name)
 
 
 if __name__ == "__main__":

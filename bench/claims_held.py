@@ -20,36 +20,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import secrets
 import statistics
 import time
 from collections.abc import Sequence
 
+from scratch import drop_database, scratch_database
 from sqlalchemy import select
-from sqlalchemy.engine import make_url
 
 from tuna.backends.base import BuildOutcome, RunOutcome
-from tuna.db import Database, migrate, open_database
-from tuna.db.engine import make_engine
+from tuna.db import Database, open_database
 from tuna.db.models import SearchRun
 from tuna.jobs import Phase, claim_jobs, record_outcomes
 from tuna.searches import SearchRequest, create_search
 from tuna.searches.drive import SearchDriver
 from tuna.sessions.session import SessionSpec, create_session
-
-
-def scratch(url: str) -> tuple[str, str]:
-    name = f"tuna_bench_held_{secrets.token_hex(4)}"
-    admin = make_engine(url)
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
-    admin.dispose()
-    db_url = make_url(url).set(database=name).render_as_string(hide_password=False)
-    engine = make_engine(db_url)
-    with engine.begin() as conn:
-        migrate.upgrade(conn)
-    engine.dispose()
-    return name, db_url
 
 
 def timed(db: Database, session: int, label: str, held: Sequence[int], n: int) -> None:
@@ -75,7 +59,7 @@ def main() -> None:
     ap.add_argument("--claims", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args()
-    name, url = scratch(args.url)
+    name, url = scratch_database(args.url, "tuna_bench_held")
     db = open_database(url)
     try:
         session = create_session(db, SessionSpec(arch="cpu", num_cu=1, backend="bench")).id
@@ -130,10 +114,7 @@ def main() -> None:
             timed(db, session, f"a held build, its {args.runs} runs ended", [done], args.claims)
     finally:
         db.dispose()
-        admin = make_engine(args.url)
-        with admin.connect() as conn:
-            conn.exec_driver_sql(f"DROP DATABASE IF EXISTS `{name}`")
-        admin.dispose()
+        drop_database(args.url, name)
 
 
 if __name__ == "__main__":

@@ -20,18 +20,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import secrets
 import statistics
 import time
 from collections.abc import Callable
 
-from sqlalchemy import create_engine, insert, text
-from sqlalchemy.engine import make_url
+from scratch import drop_database, scratch_database
+from sqlalchemy import insert, text
 
 from tuna.backends import CompileOutcome, EvalOutcome, FindResult
 from tuna.backends.base import Measurement as M
-from tuna.db import Database, migrate, open_database
-from tuna.db.engine import make_engine
+from tuna.db import Database, open_database
 from tuna.db.models import ConvConfig, Solver, Tensor, TuningSession
 from tuna.jobs import Phase, claim_jobs, record_outcomes
 from tuna.jobs.measurements import MeasuredOn, measured_before, save_progress
@@ -40,27 +38,6 @@ from tuna.platforms.collect import collect
 
 N_CONFIGS = 2000
 FIND = FindResult(0.5, 0, "direct", "1,2,16,2,1")
-
-
-def make_database(server_url: str) -> str:
-    name = f"tuna_bench_{secrets.token_hex(4)}"
-    admin = create_engine(server_url)
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
-    admin.dispose()
-    url = make_url(server_url).set(database=name).render_as_string(hide_password=False)
-    engine = make_engine(url)
-    with engine.begin() as conn:
-        migrate.upgrade(conn)
-    engine.dispose()
-    return url
-
-
-def drop_database(server_url: str, url: str) -> None:
-    admin = create_engine(server_url)
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f"DROP DATABASE IF EXISTS `{make_url(url).database}`")
-    admin.dispose()
 
 
 def base_rows(db: Database) -> int:
@@ -172,7 +149,7 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true", help="keep the scratch database")
     args = ap.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f} at start")
-    url = make_database(args.url)
+    name, url = scratch_database(args.url)
     db = open_database(url)
     try:
         with db.engine.connect() as conn:
@@ -245,7 +222,7 @@ def main() -> None:
     finally:
         db.dispose()
         if not args.keep:
-            drop_database(args.url, url)
+            drop_database(args.url, name)
     print(f"load average {os.getloadavg()[0]:.1f} at end")
 
 

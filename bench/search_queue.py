@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import secrets
 import statistics
 import subprocess
 import sys
@@ -29,11 +28,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from scratch import drop_database, scratch_database
 from sqlalchemy import func, select, text
-from sqlalchemy.engine import make_url
 
-from tuna.db import Database, migrate, open_database
-from tuna.db.engine import make_engine
+from tuna.db import Database, open_database
 from tuna.db.models import SearchBuild, SearchRun
 from tuna.searches import SearchRequest, SessionSearches, create_search
 from tuna.searches.drive import SearchDriver
@@ -41,27 +39,6 @@ from tuna.sessions.session import SessionSpec, create_session
 
 REPO = Path(__file__).resolve().parents[1]
 NOOP = {"run": "echo t: 1", "owns": "nothing", "stats": {"mode": "lines"}}
-
-
-def scratch_database(url: str) -> tuple[str, str]:
-    name = f"tuna_bench_search_{secrets.token_hex(4)}"
-    admin = make_engine(url)
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
-    admin.dispose()
-    db_url = make_url(url).set(database=name).render_as_string(hide_password=False)
-    engine = make_engine(db_url)
-    with engine.begin() as conn:
-        migrate.upgrade(conn)
-    engine.dispose()
-    return name, db_url
-
-
-def drop_database(url: str, name: str) -> None:
-    admin = make_engine(url)
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f"DROP DATABASE IF EXISTS `{name}`")
-    admin.dispose()
 
 
 def workers(db_url: str, session: int, n: int, batch: int) -> list[subprocess.Popen[bytes]]:
@@ -191,7 +168,7 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--dynamic-runs", type=int, default=200)
     args = ap.parse_args()
-    name, db_url = scratch_database(args.url)
+    name, db_url = scratch_database(args.url, "tuna_bench_search")
     db = open_database(db_url)
     try:
         print(f"load average before: {os.getloadavg()}")
