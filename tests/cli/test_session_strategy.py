@@ -128,3 +128,24 @@ def test_flags_given_override_the_session_s_one_by_one():
         "transfer": False,
     }  # fmt: skip
     assert not strategy_flags("none", None, None, None, None, False, default).given()
+
+
+def test_search_create_without_strategy_takes_the_session_s_default(cli):
+    _ok(cli, *CPU, "--strategy", "random", "--budget", "10%", "--seed", "3")
+    out = _ok(cli, "search", "create", "-s", "1", "--name", "d", "--config", "1",
+              "--solver", "CpuGemm1x1", "--seed", "5")  # fmt: skip
+    assert "session 1's default strategy: random budget 10% seed 5" in out
+    assert "search 1 'd' in session 1: random over CpuGemm1x1 on config 1" in out
+    shown = _ok(cli, "search", "show", "1")
+    assert "random" in shown, shown
+
+
+def test_search_create_without_strategy_on_a_session_without_one_says_so(cli):
+    _ok(cli, *CPU)
+    r = cli.invoke(main, ["search", "create", "-s", "1", "--name", "d", "--config", "1",
+                          "--solver", "CpuGemm1x1"])  # fmt: skip
+    assert r.exit_code == 1, r.output
+    assert r.output.startswith(
+        "Error: --config and --solver go with --strategy NAME (session 1 has no default strategy)"
+    ), r.output
+    assert _searches(cli, "1") == []

@@ -9,7 +9,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from tuna.cli.base import TunaCommand, console, database, session_option, verbose_option
-from tuna.cli.strategy import NONE, describe_strategy, strategy_flags, strategy_options
+from tuna.cli.strategy import (
+    NONE,
+    describe_strategy,
+    session_strategy,
+    strategy_flags,
+    strategy_options,
+)
 from tuna.errors import TunaError
 from tuna.jobs.load import load_jobs
 from tuna.searches.strategy import StrategyLoad, load_strategy_searches
@@ -111,7 +117,7 @@ def load_jobs_cmd(
     """
     step = _step(step, fin_steps)
     names = [s.strip() for s in solvers.split(",") if s.strip()] if solvers else None
-    default = _session_strategy(session_id) if step == "perf" or strategy == NONE else {}
+    default = session_strategy(session_id) if step == "perf" or strategy == NONE else {}
     flags = strategy_flags(strategy, budget_text, patience, seed, round_size, transfer, default)
     if not flags.given() and budget_text is not None:
         raise TunaError("--budget goes with --strategy NAME (without it a job times a sample)")
@@ -193,17 +199,6 @@ def load_jobs_cmd(
         hint = exclusion_hint(rule)
         if hint:
             console.print(f"({rule}: {hint})", markup=False)
-
-
-def _session_strategy(session_id: int) -> dict[str, object]:
-    """The session's default strategy ({} for none); a missing session is an error."""
-    from tuna.sessions import get_session
-
-    db = database()
-    try:
-        return dict(get_session(db, session_id).default_strategy)
-    finally:
-        db.dispose()
 
 
 def _print_strategy_load(session_id: int, loaded: StrategyLoad) -> None:

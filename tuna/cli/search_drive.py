@@ -13,7 +13,13 @@ from pathlib import Path
 import click
 
 from tuna.cli.base import TunaCommand, console, database, session_option, verbose_option
-from tuna.cli.strategy import StrategyFlags, strategy_flags, strategy_options
+from tuna.cli.strategy import (
+    StrategyFlags,
+    describe_strategy,
+    session_strategy,
+    strategy_flags,
+    strategy_options,
+)
 from tuna.errors import TunaError
 from tuna.search import load_base_config
 from tuna.searches import SearchRequest, SessionSearches, check_request, create_search, query
@@ -118,9 +124,19 @@ def create_cmd(
 
     With --strategy (no parameter file), the search is a tunable solver's space on one
     config, proposed in rounds, each round one perf job; `load_jobs --strategy` makes one
-    per (config, solver) of a tag.
+    per (config, solver) of a tag. With --config and --solver but no --strategy, the
+    session's default strategy (`tuna session create --strategy`) is the search, each flag
+    given overriding its value.
     """
-    flags = strategy_flags(strategy, budget_text, patience, seed, round_size, transfer)
+    default = None
+    if strategy is None and (config_id is not None or solver is not None):
+        default = session_strategy(session_id)
+        if not default:
+            raise TunaError(
+                f"--config and --solver go with --strategy NAME (session {session_id} has no "
+                "default strategy)"
+            )
+    flags = strategy_flags(strategy, budget_text, patience, seed, round_size, transfer, default)
     if flags.given():
         _create_strategy(session_id, name, config_id, solver, flags, params, run_cmd, stat)
         return
@@ -210,6 +226,11 @@ def _create_strategy(
             "and --objective (the objective is time_ms)"
         )
     assert flags.strategy is not None
+    if flags.from_session:
+        console.print(
+            f"session {session_id}'s default strategy: {describe_strategy(flags.options())}",
+            markup=False,
+        )
     request = StrategyRequest(
         session_id, config_id, solver, flags.strategy, flags.budget, flags.patience,
         flags.seed, flags.round_size, flags.transfer, name,

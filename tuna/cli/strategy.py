@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import click
 
+from tuna.cli.base import database
 from tuna.errors import TunaError
 from tuna.search.strategies import STRATEGIES
 from tuna.searches.strategy import check_strategy_options, parse_budget
@@ -55,6 +56,17 @@ class StrategyFlags:
             "round_size": self.round_size,
             "transfer": self.transfer,
         }
+
+
+def session_strategy(session_id: int) -> dict[str, Any]:
+    """The session's default strategy ({} for none); a missing session is an error."""
+    from tuna.sessions import get_session
+
+    db = database()
+    try:
+        return dict(get_session(db, session_id).default_strategy)
+    finally:
+        db.dispose()
 
 
 def describe_strategy(options: Mapping[str, Any] | None) -> str:
