@@ -672,3 +672,19 @@ ALTER TABLE session ADD COLUMN default_strategy JSON;
 
 UPDATE alembic_version SET version_num='0018' WHERE alembic_version.version_num = '0017';
 
+-- Running upgrade 0018 -> 0019
+
+ALTER TABLE search_run ADD COLUMN landed INTEGER;
+
+UPDATE search_run r JOIN (SELECT id, ROW_NUMBER() OVER (PARTITION BY search ORDER BY finished, seq) AS n FROM search_run WHERE valid IS NOT NULL) AS x ON r.id = x.id SET r.landed = x.n;
+
+CREATE INDEX ix_search_run_search_valid_value_landed ON search_run (search, valid, value, landed);
+
+CREATE INDEX ix_search_run_search_landed_valid_value ON search_run (search, landed, valid, value);
+
+DROP INDEX ix_search_run_search_valid_value_finished_seq ON search_run;
+
+DROP INDEX ix_search_run_search_finished_seq_valid_value ON search_run;
+
+UPDATE alembic_version SET version_num='0019' WHERE alembic_version.version_num = '0018';
+

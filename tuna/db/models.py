@@ -397,6 +397,7 @@ class SearchRun(Base):
     machine: Mapped[int | None]
     created: Mapped[dt.datetime]
     finished: Mapped[dt.datetime | None]
+    landed: Mapped[int | None]
 
 
 class SearchTally(Base):

@@ -634,6 +634,9 @@ search_build = Table(
 # ``point`` holds the searcher's values, ``config`` the full merged config; ``stats`` the
 # parsed output and ``value`` the objective's stat. ``valid`` is NULL until the run ended;
 # false with ``reason`` for a failed, timed-out or refused run, or one whose build failed.
+# ``landed`` is the run's place in its search's landing order (1, 2, 3, ...), given when it
+# ends (tuna.jobs.search_results, under the search's search_tally row lock): the order of
+# the best-so-far curve, and a step's position in it.
 search_run = Table(
     "search_run",
     metadata,
@@ -650,11 +653,13 @@ search_run = Table(
     Column("machine", ForeignKey("machine.id")),
     Column("created", DateTime, server_default=text("CURRENT_TIMESTAMP"), nullable=False),
     Column("finished", Timestamp),
+    Column("landed", Integer),
     UniqueConstraint("search", "seq"),
-    # The read side (tuna.searches.query): runs by status, the best run, progress.
+    # The read side (tuna.searches.query): runs by status, the best run (the earliest
+    # landed of equal values), the best-so-far curve's first and latest runs.
     Index(None, "search", "valid", "seq"),
-    Index(None, "search", "valid", "value", "finished", "seq"),
-    Index(None, "search", "finished", "seq", "valid", "value"),
+    Index(None, "search", "valid", "value", "landed"),
+    Index(None, "search", "landed", "valid", "value"),
     # A claim's look for the ready runs of the builds a worker holds (tuna.jobs.states):
     # the runs of a build not ended yet (``valid`` NULL), not every run it ever had.
     Index(None, "build", "valid"),

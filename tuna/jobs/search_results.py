@@ -5,7 +5,8 @@
   (``valid`` true); a build that did not build is ``valid`` false with its reason, and every
   unfinished run of it becomes an invalid Run with that reason;
 * a **run** writes its Run into its ``search_run`` row: stats, the objective's stat as
-  ``value``, ``valid`` and ``reason``, the machine and the finish time;
+  ``value``, ``valid`` and ``reason``, the machine, the finish time and its place in the
+  search's landing order (``landed``, below);
 * a strategy's **round** (a perf job of a (config, solver) linked to the round's
   ``search_build``: :mod:`tuna.searches.strategy`) fills its ``search_run`` rows from the
   ``measurement`` rows of its candidates (the latest of each in the session, timed by this
@@ -18,6 +19,13 @@ Every write that adds a run or changes whether it ended (``valid``) goes through
 module, the driver's inserts included (:func:`insert_runs`, :func:`fail_runs`), and counts
 its change in the search's ``search_tally`` row in the same transaction: the read side's
 counts by status and the best-so-far curve's number of measurements read one row.
+
+A run that ends is numbered in its search's **landing order** (``search_run.landed``: 1, 2,
+3, ...), the order of the best-so-far curve: the ``search_tally`` row is locked first
+(:func:`_landing`, before the finish time is taken), and the runs that end in one write
+take the numbers after its ``done`` in seq order. Two writers of one search number one
+after the other, never the same number twice, and the one that numbers later also takes
+its finish time later. A run stored again (it had ended) keeps its number.
 
 The run jobs of a stored build are inserted by :mod:`tuna.jobs.states` (the only module that
 assigns ``job.state``) from :func:`runs_awaiting`.
@@ -154,6 +162,7 @@ def store_runs(conn: Connection, done: Sequence[tuple[ClaimedJob, RunOutcome]]) 
         return
     ids = sorted(j.search_run for j, _ in done if j.search_run is not None)
     before = {r.id: r for r in conn.execute(_locked(SearchRun.id.in_(ids)))}
+    landed = _landing(conn, [r for r in before.values() if r.valid is None])
     searches = sorted({r.search for r in before.values()})
     objectives = {
         int(r.id): r.objective
@@ -174,6 +183,7 @@ def store_runs(conn: Connection, done: Sequence[tuple[ClaimedJob, RunOutcome]]) 
                 "v_value": objective_value(objectives.get(was.search) or {}, stats),
                 "v_valid": outcome.valid,
                 "v_reason": None if outcome.valid else (outcome.failure or "invalid run"),
+                "v_landed": landed.get(was.id),
             }
         )
         t = tally[was.search]
@@ -186,7 +196,8 @@ def store_runs(conn: Connection, done: Sequence[tuple[ClaimedJob, RunOutcome]]) 
 
 @functools.cache
 def _store_run() -> Update:
-    """One run's Run into its row (an executemany over a batch), machine from its job."""
+    """One run's Run into its row (an executemany over a batch), machine from its job; a
+    run that had ended keeps its ``landed`` (``v_landed`` NULL)."""
     c = tables.search_run.c
     return (
         update(tables.search_run)
@@ -198,6 +209,7 @@ def _store_run() -> Update:
             reason=bindparam("v_reason", type_=c.reason.type),
             machine=select(Job.machine).where(Job.search_run == SearchRun.id).scalar_subquery(),
             finished=db_now(),
+            landed=func.coalesce(SearchRun.landed, bindparam("v_landed", type_=c.landed.type)),
         )
     )
 
@@ -219,7 +231,19 @@ def insert_runs(conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
     """Insert proposed runs (``search_run`` rows, not yet run) and count them."""
     if not rows:
         return
-    conn.execute(insert(tables.search_run), list(rows))
+    ended = [
+        _Ending(0, int(r["search"]), int(r["seq"])) for r in rows if r.get("valid") is not None
+    ]
+    landed = {(e.search, e.seq): n for e, n in _landing_by_run(conn, ended)}
+    conn.execute(
+        insert(tables.search_run),
+        [
+            {**r, "landed": landed[int(r["search"]), int(r["seq"])]}
+            if r.get("valid") is not None
+            else dict(r)
+            for r in rows
+        ],
+    )
     tally: _Tally = defaultdict(lambda: [0, 0, 0])
     for row in rows:
         t = tally[int(row["search"])]
@@ -235,10 +259,18 @@ def fail_runs(conn: Connection, where: ColumnElement[bool], reason: str) -> int:
     ended = conn.execute(_locked(where, SearchRun.valid.is_(None))).all()
     if not ended:
         return 0
+    landed = _landing(conn, ended)
+    c = tables.search_run.c
     conn.execute(
         update(tables.search_run)
-        .where(SearchRun.id.in_([r.id for r in ended]))
-        .values(valid=False, reason=reason, finished=db_now())
+        .where(SearchRun.id == bindparam("rid", type_=c.id.type))
+        .values(
+            valid=False,
+            reason=reason,
+            finished=db_now(),
+            landed=bindparam("v_landed", type_=c.landed.type),
+        ),
+        [{"rid": r.id, "v_landed": landed[r.id]} for r in ended],
     )
     tally: _Tally = defaultdict(lambda: [0, 0, 0])
     for r in ended:
@@ -247,11 +279,63 @@ def fail_runs(conn: Connection, where: ColumnElement[bool], reason: str) -> int:
     return len(ended)
 
 
+@dataclass(frozen=True)
+class _Ending:
+    """A run about to end: its id, search and seq."""
+
+    id: int
+    search: int
+    seq: int
+
+
+def _landing(conn: Connection, ending: Iterable[Any]) -> dict[int, int]:
+    """Run id -> its ``landed`` for runs about to end (rows with ``id``, ``search``, ``seq``).
+
+    Locks each search's ``search_tally`` row (in search id order, until the transaction
+    ends) before the caller takes the finish time; the runs of a search are numbered after
+    its ``done``, in seq order. The caller then adds them to ``done`` (:func:`_count`), in
+    the same transaction."""
+    return {e.id: n for e, n in _landing_by_run(conn, ending)}
+
+
+def _landing_by_run(conn: Connection, ending: Iterable[Any]) -> list[tuple[Any, int]]:
+    by_search: defaultdict[int, list[Any]] = defaultdict(list)
+    for r in ending:
+        by_search[int(r.search)].append(r)
+    if not by_search:
+        return []
+    done = _lock_tallies(conn, sorted(by_search))
+    missing = [s for s in sorted(by_search) if s not in done]
+    if missing:  # counted from the runs (and their ended runs numbered), then locked
+        recount(conn, missing)
+        done |= _lock_tallies(conn, missing)
+    out = []
+    for search in sorted(by_search):
+        for i, r in enumerate(sorted(by_search[search], key=lambda r: int(r.seq)), start=1):
+            out.append((r, done[search] + i))
+    return out
+
+
+def _lock_tallies(conn: Connection, searches: Sequence[int]) -> dict[int, int]:
+    """``done`` of each search's ``search_tally`` row, locked (a missing row: absent)."""
+    c = tables.search_tally.c
+    return {
+        int(r[0]): int(r[1])
+        for r in conn.execute(
+            select(c.search, c.done)
+            .where(c.search.in_(searches))
+            .order_by(c.search)
+            .with_for_update()
+        )
+    }
+
+
 def _locked(*where: ColumnElement[bool]) -> Any:
-    """The runs matching ``where`` (id, search, valid), locked until the transaction ends:
-    their counts are taken from what they were just before this transaction changes them."""
+    """The runs matching ``where`` (id, search, seq, valid), locked until the transaction
+    ends: their counts are taken from what they were just before this transaction changes
+    them."""
     return (
-        select(SearchRun.id, SearchRun.search, SearchRun.valid)
+        select(SearchRun.id, SearchRun.search, SearchRun.seq, SearchRun.valid)
         .where(*where)
         .order_by(SearchRun.id)
         .with_for_update()
@@ -276,9 +360,10 @@ def _count(conn: Connection, tally: Mapping[int, Sequence[int]]) -> None:
 
 
 def recount(conn: Connection, searches: Iterable[int]) -> None:
-    """Set the counters of ``searches`` from their runs (a full count of each): for a
-    search whose counter row is missing, and for tests and benchmarks that write runs
-    directly."""
+    """Set the counters of ``searches`` from their runs (a full count of each), and number
+    their ended runs that have no ``landed`` yet after the highest one, in (finished, seq)
+    order: for a search whose counter row is missing, and for tests and benchmarks that
+    write runs directly."""
     ids = sorted(set(searches))
     if not ids:
         return
@@ -295,6 +380,8 @@ def recount(conn: Connection, searches: Iterable[int]) -> None:
             .group_by(SearchRun.search)
         )
     }
+    for search in ids:
+        _number_unlanded(conn, search)
     c = tables.search_tally.c
     for search in ids:
         runs, done, valid = counted.get(search, (0, 0, 0))
@@ -303,6 +390,27 @@ def recount(conn: Connection, searches: Iterable[int]) -> None:
             update(tables.search_tally).where(c.search == search).values(values)
         ).rowcount:
             conn.execute(insert(tables.search_tally).values({c.search: search, **values}))
+
+
+def _number_unlanded(conn: Connection, search: int) -> None:
+    """Number the search's ended runs without ``landed`` after its highest, by (finished,
+    seq) (an index seek when there are none: ``(search, landed, valid, ...)``)."""
+    unlanded = conn.execute(
+        select(SearchRun.id)
+        .where(SearchRun.search == search, SearchRun.landed.is_(None), SearchRun.valid.is_not(None))
+        .order_by(SearchRun.finished, SearchRun.seq)
+    ).all()
+    if not unlanded:
+        return
+    top = conn.execute(select(func.max(SearchRun.landed)).where(SearchRun.search == search))
+    first = int(top.scalar() or 0) + 1
+    c = tables.search_run.c
+    conn.execute(
+        update(tables.search_run)
+        .where(SearchRun.id == bindparam("rid", type_=c.id.type))
+        .values(landed=bindparam("v_landed", type_=c.landed.type)),
+        [{"rid": r.id, "v_landed": n} for n, r in enumerate(unlanded, start=first)],
+    )
 
 
 def store_rounds(
@@ -325,6 +433,7 @@ def store_rounds(
             .order_by(SearchRun.id)
             .with_for_update()
         ).all()
+        landed = _landing(conn, pending)
         latest: dict[str, Any] = {}
         if pending:
             for m in conn.execute(
@@ -353,7 +462,12 @@ def store_rounds(
             conn.execute(
                 update(tables.search_run)
                 .where(SearchRun.id == run_id)
-                .values(**values, machine=_machine(conn, job.id), finished=db_now())
+                .values(
+                    **values,
+                    machine=_machine(conn, job.id),
+                    finished=db_now(),
+                    landed=landed[run_id],
+                )
             )
             tally[search][1] += 1
             tally[search][2] += int(bool(values["valid"]))

@@ -10,6 +10,10 @@ A run **counts** towards the objective when it finished valid with a value
 when the objective names a validity stat (``objective.valid``, e.g. ``result_validity``),
 that stat says valid (:meth:`tuna.search.Objective.counts`). Without a validity stat the
 aggregates are SQL's; with one, the valid runs' stats are read and checked here.
+
+Runs **land** in the order of ``search_run.landed`` (1, 2, 3, ... per search, numbered by
+the result writer as each run ends: :mod:`tuna.jobs.search_results`): the best-so-far
+curve's order, and the earliest of equal values.
 """
 
 from __future__ import annotations
@@ -151,9 +155,9 @@ def _best_where(search_id: int) -> tuple[ColumnElement[bool], ...]:
 
 
 def _best_order(goal: Goal) -> list[ColumnElement[Any]]:
-    """Best first, in the order of the index ``(search, valid, value, finished, seq)``
-    (equal values: the earliest finished first when minimising, the latest when maximising)."""
-    cols = (SearchRun.value, SearchRun.finished, SearchRun.seq)
+    """Best first, in the order of the index ``(search, valid, value, landed)`` (equal
+    values: the earliest landed first when minimising, the latest when maximising)."""
+    cols = (SearchRun.value, SearchRun.landed)
     return [c.desc() for c in cols] if goal == "max" else [c.asc() for c in cols]
 
 
@@ -418,7 +422,7 @@ def best_run(db: Database, search: SearchSummary) -> RunRow | None:
 
 
 def measured(db: Database, search: SearchSummary) -> Measured:
-    """The search's finished runs in the order they landed (then by seq)."""
+    """The search's finished runs in the order they landed (``landed``)."""
     counts = and_(SearchRun.valid == true(), SearchRun.value.is_not(None))
     columns: list[Any] = [SearchRun.seq, case((counts, SearchRun.value))]
     if search.validity is not None:  # the validity stat is read from the JSON stats
@@ -426,7 +430,7 @@ def measured(db: Database, search: SearchSummary) -> Measured:
     q = (
         select(*columns)
         .where(SearchRun.search == search.id, SearchRun.valid.is_not(None))
-        .order_by(SearchRun.finished, SearchRun.seq)
+        .order_by(SearchRun.landed)
     )
     with db.transaction() as conn:
         rows = conn.execute(q).all()
@@ -483,13 +487,6 @@ def _full_curve(db: Database, search: SearchSummary, recent: int) -> Curve:
     return Curve(search, len(m.values), m.steps, counted[-recent:] if recent else [])
 
 
-def _before(finished: dt.datetime, seq: int) -> ColumnElement[bool]:
-    """Runs that finished before (``finished``, ``seq``) in landing order."""
-    return or_(
-        SearchRun.finished < finished, and_(SearchRun.finished == finished, SearchRun.seq < seq)
-    )
-
-
 class _GiveUp(Exception):
     """The fast curve would read too much: read every run instead."""
 
@@ -539,16 +536,15 @@ class _Checker:
 def _fast_curve(conn: Connection, search: SearchSummary, recent: int) -> Curve | None:
     """The curve from indexes (None: give up).
 
-    The first :data:`HEAD_RUNS` finished runs in landing order (the index ``(search,
-    finished, seq, valid, value)``) give the early steps. The later ones are found from the
-    end: the best run of all (earliest of equals) is the last step; the best among the
-    runs that finished before it is the one before, and so on until one is no better than
-    the head's best (each is the first entry of a range of ``(search, valid, value,
-    finished, seq)`` that passes the filter; few entries for a step far from the start).
-    Their positions are counted in one pass over the index up to the latest, the number of
-    measurements is the search's ``search_tally``, and the latest measurements are read
-    from the end of the finish order. With a validity stat, each candidate's stats are
-    read and checked: the best valid runs whose stat says invalid are skipped.
+    A run's position in the curve is its ``landed``. The first :data:`HEAD_RUNS` (landed
+    1 to HEAD_RUNS, a range of the index ``(search, landed, valid, value)``) give the early
+    steps. The later ones are found from the end: the best run of all (earliest landed of
+    equals) is the last step; the best among the runs that landed before it is the one
+    before, and so on until one is no better than the head's best (each the first entry of
+    a range of ``(search, valid, value, landed)`` that passes the filter). The number of
+    measurements is the search's ``search_tally`` (its highest ``landed``), and the latest
+    measurements are the last range of ``landed``. With a validity stat, each candidate's
+    stats are read and checked: the best valid runs whose stat says invalid are skipped.
     """
     try:
         return _fast_curve_or_give_up(conn, search, recent)
@@ -559,58 +555,46 @@ def _fast_curve(conn: Connection, search: SearchSummary, recent: int) -> Curve |
 def _fast_curve_or_give_up(conn: Connection, search: SearchSummary, recent: int) -> Curve | None:
     goal = search.goal
     check = _Checker(search)
-    done = (SearchRun.search == search.id, SearchRun.valid.is_not(None))
-    if conn.execute(
-        select(SearchRun.seq).where(*done, SearchRun.finished.is_(None)).limit(1)
-    ).first():
-        return None  # finished runs without a finish time: their order is the database's
-    in_order = select(SearchRun.finished, SearchRun.seq, *check.columns).where(*done)
-    head = conn.execute(in_order.order_by(SearchRun.finished, SearchRun.seq).limit(HEAD_RUNS)).all()
-    values = [check.value(r, 2) for r in head]
+    in_order = select(SearchRun.landed, *check.columns).where(SearchRun.search == search.id)
+    head = conn.execute(
+        in_order.where(SearchRun.landed.between(1, HEAD_RUNS)).order_by(SearchRun.landed)
+    ).all()
+    values = [check.value(r, 1) for r in head]
     steps = [(s.n, s.best) for s in improvements(values, goal)]
-    if len(head) < HEAD_RUNS:  # the whole search
+    total = _measurements(conn, search.id)
+    if total <= HEAD_RUNS:  # the whole search
         counted = [(n, v) for n, v in enumerate(values, start=1) if v is not None]
         return Curve(search, len(values), steps, counted[-recent:] if recent else [])
     head_best = steps[-1][1] if steps else None
-    last = (head[-1][0], head[-1][1])
-    landing = (SearchRun.finished, SearchRun.seq)
     better_than_head = (
         ()
         if head_best is None
         else (SearchRun.value > head_best if goal == "max" else SearchRun.value < head_best,)
     )
-    late: list[tuple[dt.datetime, int, float]] = []
+    late: list[tuple[int, float]] = []
     while True:
         q = select(*check.columns).where(*_best_where(search.id), *better_than_head)
         if late:
-            q = q.where(_before(late[-1][0], late[-1][1]))
+            q = q.where(SearchRun.landed < late[-1][0])
         best = check.first(conn, q.order_by(*_best_order(goal)))
         if best is None:
             break
         v = float(best[0])
-        first = check.first(
+        first = check.first(  # the earliest landed of its value
             conn,
-            select(*check.columns, *landing)
+            select(*check.columns, SearchRun.landed)
             .where(*_best_where(search.id), SearchRun.value == v)
-            .order_by(*landing),
+            .order_by(SearchRun.landed),
         )
         assert first is not None  # ``best`` is one
-        at = (first[-2], first[-1])
-        if at[0] is None or at <= last:
+        at = first[-1]
+        if at is None or at <= HEAD_RUNS:
             break  # the head holds it
-        late.append((at[0], at[1], v))
+        late.append((int(at), v))
         if len(late) > LATE_STEPS:
             return None
     late.reverse()
-    total = _measurements(conn, search.id)
-    if late:  # positions: runs up to each, counted over the range up to the latest
-        at_step = [
-            func.sum(case((or_(_before(f, s), SearchRun.seq == s), 1), else_=0)) for f, s, _ in late
-        ]
-        upto = SearchRun.finished <= late[-1][0]
-        row = conn.execute(select(*at_step).where(*done, upto)).one()
-        steps += [(int(n), v) for n, (_, _, v) in zip(row, late, strict=True)]
-    return Curve(search, total, steps, _recent(conn, in_order, check, total, recent))
+    return Curve(search, total, steps + late, _recent(conn, in_order, check, total, recent))
 
 
 def _measurements(conn: Connection, search_id: int) -> int:
@@ -625,19 +609,21 @@ def _measurements(conn: Connection, search_id: int) -> int:
 def _recent(
     conn: Connection, in_order: Any, check: _Checker, total: int, recent: int
 ) -> list[tuple[int, float]]:
-    """The ``recent`` latest measurements that count, ``(n, value)``, read from the end."""
+    """The ``recent`` latest measurements that count, ``(n, value)``: ranges of ``landed``
+    read from the end."""
     out: list[tuple[int, float]] = []
     batch = max(recent + recent // 4, 256)  # a tenth of runs invalid: one batch, mostly
-    offset = 0
-    latest = in_order.order_by(SearchRun.finished.desc(), SearchRun.seq.desc())
-    while len(out) < recent and offset < total:
-        rows = conn.execute(latest.limit(batch).offset(offset)).all()
-        for i, r in enumerate(rows):
-            v = check.value(r, 2)
+    upto = total
+    while len(out) < recent and upto > 0:
+        rows = conn.execute(
+            in_order.where(SearchRun.landed.between(upto - batch + 1, upto)).order_by(
+                SearchRun.landed.desc()
+            )
+        ).all()
+        for r in rows:
+            v = check.value(r, 1)
             if v is not None and len(out) < recent:
-                out.append((total - offset - i, v))
-        if len(rows) < batch:
-            break
-        offset += batch
+                out.append((int(r[0]), v))
+        upto -= batch
     out.reverse()
     return out
