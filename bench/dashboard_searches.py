@@ -88,8 +88,9 @@ def seed(conn: sa.Connection) -> None:
               NULL, 1 FROM seq_1_to_{builds}""")
         for lo in range(0, runs, CHUNK):
             hi = min(lo + CHUNK, runs) - 1
+            # runs land in seq order (a second apart), so the n-th to land is seq n - 1
             x(f"""INSERT INTO search_run (search, seq, point, config, build, stats, value, valid,
-                  reason, machine, finished)
+                  reason, machine, finished, landed)
                 SELECT {sid}, seq, CONCAT('{{"flags": ', 1 + seq DIV {PER_BUILD},
                   ', "threads": ', seq % {PER_BUILD}, '}}'), '{{}}',
                   {build_id} + 1 + seq DIV {PER_BUILD},
@@ -98,7 +99,7 @@ def seed(conn: sa.Connection) -> None:
                   IF(done AND ok, q, NULL), IF(done, ok, NULL),
                   IF(done AND NOT ok, 'exit status 1', NULL),
                   IF(done, 1 + seq % 20, NULL),
-                  IF(done, NOW(6) - INTERVAL ({runs} - seq) SECOND, NULL)
+                  IF(done, NOW(6) - INTERVAL ({runs} - seq) SECOND, NULL), IF(done, seq + 1, NULL)
                 FROM (SELECT seq, seq < {runs} * 0.95 AS done, CRC32(seq * 7) % 10 > 0 AS ok,
                         (CRC32(seq * 3) % 100000) / 10.0 AS q FROM seq_{lo}_to_{hi}) AS s""")
             conn.commit()

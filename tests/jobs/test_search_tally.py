@@ -127,8 +127,25 @@ def test_the_counters_equal_a_full_count_after_any_sequence(db: Database, steps)
             reset_jobs(db, JobFilter(session=session))
         kept, counted = _tallies(db, searches)
         assert kept == {s: counted.get(s, (0, 0, 0)) for s in kept}, (action, k)
+        _assert_landed_one_to_done(db, searches, kept)
     kept, counted = _tallies(db, searches)
     assert kept == {s: counted.get(s, (0, 0, 0)) for s in searches}
+    _assert_landed_one_to_done(db, searches, kept)
+
+
+def _assert_landed_one_to_done(db: Database, searches: list[int], kept: dict[int, tuple]) -> None:
+    """Each search's ended runs are numbered 1..done, the others not at all (a run stored
+    again after a reset keeps its number: its finish time may then be a later one's)."""
+    with db.session() as s:
+        for search in searches:
+            rows = s.execute(
+                select(SearchRun.valid, SearchRun.landed)
+                .where(SearchRun.search == search)
+                .order_by(SearchRun.landed)
+            ).all()
+            landed = [r.landed for r in rows if r.valid is not None]
+            assert landed == list(range(1, kept.get(search, (0, 0, 0))[1] + 1)), search
+            assert all(r.landed is None for r in rows if r.valid is None)
 
 
 def test_only_the_result_writer_writes_runs() -> None:

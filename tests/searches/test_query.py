@@ -3,11 +3,12 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from sqlalchemy import delete, event
+from sqlalchemy import delete, event, insert
 
 from tests.searches.seed import BISECT_P95, SERVE, SERVE_BEST_SO_FAR
 from tuna.db.models import SearchRun
 from tuna.errors import NotFoundError, TunaError
+from tuna.jobs.search_results import recount
 from tuna.searches import query
 
 
@@ -99,6 +100,34 @@ def test_measurements_in_landing_order_and_their_best_so_far(searched):
     b = query.measured(db, query.find_search(db, sd.bisect))
     assert b.best == [12.0, 8.0, 8.0, 7.0] and b.steps == [(1, 12.0), (2, 8.0), (4, 7.0)]
     assert query.measured(db, query.find_search(db, sd.empty)).values == []
+
+
+def test_the_landing_order_is_landed_not_the_finish_times(searched):
+    """Runs land in ``landed`` order (the writer's, under the search's counter lock), even
+    where the finish times say otherwise (two writers' statements, one clock tick): the
+    measurements, the curve's positions and the earliest of equal values follow it."""
+    from tests.report.seed import session
+    from tests.searches.seed import T0, add_search
+
+    db, _ = searched
+    search = add_search(db, session(db, "landed-order"), "landed", {"stat": "t", "goal": "min"})
+    # (seq, value, landed, seconds after T0 it finished)
+    runs = [(0, 5.0, 3, 0), (1, 7.0, 1, 9), (2, 5.0, 2, 9), (3, 4.0, 4, 1), (4, None, None, None)]
+    with db.session() as s:
+        s.execute(insert(SearchRun), [
+            {"search": search, "seq": q, "point": {}, "config": {}, "value": v, "landed": n,
+             "valid": None if n is None else True, "stats": None if v is None else {"t": v},
+             "finished": None if at is None else T0 + dt.timedelta(seconds=at)}
+            for q, v, n, at in runs
+        ])  # fmt: skip
+        recount(s.connection(), [search])
+    summary = query.find_search(db, search)
+    m = query.measured(db, summary)
+    assert (m.seqs, m.values) == ([1, 2, 0, 3], [7.0, 5.0, 5.0, 4.0])
+    assert m.steps == [(1, 7.0), (2, 5.0), (4, 4.0)]
+    assert query.curve(db, summary).steps == m.steps
+    equal = query.runs(db, summary, order="best", limit=3)
+    assert [r.seq for r in equal] == [3, 2, 0]  # of the two 5.0s, seq 2 landed first
 
 
 @pytest.mark.parametrize("searched", ["sqlite"], indirect=True)  # reads SQLite's query plan

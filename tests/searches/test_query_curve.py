@@ -44,6 +44,15 @@ def _seed_runs(
             stats = {"ok": ok} if value is None else {"ok": ok, "t": value}
             row |= {"valid": valid, "value": value, "finished": at, "stats": stats}
         rows.append(row)
+    # The landing order (``landed``) is the writer's: not always the finish times' order
+    # (a tie, two writers' clocks); here a shuffle of the ended runs.
+    ended = [row for row in rows if row["valid"] is not None]
+    order = list(range(1, len(ended) + 1))
+    rng.shuffle(order)
+    for row, n in zip(ended, order, strict=True):
+        row["landed"] = n
+    for row in rows:
+        row.setdefault("landed", None)
     with db.session() as s:
         if rows:
             s.execute(insert(SearchRun), rows)
