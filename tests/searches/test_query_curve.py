@@ -79,6 +79,11 @@ def test_the_fast_curve_is_the_full_reads_on_random_searches(db, goal, validity,
             fast = query.curve(db, summary, recent)
             full = query._full_curve(db, summary, recent)
             assert fast == full, (n, trend, recent)
+        for checks in (0, 1):  # the head's stats read in one range at once, or after one
+            monkeypatch.setattr(query, "HEAD_CHECKS", checks)
+            assert query.curve(db, summary, 5) == query._full_curve(db, summary, 5), checks
+        monkeypatch.undo()
+        monkeypatch.setattr(query, "HEAD_RUNS", 16)
         with db.transaction() as conn:
             fast_only = query._fast_curve(conn, summary, 7)
         assert fast_only is not None  # no fallback here

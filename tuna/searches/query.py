@@ -40,7 +40,7 @@ from tuna.db.models import (
 )
 from tuna.errors import NotFoundError, TunaError
 from tuna.search import Objective, Run
-from tuna.search.progress import Goal, best_so_far, improvements
+from tuna.search.progress import Goal, best_so_far, better, improvements
 
 RunStatus = Literal["valid", "invalid", "pending"]
 RUN_STATUSES: tuple[RunStatus, ...] = ("valid", "invalid", "pending")
@@ -556,15 +556,16 @@ def _fast_curve_or_give_up(conn: Connection, search: SearchSummary, recent: int)
     goal = search.goal
     check = _Checker(search)
     in_order = select(SearchRun.landed, *check.columns).where(SearchRun.search == search.id)
-    head = conn.execute(
-        in_order.where(SearchRun.landed.between(1, HEAD_RUNS)).order_by(SearchRun.landed)
-    ).all()
-    values = [check.value(r, 1) for r in head]
-    steps = [(s.n, s.best) for s in improvements(values, goal)]
     total = _measurements(conn, search.id)
     if total <= HEAD_RUNS:  # the whole search
+        head = conn.execute(
+            in_order.where(SearchRun.landed.between(1, HEAD_RUNS)).order_by(SearchRun.landed)
+        ).all()
+        values = [check.value(r, 1) for r in head]
         counted = [(n, v) for n, v in enumerate(values, start=1) if v is not None]
+        steps = [(s.n, s.best) for s in improvements(values, goal)]
         return Curve(search, len(values), steps, counted[-recent:] if recent else [])
+    steps = _head_steps(conn, search, check)
     head_best = steps[-1][1] if steps else None
     better_than_head = (
         ()
@@ -595,6 +596,47 @@ def _fast_curve_or_give_up(conn: Connection, search: SearchSummary, recent: int)
             return None
     late.reverse()
     return Curve(search, total, steps + late, _recent(conn, in_order, check, total, recent))
+
+
+HEAD_CHECKS = 32
+"""Runs of the head whose validity stat the fast curve reads one at a time; past this many,
+it reads the rest of the head's stats in one range."""
+
+
+def _head_steps(
+    conn: Connection, search: SearchSummary, check: _Checker
+) -> list[tuple[int, float]]:
+    """The steps among the first :data:`HEAD_RUNS` runs, from the index ``(search, landed,
+    valid, value)``. With a validity stat, only a run that would improve the best so far
+    can be a step: its stats are read (one row each, then the rest of the head at once
+    past :data:`HEAD_CHECKS`) and it is skipped when its stat says invalid."""
+    head = select(SearchRun.landed, check.columns[0]).where(
+        SearchRun.search == search.id, SearchRun.landed.between(1, HEAD_RUNS)
+    )
+    rows = conn.execute(head.order_by(SearchRun.landed)).all()
+    values: list[float | None] = [None if r[1] is None else float(r[1]) for r in rows]
+    if search.validity is not None:
+        best: float | None = None
+        stats: dict[int, Any] = {}
+        for i, v in enumerate(values):
+            if v is None or not better(v, best, search.goal):
+                continue
+            landed = int(rows[i][0])
+            if landed not in stats and len(stats) < HEAD_CHECKS:
+                one = select(SearchRun.stats).where(
+                    SearchRun.search == search.id, SearchRun.landed == landed
+                )
+                stats[landed] = conn.execute(one).scalar()
+            elif landed not in stats:  # many candidates: the rest of the head in one range
+                rest = select(SearchRun.landed, SearchRun.stats).where(
+                    SearchRun.search == search.id, SearchRun.landed.between(landed, HEAD_RUNS)
+                )
+                stats |= {int(n): st for n, st in conn.execute(rest)}
+            if search.counts(True, v, stats.get(landed)):
+                best = v
+            else:
+                values[i] = None
+    return [(s.n, s.best) for s in improvements(values, search.goal)]
 
 
 def _measurements(conn: Connection, search_id: int) -> int:
