@@ -460,7 +460,7 @@ class Curve:
 
 
 HEAD_RUNS = 4096
-"""Finished runs read from the start of a search (in finish order) by the fast curve."""
+"""Finished runs read from the start of a search (``landed`` 1 to this) by the fast curve."""
 LATE_STEPS = 64
 """Steps after those that the fast curve finds one query each; past this many, it reads all."""
 CHECKED_RUNS = 4096
