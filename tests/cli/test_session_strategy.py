@@ -15,12 +15,13 @@ LINE = "MIOpenDriver conv -n 1 -c 16 -H 8 -W 8 -k 16 -y 1 -x 1 -F 1"
 CPU = ["session", "create", "--arch", "cpu", "--num-cu", "2", "--backend", "cpuconv"]
 
 
-@pytest.fixture(params=["sqlite", "mariadb"])
+@pytest.fixture(params=["sqlite", pytest.param("mariadb", marks=pytest.mark.mysql)])
 def cli(request, runner, monkeypatch):
+    """The CLI on a database at the head revision, holding one config: the embedded SQLite
+    one, or a MariaDB one from the pool (TUNA_DB_URL)."""
     if request.param == "mariadb":
-        monkeypatch.setenv("TUNA_DB_URL", request.getfixturevalue("mysql_url"))
-        up = runner.invoke(main, ["db", "upgrade"])
-        assert up.exit_code == 0, up.output
+        url = request.getfixturevalue("mysql_db").url
+        monkeypatch.setenv("TUNA_DB_URL", url.render_as_string(hide_password=False))
     r = runner.invoke(main, ["import_configs", "-t", "net", "-d", LINE])
     assert r.exit_code == 0, r.output
     return runner

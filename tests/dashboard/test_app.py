@@ -17,6 +17,7 @@ with warnings.catch_warnings():  # Starlette 1.x would rather use httpx2; httpx 
     from starlette.testclient import TestClient
 
 from tests.report.seed import seed, seeded_database
+from tests.support.seed import open_test_db
 from tuna.cli import main
 from tuna.dashboard import bind, create_app, require_extra
 from tuna.dashboard.app import DashboardSettings
@@ -30,7 +31,7 @@ from tuna.errors import DatabaseError, MissingExtraError, SchemaOutOfDateError, 
 def lite_client(tmp_path_factory):
     """A client on a seeded SQLite database, shared by the module's bad-request cases."""
     url = f"sqlite:///{tmp_path_factory.mktemp('dash') / 'tuna.db'}"
-    writer = open_database(url)
+    writer = open_test_db(url)
     seed(writer)
     writer.dispose()
     ro = open_readonly(url)

@@ -7,7 +7,8 @@ from collections.abc import Iterator
 import pytest
 
 from tests.report.seed import Seeded, seed, seeded_database
-from tuna.db import Database, open_database
+from tests.support.seed import open_test_db
+from tuna.db import Database
 
 # matplotlib keeps its font cache in ~/.cache; the tests read nothing outside the repo.
 os.environ.setdefault("MPLCONFIGDIR", tempfile.mkdtemp(prefix="tuna-test-mpl-"))
@@ -24,6 +25,6 @@ def seeded(request, tmp_path_factory) -> Iterator[tuple[Database, Seeded]]:
 
 @pytest.fixture
 def lite_seeded(sqlite_url: str) -> Iterator[tuple[Database, Seeded]]:
-    database = open_database(sqlite_url)
+    database = open_test_db(sqlite_url)
     yield database, seed(database)
     database.dispose()

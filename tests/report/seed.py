@@ -9,7 +9,6 @@ dashboard tests.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -17,12 +16,10 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import insert, select
-from sqlalchemy.engine import make_url
 
-from tests.support.databases import drop_database
+from tests.support.seed import head_database
 from tuna.catalog.importer import import_configs
-from tuna.db import Database, migrate, open_database
-from tuna.db.engine import make_engine
+from tuna.db import Database
 from tuna.db.models import ConvConfig, FindDb, Solver
 from tuna.fleet.machines import add_machine
 from tuna.jobs import Phase, claim_jobs, reap_expired
@@ -110,35 +107,11 @@ def add_find_rows(
 
 @contextmanager
 def seeded_database(request: pytest.FixtureRequest, folder: Path) -> Iterator[Database]:
-    """A seeded database for a whole module, on the dialect ``request.param`` names.
+    """A database for a whole module to seed, on the dialect ``request.param`` names
+    (:func:`tests.support.seed.head_database`: at the head revision, SQLite in ``folder``).
 
     Seeding runs real workers and takes a while on MariaDB, so the modules that only read
     share one; a test that adds rows adds them to a session no other test reads.
     """
-    if request.param == "sqlite":
-        url = f"sqlite:///{folder / 'tuna.db'}"
-        drop = None
-    else:
-        server = request.getfixturevalue("mysql_server_url")
-        admin = request.getfixturevalue("_mysql_admin_engine")
-        name = f"tuna_t_{secrets.token_hex(6)}"
-        with admin.connect() as conn:
-            conn.exec_driver_sql(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
-        url = make_url(server).set(database=name).render_as_string(hide_password=False)
-
-        def drop() -> None:
-            drop_database(admin, name)
-
-    try:
-        engine = make_engine(url)
-        with engine.begin() as conn:
-            migrate.upgrade(conn)
-        engine.dispose()
-        db = open_database(url)
-        try:
-            yield db
-        finally:
-            db.dispose()
-    finally:
-        if drop is not None:
-            drop()
+    with head_database(request, folder) as db:
+        yield db

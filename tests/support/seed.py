@@ -2,7 +2,8 @@
 
 ``open_test_db`` opens a test database at the head revision, migrating it when it is empty (the
 fixtures ``db``, ``lite``, ``mysql_db`` and ``cluster_db`` migrate once and reuse:
-tests/support/databases.py). ``seed`` inserts a noop session with configs, solvers and jobs
+tests/support/databases.py); ``head_database`` gives a module-scoped fixture one of those to
+seed once for many tests. ``seed`` inserts a noop session with configs, solvers and jobs
 directly, so that queue tests do not depend on sessions or ``load_jobs``;
 ``force_state``/``expire_leases`` set up states by raw SQL, bypassing the state machine (test
 setup only).
@@ -10,15 +11,17 @@ setup only).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import insert, select, text
 from sqlalchemy.engine import make_url
 
-from tests.support.databases import copy_sqlite_template
+from tests.support.databases import MysqlPool, copy_sqlite_template
 from tuna.backends.noop import SOLVERS
 from tuna.db import Database, migrate, open_database
 from tuna.db.engine import make_engine
@@ -46,6 +49,24 @@ def open_test_db(url: str) -> Database:
                 migrate.upgrade(conn)
         engine.dispose()
     return open_database(url)
+
+
+@contextmanager
+def head_database(request: pytest.FixtureRequest, folder: Path) -> Iterator[Database]:
+    """A database at the head revision for as long as the block lasts, on the dialect
+    ``request.param`` names: ``sqlite`` (a copy of the migrated template, ``folder/tuna.db``)
+    or ``mysql`` (one from this process's pool, given back cleaned: the ``mysql_db`` fixture's).
+    For module-scoped fixtures that seed a database once for many tests."""
+    if request.param == "sqlite":
+        database = open_test_db(f"sqlite:///{folder / 'tuna.db'}")
+        try:
+            yield database
+        finally:
+            database.dispose()
+    else:
+        pool: MysqlPool = request.getfixturevalue("_mysql_pool")
+        with pool.database() as database:
+            yield database
 
 
 @dataclass(frozen=True)
