@@ -31,16 +31,17 @@ def by_state(db, session):
 
 def test_sixteen_worker_processes_do_every_job_exactly_once(mysql_url, tmp_path):
     db = open_test_db(mysql_url)
-    # 8,000 jobs: each of the 16 workers claims about ten batches of 50 per phase, so claims
-    # race all along (20,000 jobs raced no harder and took two and a half times as long).
-    configs = 4_000
+    # 4,000 jobs: each of the 16 workers claims about ten batches of 25 per phase, so claims
+    # race all along (20,000 jobs in batches of 50 raced no harder and took five times as
+    # long; 8,000 in batches of 50 made as many claims as this, with twice the work each).
+    configs = 2_000
     jobs = 2 * configs
     sd = seed(db, configs=configs, solvers=["NoopDirect", "NoopTunable"])
     assert len(sd.jobs) == jobs
     db.dispose()
     for phase in ("compile", "eval"):
         procs = start_workers(
-            16, mysql_url, sd.session, phase, tmp_path, claim_batch=50, lease_seconds=60
+            16, mysql_url, sd.session, phase, tmp_path, claim_batch=25, lease_seconds=60
         )
         assert join_all(procs, 300) == [0] * 16, "a worker failed (a deadlock surfaced?)"
     per_job = Counter((phase, job) for phase, job, _attempt in calls(tmp_path))
