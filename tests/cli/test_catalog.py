@@ -54,18 +54,18 @@ def test_query_db_shows_key_tags_and_driver(runner):
     )
 
 
-def test_db_commands(runner, tmp_path):
-    current = runner.invoke(main, ["db", "current"])
+def test_db_commands(bare_runner, tmp_path):
+    current = bare_runner.invoke(main, ["db", "current"])
     assert "revision (none)" in current.output and "needs `tuna db upgrade`" in current.output
-    up = runner.invoke(main, ["db", "upgrade"])
+    up = bare_runner.invoke(main, ["db", "upgrade"])
     assert up.exit_code == 0 and "upgraded (empty) -> " in up.output
-    assert "up to date" in runner.invoke(main, ["db", "current"]).output
+    assert "up to date" in bare_runner.invoke(main, ["db", "current"]).output
     schema = tmp_path / "schema.sql"
-    runner.invoke(main, ["db", "schema", "-o", str(schema)])
+    bare_runner.invoke(main, ["db", "schema", "-o", str(schema)])
     assert "CREATE TABLE job" in schema.read_text()
-    assert runner.invoke(main, ["db", "schema", "-o", str(schema), "--check"]).exit_code == 0
+    assert bare_runner.invoke(main, ["db", "schema", "-o", str(schema), "--check"]).exit_code == 0
     schema.write_text("stale")
-    stale = runner.invoke(main, ["db", "schema", "-o", str(schema), "--check"])
+    stale = bare_runner.invoke(main, ["db", "schema", "-o", str(schema), "--check"])
     assert stale.exit_code == 1 and "is stale" in stale.output
 
 

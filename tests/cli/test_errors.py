@@ -105,8 +105,9 @@ def test_sqlite_in_a_missing_directory_is_an_error(runner, monkeypatch, tmp_path
     assert not where.exists()
 
 
-def test_the_default_data_directory_is_created(runner, tmp_path):
-    result = runner.invoke(main, ["session", "list"])
+def test_the_default_data_directory_is_created(bare_runner, tmp_path):
+    assert not (tmp_path / "data").exists()
+    result = bare_runner.invoke(main, ["session", "list"])
     assert result.exit_code == 0, result.output
     assert (tmp_path / "data" / "tuna.db").is_file()
 
