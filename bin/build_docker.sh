@@ -255,7 +255,7 @@ if [[ $BASE_ONLY == 1 ]]; then
     ((need_import)) && import_base
     exit 0
 fi
-# The import runs while the wheel and pylib are made; the build waits for it.
+# The import runs while the wheel and the context are made; the build waits for it.
 import_pid=""
 if ((need_import)); then
     import_base &
@@ -280,18 +280,99 @@ quiet_pip() {
         { grep -v "^WARNING: Location '.*' is ignored" || true; }
 }
 
-ts "building Tuna's wheel from $REPO"
-quiet_pip wheel --no-deps -w "$CTX/dist" "$REPO" >&2
-wheels=("$CTX"/dist/tuna-*.whl)
-[[ -f ${wheels[0]} ]] || die "pip wheel produced no tuna wheel"
+# Tuna's wheel, built with hatchling from a cached --target directory (no build isolation): pip's
+# isolated build installs hatchling into a fresh environment every time, 10-20 s of the build.
+ensure_build_backend() { # -> prints a directory to put on PYTHONPATH
+    local requires key dir lock
+    requires=$("$PYTHON" - "$REPO/pyproject.toml" <<'PY'
+import sys
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    from pip._vendor import tomli as tomllib
+print(" ".join(tomllib.load(open(sys.argv[1], "rb"))["build-system"]["requires"]))
+PY
+    ) || die "cannot read build-system.requires from $REPO/pyproject.toml"
+    key=$(printf '%s %s\n' "$requires" "$("$PYTHON" -c 'import sys; print(sys.version_info[:2])')" |
+        sha256sum | cut -c1-12)
+    dir="$(cache_dir)/build-backend-$key"
+    mkdir -p -- "$(cache_dir)"
+    exec {lock}>"$dir.lock"
+    flock "$lock"
+    if [[ ! -d $dir ]]; then
+        rm -rf -- "$dir.tmp"
+        # shellcheck disable=SC2086 # a list of requirements
+        quiet_pip install --target "$dir.tmp" $requires >&2 || die "pip could not install $requires"
+        mv -- "$dir.tmp" "$dir"
+    fi
+    exec {lock}>&-
+    printf '%s\n' "$dir"
+}
 
 # Wheels for the image's interpreter (CPython 3.11 on glibc 2.36), whatever Python runs this script:
 # pip needs every manylinux level spelled out, it does not expand manylinux_2_36 to the older ones.
 python_tags=(--python-version 3.11 --implementation cp --abi cp311 --only-binary=:all:)
 for minor in $(seq 36 -1 17); do python_tags+=(--platform "manylinux_2_${minor}_x86_64"); done
 python_tags+=(--platform manylinux2014_x86_64 --platform manylinux2010_x86_64 --platform manylinux1_x86_64)
-ts "installing it and its dependencies into the build context (pylib)"
-quiet_pip install --target "$CTX/pylib" "${python_tags[@]}" "${wheels[0]}" >&2
+
+# Tuna's runtime dependencies for the image (`pip install --target`), cached per dependency list, pip
+# configuration (its index, find-links and constraints) and platform: a warm machine runs no pip for
+# them, and the image's dependency layer stays the same from build to build. Like a lock file, a
+# cached set is kept when the index gains newer versions; --refresh-base makes it again.
+ensure_deps() { # -> prints the directory
+    local deps key dir lock constraint
+    deps=$("$PYTHON" - "$REPO/pyproject.toml" <<'PY'
+import sys
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    from pip._vendor import tomli as tomllib
+print("\n".join(tomllib.load(open(sys.argv[1], "rb"))["project"]["dependencies"]))
+PY
+    ) || die "cannot read project.dependencies from $REPO/pyproject.toml"
+    key=$({
+        printf 'format=1\n%s\n%s\n' "$deps" "${python_tags[*]}"
+        "$PYTHON" -m pip config list 2>/dev/null || true
+        env | grep '^PIP_' | sort || true
+        for constraint in $("$PYTHON" -m pip config list 2>/dev/null |
+            sed -n "s/^[a-z:.]*constraint='\(.*\)'$/\1/p") ${PIP_CONSTRAINT:-}; do
+            cat -- "$constraint" 2>/dev/null || true
+        done
+    } | sha256sum | cut -c1-12)
+    dir="$(cache_dir)/pylib-deps-$key"
+    mkdir -p -- "$(cache_dir)"
+    exec {lock}>"$dir.lock"
+    flock "$lock"
+    [[ $REFRESH == 1 ]] && rm -rf -- "$dir"
+    if [[ ! -d $dir ]]; then
+        ts "installing Tuna's dependencies for the image ($(echo "$deps" | paste -sd' '))"
+        rm -rf -- "$dir.tmp"
+        mapfile -t deps < <(printf '%s\n' "$deps")
+        quiet_pip install --target "$dir.tmp" "${python_tags[@]}" "${deps[@]}" >&2 ||
+            die "pip could not install Tuna's dependencies"
+        # pip's console scripts point at this machine's interpreter: of no use in the image.
+        rm -rf -- "$dir.tmp/bin"
+        mv -- "$dir.tmp" "$dir"
+    else
+        ts "Tuna's dependencies cached: $dir"
+    fi
+    exec {lock}>&-
+    printf '%s\n' "$dir"
+}
+
+ts "building Tuna's wheel from $REPO"
+backend=$(ensure_build_backend)
+(cd "$REPO" && PYTHONPATH="$backend" "$PYTHON" -c \
+    'import sys, hatchling.build as b; b.build_wheel(sys.argv[1])' "$CTX/dist") >&2 ||
+    die "building Tuna's wheel failed (output above)"
+wheels=("$CTX"/dist/tuna-*.whl)
+[[ -f ${wheels[0]} ]] || die "hatchling produced no tuna wheel"
+
+# The context: deps/ (dependencies) and tuna/ (Tuna alone), two layers of the image.
+deps_dir=$(ensure_deps)
+cp -al -- "$deps_dir" "$CTX/deps" 2>/dev/null || cp -a -- "$deps_dir" "$CTX/deps"
+quiet_pip install --no-deps --target "$CTX/tuna" "${wheels[0]}" >&2
+rm -rf -- "$CTX/tuna/bin"
 cp "$REPO/docker/Dockerfile.worker" "$CTX/Dockerfile"
 mkdir "$CTX/debs"
 example_packages=""
