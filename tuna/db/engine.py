@@ -27,6 +27,7 @@ import logging
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -72,6 +73,8 @@ def make_engine(url: URL | str, **kwargs: Any) -> Engine:
         if reset_if_open:
             kwargs["pool_reset_on_return"] = None
         engine = create_engine(url, **kwargs)
+        if engine.dialect.driver == "pymysql":
+            event.listen(engine, "do_connect", _connect_pymysql)
         if ping_if_idle:
             _ping_when_idle(engine)
         if reset_if_open:
@@ -98,6 +101,36 @@ def _configure_sqlite(engine: Engine) -> None:
     def _on_begin(conn: Any) -> None:
         immediate = conn.get_execution_options().get("sqlite_immediate", False)
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+def _connect_pymysql(_dialect: Any, _record: Any, cargs: Any, cparams: Any) -> Any:
+    """Connect with PyMySQL, building the TLS context of its "preferred" mode once per process.
+
+    Given no ``ssl*`` option, PyMySQL (2.x) offers TLS when the server supports it and makes a
+    new default context for it on every connection: loading the system's CA certificates
+    takes ~25 ms, and the context verifies nothing (no CA given: ``CERT_NONE``, no host name
+    check), so each one is the same. The connection, its options and what it negotiates are
+    PyMySQL's; only that context is shared (an ``SSLContext`` is made to be). Explicit TLS
+    options still get a context of their own.
+    """
+    return _pymysql_connection()(*cargs, **cparams)
+
+
+@cache
+def _pymysql_connection() -> Any:
+    import pymysql.connections
+
+    preferred: list[Any] = []  # the shared context, once made
+
+    class Connection(pymysql.connections.Connection):
+        def _create_ssl_ctx(self, sslp: Any) -> Any:
+            if sslp != {}:
+                return super()._create_ssl_ctx(sslp)
+            if not preferred:
+                preferred.append(super()._create_ssl_ctx({}))
+            return preferred[0]
+
+    return Connection
 
 
 def _ping_when_idle(engine: Engine) -> None:
