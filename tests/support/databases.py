@@ -183,10 +183,13 @@ class PoolStats:
 class MysqlPool:
     """Migrated databases on the test server, reused from test to test (see the module doc)."""
 
-    def __init__(self, server_url: str, admin: Engine, prefix: str = "tuna_t_") -> None:
+    def __init__(
+        self, server_url: str, admin: Engine, prefix: str = "tuna_t_", closing_s: float = _CLOSING_S
+    ) -> None:
         self.server_url = server_url
         self.admin = admin
         self.prefix = prefix
+        self.closing_s = closing_s  # how long a connection to a database given back may linger
         self.stats = PoolStats()
         self._free: list[str] = []
         self._lock = threading.Lock()
@@ -272,7 +275,7 @@ class MysqlPool:
             with self.admin.connect() as conn:
                 # A connection closed a moment ago may still be listed until the server
                 # has read the client's goodbye: give those a moment to go.
-                deadline = time.monotonic() + _CLOSING_S
+                deadline = time.monotonic() + self.closing_s
                 while self._connections(conn, name):
                     if time.monotonic() > deadline:
                         return "a connection to it was left open"
