@@ -7,10 +7,13 @@ import csv
 import io
 import json
 import re
+from pathlib import Path
 
 import pytest
 
-from tests.searches.seed import SERVE, seed_searches
+from tests.searches.seed import SERVE, SeededSearches, seed_searches
+from tests.support.databases import copy_sqlite
+from tests.support.seed import open_test_db
 from tuna.cli import main
 from tuna.cli.search_drive import summary_line
 from tuna.config import load_settings
@@ -18,11 +21,21 @@ from tuna.db import open_database
 from tuna.searches import query
 
 
-@pytest.fixture
-def seeded(runner):
-    db = open_database(load_settings().db_url)
+@pytest.fixture(scope="module")
+def seeded_file(tmp_path_factory) -> tuple[Path, SeededSearches]:
+    """The seeded searches in a SQLite file, seeded once for the module."""
+    path = tmp_path_factory.mktemp("seeded-searches") / "tuna.db"
+    db = open_test_db(f"sqlite:///{path}")
     sd = seed_searches(db)
     db.dispose()
+    return path, sd
+
+
+@pytest.fixture
+def seeded(seeded_file, runner):
+    """The CLI on its own copy of the seeded searches (its embedded database)."""
+    path, sd = seeded_file
+    copy_sqlite(path, Path(load_settings().db_url.database or ""))
     return runner, sd
 
 

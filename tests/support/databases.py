@@ -67,13 +67,20 @@ def _sqlite_template() -> Path:
 
 def copy_sqlite_template(path: Path) -> None:
     """Make ``path`` a SQLite database at the head revision (a copy of the template)."""
-    template = _sqlite_template()
+    copy_sqlite(_sqlite_template(), path)
+
+
+def copy_sqlite(source: Path, path: Path) -> None:
+    """Make ``path`` a copy of the SQLite database ``source`` (closed: no connection open)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(template, path)
+    shutil.copyfile(source, path)
     for suffix in ("-wal", "-shm"):  # not there after a clean close; copied if they are
-        extra = template.with_name(template.name + suffix)
+        extra = source.with_name(source.name + suffix)
+        target = path.with_name(path.name + suffix)
         if extra.exists():
-            shutil.copyfile(extra, path.with_name(path.name + suffix))
+            shutil.copyfile(extra, target)
+        elif target.exists():  # a WAL of the file replaced would be replayed into the copy
+            target.unlink()
 
 
 # --- MariaDB / MySQL ------------------------------------------------------------------------------
