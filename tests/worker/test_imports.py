@@ -2,7 +2,8 @@
 
 ``tuna worker`` builds its statements on the Core tables (``tuna.db.tables``): neither
 importing it nor working jobs of both phases loads SQLAlchemy's ORM, the ORM classes,
-Alembic, paramiko or another command's module. Each check runs in a fresh interpreter.
+Alembic, paramiko or another command's module. Each test checks in a fresh interpreter of
+its own.
 """
 
 from __future__ import annotations
@@ -49,15 +50,30 @@ def loaded(
     return json.loads(out.stdout.splitlines()[-1])
 
 
+def loaded_after_each(*steps: tuple[str, tuple[str, ...]]) -> list[list[str]]:
+    """:func:`loaded` for several steps in one interpreter (one start-up, not one a step):
+    after each step's code, the modules of its names."""
+    code = "import json, sys\n" + "".join(
+        f"{step}print(json.dumps(sorted(m for m in sys.modules if m.startswith({names!r}))))\n"
+        for step, names in steps
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return [json.loads(line) for line in out.stdout.splitlines()[-len(steps) :]]
+
+
 def test_importing_the_worker_command_loads_no_orm_alembic_paramiko_or_other_commands():
-    # Nor rich: a worker prints one plain line, at its end (tuna.cli.console, on first use).
-    assert loaded("import tuna.cli.worker\n", names=(*NOT_FOR_A_WORKER, "rich")) == []
-    # What a worker imports on its first search job, too.
-    assert loaded("import tuna.cli.worker, tuna.worker.searchwork\n") == []
-
-
-def test_the_check_sees_a_module_that_is_loaded():
-    assert "sqlalchemy.orm" in loaded("import tuna.cli.worker, tuna.db.models\n")
+    worker, search_job, models = loaded_after_each(
+        # Nor rich: a worker prints one plain line, at its end (tuna.cli.console, on first use).
+        ("import tuna.cli.worker\n", (*NOT_FOR_A_WORKER, "rich")),
+        # What a worker imports on its first search job, too.
+        ("import tuna.worker.searchwork\n", NOT_FOR_A_WORKER),
+        # The check sees a module that is loaded.
+        ("import tuna.db.models\n", NOT_FOR_A_WORKER),
+    )
+    assert worker == []
+    assert search_job == []
+    assert "sqlalchemy.orm" in models
 
 
 def test_working_both_phases_loads_none_of_them_either(sqlite_url):
