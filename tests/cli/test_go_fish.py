@@ -84,13 +84,13 @@ def test_mituna_spelling_library_fin_steps_session_id_and_machine_lists(runner, 
 
 
 def test_progress_off_a_terminal_is_one_line_per_interval(runner, tmp_path):
-    noop_session(runner, tmp_path, "--env", "NOOP_SLEEP_S=0.3")
+    noop_session(runner, tmp_path, "--env", "NOOP_SLEEP_S=0.1")
     r = go_fish(
-        runner, "--session", "1", "--compile", "--local", "-w", "1", "--progress-every", "0.5"
+        runner, "--session", "1", "--compile", "--local", "-w", "1", "--progress-every", "0.2"
     )
     assert r.exit_code == 0, r.output
     progress = [ln for ln in r.output.splitlines() if ln.startswith("go_fish compile, session 1 [")]
-    assert len(progress) >= 2, r.output  # nine jobs of 0.3 s, a line every 0.5 s
+    assert len(progress) >= 2, r.output  # nine jobs of 0.1 s, a line every 0.2 s
     assert "to go" in progress[0] and "jobs/s, ETA" in progress[0]
 
 
