@@ -40,7 +40,8 @@ from tuna.worker import run_worker
 
 LINE = "./bin/MIOpenDriver conv -n 1 -c 16 -H 8 -W 8 -k 16 -y 1 -x 1 -F 1\n"
 OTHER = "./bin/MIOpenDriver conv -n 1 -c 32 -H 14 -W 14 -k 32 -y 1 -x 1 -F 1\n"
-SOLVER = "CpuGemm1x1"  # 70 candidates on LINE (64 before MR 12 and 16, KC 1024)
+SOLVER = "CpuGemm1x1"  # 354 candidates on LINE (64, then 70 with MR 12, 16 and KC 1024,
+# then 354 with VW 16, the loop order LO and packing PB)
 ENV = {"CPUCONV_OPT": "1", "CPUCONV_REPEATS": "1", "CPUCONV_PER_UNIT": "16"}
 
 
@@ -120,7 +121,7 @@ def test_a_strategy_drains_through_workers_and_records_a_measured_winner(
     assert search_state(db, search) == ("done", None)
     done = runs(db, search)
     measured = measurements(db, session)
-    # fewer than the space's 70, each measured once (the final job reused its candidates)
+    # fewer than the space's 354, each measured once (the final job reused its candidates)
     assert len(done) == len(measured) <= 16 < 64
     assert len({m.params for m in measured}) == len(measured)
     assert {m.strategy for m in measured} == {strategy}
@@ -205,14 +206,17 @@ def test_the_models_history_is_the_measurements_that_count(db: Database) -> None
     elsewhere = create_session(
         db, SessionSpec(arch="cpu", num_cu=2, backend="cpuconv", environment=ENV)
     ).id
+    # the first row as written before LO and PB existed: it counts as the kernel it named
     _measure(db, session, config, [("1,1,4,64,1", 2.0)])
-    _measure(db, elsewhere, other, [("1,1,4,64,1", 5.0), ("2,1,4,64,1", 4.0)])
+    _measure(db, elsewhere, other, [("1,1,4,64,1,0,0", 5.0), ("2,1,4,64,1,0,1", 4.0)])
     with db.session() as s:
         own = strategy_history(s, session, config, SOLVER, transfer=False, until=None)
         every = strategy_history(s, session, config, SOLVER, transfer=True, until=None)
         first = s.scalar(select(func.min(Measurement.id)))
         before = strategy_history(s, session, config, SOLVER, transfer=True, until=first)
-    assert [(p, t) for _, p, t in own] == [({"MR": 1, "NV": 1, "VW": 4, "KC": 64, "NT": 1}, 2.0)]
+    assert [(p, t) for _, p, t in own] == [
+        ({"MR": 1, "NV": 1, "VW": 4, "KC": 64, "NT": 1, "LO": 0, "PB": 0}, 2.0)
+    ]
     assert sorted(t for _, _, t in every) == [2.0, 4.0, 5.0]
     assert len({tuple(sorted(f.items())) for f, _, _ in every}) == 2  # two problems' features
     assert len(before) == 1  # a snapshot: what a resumed search reads again
@@ -281,7 +285,7 @@ def test_a_resumed_search_reads_the_history_it_was_created_with(lite: Database) 
     elsewhere = create_session(
         lite, SessionSpec(arch="cpu", num_cu=2, backend="cpuconv", environment=ENV)
     ).id
-    times = [(f"{mr},{nv},4,64,1", 1.0 + mr + 0.5 * nv) for mr in (1, 2, 4) for nv in (1, 2, 3)]
+    times = [(f"{mr},{nv},4,64,1,0,0", 1.0 + mr + 0.5 * nv) for mr in (1, 2, 4) for nv in (1, 2, 3)]
     _measure(lite, elsewhere, other, times)
     search = create_strategy_search(
         lite, StrategyRequest(session, config, SOLVER, "model", budget=16, transfer=True)

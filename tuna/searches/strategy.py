@@ -209,14 +209,13 @@ def strategy_history(
         features = problem_features(problem, solver)
         latest = dict(measured)  # one per candidate: the latest
         for params, t in latest.items():
-            values = params.split(",")
-            if len(values) != len(spec.names):
-                continue
-            try:
-                point = dict(zip(spec.names, (int(v) for v in values), strict=True))
+            try:  # parse_params also reads the shorter strings of before a space grew
+                values = cpuconv_solvers.parse_params(solver, params)
             except ValueError:
                 continue
-            out.append((features, point, t))
+            if tuple(values) != spec.names:
+                continue
+            out.append((features, dict(values), t))
     return out
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.backends.cpuconv.cases import SHAPES, covering, measure
+from tests.backends.cpuconv.cases import SHAPES, conv, covering, measure
 from tuna.backends.cpuconv import solvers as sv
 
 CASES = [
@@ -53,3 +53,51 @@ def test_a_kernel_that_skips_a_filter_tap_fails_verification(direction):
     results = measure(p, sv.TILED, [default, f"{default},1"])
     assert [m.reason for m in results] == [None, "verification failed"]
     assert results[1].time_ms is None and (results[1].error or 0) > 1e-2
+
+
+# Problems whose GEMMs have edge tiles both ways (M = 26 rows: 6-row tiles leave 2, 4-row
+# tiles 2; N columns not a multiple of 12 or 16) and, for the 3x3, a reduction of 72 deep:
+# two cache blocks of KC = 64, so the packed panel is refilled and C accumulated.
+LOOP_ORDER_SHAPES = {
+    "1x1 stride 1": conv(
+        batchsize=2, in_channels=16, out_channels=26, in_size=(7, 7), fil_size=(1, 1)
+    ),
+    "1x1 stride 2": conv(
+        batchsize=1, in_channels=8, out_channels=26, in_size=(9, 9), fil_size=(1, 1),
+        stride=(2, 2),
+    ),
+    "3x3 pad 1": conv(
+        batchsize=1, in_channels=8, out_channels=26, in_size=(7, 6), fil_size=(3, 3),
+        pad=(1, 1),
+    ),
+}  # fmt: skip
+LOOP_ORDER_CASES = [
+    pytest.param(shape, d, s, id=f"{s}-{d}-{shape}")
+    for shape in LOOP_ORDER_SHAPES
+    for d in "FBW"
+    for s in (sv.IM2COL, sv.GEMM1X1)
+    if sv.applicability(LOOP_ORDER_SHAPES[shape].with_direction(d), s) is None
+]
+
+
+@pytest.mark.parametrize(("shape", "direction", "solver"), LOOP_ORDER_CASES)
+def test_loop_orders_and_packed_panels_agree_with_the_reference(shape, direction, solver):
+    """Both loop orders (LO), B packed or not (PB), 1 and 2 threads, register tiles that
+    leave edge rows and edge columns: every valid combination verifies."""
+    p = LOOP_ORDER_SHAPES[shape].with_direction(direction)
+    space = set(sv.space_params(p, solver))
+    params = [
+        f"{tile},64,{nt},{lo},{pb}"
+        for tile in ("6,2,8", "4,3,4", "2,1,16")
+        for nt in (1, 2)
+        for lo in (0, 1)
+        for pb in (0, 1)
+        if f"{tile},64,{nt},{lo},{pb}" in space
+    ]
+    orders = {prm.split(",")[-2:][0] for prm in params}
+    packed = {prm.split(",")[-1] for prm in params}
+    threads = {prm.split(",")[4] for prm in params}
+    assert orders == {"0", "1"} and threads == {"1", "2"}
+    assert packed == ({"0"} if direction == "W" else {"0", "1"})
+    results = measure(p, solver, params)
+    assert [(m.params, m.reason) for m in results] == [(c, None) for c in params]

@@ -119,9 +119,17 @@ def test_validity_prunes_impossible_combinations():
 
 
 def test_params_round_trip_and_bad_ones_are_named():
-    assert sv.parse_params(sv.IM2COL, "4,2,8,128,2") == {
-        "MR": 4, "NV": 2, "VW": 8, "KC": 128, "NT": 2
+    assert sv.parse_params(sv.IM2COL, "4,2,8,128,2,1,1") == {
+        "MR": 4, "NV": 2, "VW": 8, "KC": 128, "NT": 2, "LO": 1, "PB": 1
     }  # fmt: skip
+    # written before the loop order and packing existed: the kernel it named then
+    assert sv.parse_params(sv.GEMM1X1, "4,2,8,128,2") == sv.parse_params(
+        sv.GEMM1X1, "4,2,8,128,2,0,0"
+    )
+    with pytest.raises(ValueError, match="takes 7 parameters"):
+        sv.parse_params(sv.IM2COL, "4,2,8,128,2,1")
+    with pytest.raises(ValueError, match="LO=2 is not one of"):
+        sv.parse_params(sv.IM2COL, "4,2,8,128,2,2,0")
     assert sv.format_params(sv.parse_params(sv.TILED, "2,1,16,4,1")) == "2,1,16,4,1"
     assert sv.parse_params(sv.TILED, "2,1,16,4,1,1")[sv.FAULT_FIELD] == 1
     assert sv.parse_params(sv.NAIVE, "") == {}
@@ -147,3 +155,27 @@ def test_workspace_and_size_limits():
         "problem too large for the time budget of 60 s: 59.2 GFLOP, "
         "about 118 s for the naive reference alone"
     )
+
+
+def test_loop_order_and_packing_only_where_they_change_something():
+    # 7x7 output: N = 49 columns, M = 512 rows; the GEMM solvers' spaces hold both orders
+    # and both B layouts, the default (first point) neither
+    p = conv(batchsize=1, in_channels=512, out_channels=512, in_size=(7, 7), fil_size=(1, 1))
+    for s in (sv.IM2COL, sv.GEMM1X1):
+        space = [sv.parse_params(s, t) for t in sv.tuning_space(p, s)]
+        assert {(v["LO"], v["PB"]) for v in space} == {(0, 0), (0, 1), (1, 0), (1, 1)}
+        assert (space[0]["LO"], space[0]["PB"]) == (0, 0)
+    # one column tile (N = 4 <= NR): one loop order only, packing still offered
+    few = conv(batchsize=1, in_channels=16, out_channels=64, in_size=(2, 2), fil_size=(1, 1))
+    space = [sv.parse_params(sv.GEMM1X1, t) for t in sv.tuning_space(few, sv.GEMM1X1)]
+    assert {v["LO"] for v in space} == {0} and {v["PB"] for v in space} == {0, 1}
+    # a thread with one row tile (M = 8 rows in tiles of 8, or of 4 over 2 threads): neither
+    for v in (dict(MR=8, NV=1, VW=4, KC=64, NT=1), dict(MR=4, NV=1, VW=4, KC=64, NT=2)):
+        m8 = conv(batchsize=1, in_channels=16, out_channels=8, in_size=(7, 7), fil_size=(1, 1))
+        assert sv.SPECS[sv.GEMM1X1].valid(m8, {**v, "LO": 0, "PB": 0})
+        assert not sv.SPECS[sv.GEMM1X1].valid(m8, {**v, "LO": 1, "PB": 0})
+        assert not sv.SPECS[sv.GEMM1X1].valid(m8, {**v, "LO": 0, "PB": 1})
+    # backward weights is C = A B^T: B's rows are contiguous already, no packing
+    weights = p.with_direction("W")
+    space = [sv.parse_params(sv.IM2COL, t) for t in sv.tuning_space(weights, sv.IM2COL)]
+    assert {v["LO"] for v in space} == {0, 1} and {v["PB"] for v in space} == {0}

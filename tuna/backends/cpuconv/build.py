@@ -43,11 +43,11 @@ _HEADERS = {
 # Parameter name -> the macro the C source reads.
 _MACROS = {
     sv.TILED: {"TK": "TL_TK", "TH": "TL_TH", "TW": "TL_TW", "U": "TL_U", "NT": "TL_NT"},
-    sv.IM2COL: {n: f"GM_{n}" for n in ("MR", "NV", "VW", "KC", "NT")},
-    sv.GEMM1X1: {n: f"GM_{n}" for n in ("MR", "NV", "VW", "KC", "NT")},
+    sv.IM2COL: {n: f"GM_{n}" for n in sv.SPECS[sv.IM2COL].names},
+    sv.GEMM1X1: {n: f"GM_{n}" for n in sv.SPECS[sv.GEMM1X1].names},
     sv.WINOGRAD: {"MR": "GM_MR", "NV": "GM_NV", "VW": "GM_VW", "TB": "WG_TB", "NT": "GM_NT"},
 }
-_FIXED = {sv.WINOGRAD: {"GM_KC": 256}}
+_FIXED = {sv.WINOGRAD: {"GM_KC": 256, "GM_LO": 0, "GM_PB": 0}}
 _DIRECTION = {"F": 0, "B": 1, "W": 2}
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.MULTILINE)
 _ONCE = frozenset({"common.h"})

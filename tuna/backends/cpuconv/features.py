@@ -69,4 +69,9 @@ def candidate_features(
         "k_blocks": float(math.ceil(k / kc)),
         "row_tiles_per_thread": row_tiles / nt,
         "flops_per_thread": features["log2_flops"] - math.log2(nt),
+        # What the loop order (LO) keeps in cache: a thread's M x KC panel of A, which order
+        # 0 streams once per column tile, and the KC x N panel of B, which order 1 does once
+        # per row tile (KiB).
+        "a_panel_kib": m / nt * min(kc, k) * 4 / 1024,
+        "b_panel_kib": n * min(kc, k) * 4 / 1024,
     }

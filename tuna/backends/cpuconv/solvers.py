@@ -179,6 +179,15 @@ def _gemm_valid(m: int, n: int, k: int, nt_layout: bool, v: dict[str, int]) -> b
     mr, nv, vw, kc = v["MR"], v["NV"], v["VW"], v.get("KC", 64)
     if mr * nv > MAX_ACCUMULATORS or (mr > 1 and mr > m) or (kc > 64 and kc > _pow2_ceil(k)):
         return False  # spills, rows that do not exist, or a block deeper than the reduction
+    # Rows outside columns, or a packed B, only where a thread has two row tiles or more
+    # (else both orders are one loop, and a packed panel is read once); the order also
+    # needs two column tiles; packing is for the NN GEMM (B^T's rows are contiguous already).
+    row_tiles = _ceil_div(m, mr) // max(1, v.get("NT", 1))
+    col_tiles = _ceil_div(n, nv if nt_layout else nv * vw)
+    if v.get("LO", 0) and (row_tiles < 2 or col_tiles < 2):
+        return False
+    if v.get("PB", 0) and (row_tiles < 2 or nt_layout):
+        return False
     if nt_layout:
         return (nv == 1 or nv <= n) and (vw == 4 or vw <= k)
     return (vw == 4 or vw <= n) and (nv == 1 or nv * vw <= _ceil_div(n, vw) * vw)
@@ -208,11 +217,28 @@ def _winograd_valid(p: ConvProblem, v: dict[str, int]) -> bool:
     return _gemm_valid(ko, min(tb, tiles), ci, False, v) and (v["NT"] == 1 or tasks >= v["NT"])
 
 
-_GEMM_NAMES = ("MR", "NV", "VW", "KC", "NT")
+_GEMM_NAMES = ("MR", "NV", "VW", "KC", "NT", "LO", "PB")
 #: MR 12 and 16 (with NV = 1: 12 or 16 accumulators) and KC 1024: the exhaustive tables
-#: (bench/search.md) put the winners at the old edges, MR = 8 and KC = 512 or 64. VW stays at
-#: 8 floats: the widest vector of AVX2, this machine's widest (no AVX-512); NT at 2: its cores.
-_GEMM_CHOICES = ((1, 2, 4, 6, 8, 12, 16), (1, 2, 3, 4), (4, 8), (64, 128, 256, 512, 1024), (1, 2))
+#: (bench/search.md) put the winners at the old edges, MR = 8 and KC = 512 or 64. VW 16: the
+#: machine has had AVX-512 since session 6 (16 floats a register; on an AVX2 machine the
+#: compiler splits it in two); NT at 2: its cores. LO, the loop order over register tiles
+#: (0: column tiles outside row tiles, 1: rows outside columns), and PB (1: B packed into
+#: NR-wide zero-padded panels) are gemm.h's GM_LO and GM_PB: on the 7x7 and 14x14 outputs
+#: (N = 49 or 196 columns) packing made the same register tile 2-5x faster (bench/cpuconv.md,
+#: session 6).
+_GEMM_CHOICES = (
+    (1, 2, 4, 6, 8, 12, 16),
+    (1, 2, 3, 4),
+    (4, 8, 16),
+    (64, 128, 256, 512, 1024),
+    (1, 2),
+    (0, 1),
+    (0, 1),
+)
+_GEMM_DEFAULT = (1, 1, 4, 64, 1, 0, 0)
+#: Parameter strings written before LO and PB existed have 5 fields; they parse as LO = PB = 0,
+#: the kernels they named then.
+_LEGACY_FIELDS = {"CpuIm2colGemm": 5, "CpuGemm1x1": 5}
 SPECS: dict[str, ParamSpec] = {
     TILED: ParamSpec(
         ("TK", "TH", "TW", "U", "NT"),
@@ -220,8 +246,8 @@ SPECS: dict[str, ParamSpec] = {
         (1, 1, 4, 1, 1),
         _tiled_valid,
     ),
-    IM2COL: ParamSpec(_GEMM_NAMES, _GEMM_CHOICES, (1, 1, 4, 64, 1), _gemm_solver_valid(IM2COL)),
-    GEMM1X1: ParamSpec(_GEMM_NAMES, _GEMM_CHOICES, (1, 1, 4, 64, 1), _gemm_solver_valid(GEMM1X1)),
+    IM2COL: ParamSpec(_GEMM_NAMES, _GEMM_CHOICES, _GEMM_DEFAULT, _gemm_solver_valid(IM2COL)),
+    GEMM1X1: ParamSpec(_GEMM_NAMES, _GEMM_CHOICES, _GEMM_DEFAULT, _gemm_solver_valid(GEMM1X1)),
     WINOGRAD: ParamSpec(
         ("MR", "NV", "VW", "TB", "NT"),
         ((1, 2, 4, 6, 8), (1, 2, 3, 4), (4, 8), (16, 32, 64, 128), (1, 2)),
@@ -290,6 +316,8 @@ def parse_params(solver: str, text: str) -> dict[str, int]:
     names = spec.names
     if solver == TILED and len(values) == len(names) + 1:
         names = (*names, FAULT_FIELD)
+    if len(values) == _LEGACY_FIELDS.get(solver):
+        values += [0] * (len(names) - len(values))
     if len(values) != len(names):
         raise ValueError(f"{solver} takes {len(spec.names)} parameters ({','.join(spec.names)})")
     for name, value, choices in zip(names, values, spec.choices, strict=False):

@@ -5,9 +5,23 @@
  *   GM_NV  vectors per register tile row (NN) / rows of B per register tile (NT)
  *   GM_VW  vector width in floats (GCC vector extension: the compiler picks the instructions)
  *   GM_KC  depth of a cache block of the reduction
- * Row ranges [i0, i1) let callers split C between threads.
+ *   GM_LO  loop order over the register tiles of a cache block: 0 column tiles outside row
+ *          tiles (a KC x NR slice of B stays in L1 while the whole M x KC panel of A streams
+ *          past it once per column tile), 1 row tiles outside column tiles (an MR x KC slice
+ *          of A stays in L1 while the KC x N panel of B, from L2, streams past it once per
+ *          row tile): the better one when M is much larger than N (7x7 and 14x14 outputs)
+ *   GM_PB  1: copy each KC x N panel of B into NR-wide column panels, zero-padded past N,
+ *          before using it (gemm_nn only): the register tile reads B contiguously, and the
+ *          last column tile runs the full vector code instead of the edge code
+ * Row ranges [i0, i1) let callers split C between threads: in either order, each thread
+ * has its own rows of A and C and reads all of B.
  */
 #include "common.h"
+#include <stdlib.h>
+
+#if !defined(GM_LO) || !defined(GM_PB)
+#error "gemm.h needs GM_LO and GM_PB"
+#endif
 
 typedef float FN(vf) __attribute__((vector_size(GM_VW * sizeof(float))));
 #define GM_NR (GM_NV * GM_VW)
@@ -76,26 +90,68 @@ static void FN(mk_nn_edge)(long kc, const float *restrict a, long sam, long sak,
     }
 }
 
+/* B[0:kc, 0:N] (rows ldb apart) as NR-wide panels of kc x NR, zero-padded past N: the panel
+ * of columns [j, j + NR) starts at pk + j kc. */
+CV_UNUSED static void FN(pack_b)(long kc, long N, const float *restrict B, long ldb,
+                                 float *restrict pk) {
+    for (long j = 0; j < N; j += GM_NR) {
+        const long nr = CV_MIN(GM_NR, N - j);
+        float *dst = pk + j * kc;
+        for (long p = 0; p < kc; p++, dst += GM_NR) {
+            const float *src = B + p * ldb + j;
+            long q = 0;
+            for (; q < nr; q++) dst[q] = src[q];
+            for (; q < GM_NR; q++) dst[q] = 0.0f;
+        }
+    }
+}
+
+/* One register tile (mr x nr at cp) of a cache block; B packed (ldb == NR, zeros past nr)
+ * lets a tile of full rows run the vector code and keep its first nr columns. */
+static inline __attribute__((always_inline)) void FN(tile_nn)(
+    long kc, const float *restrict ap, long sam, long sak, const float *restrict bp, long ldb,
+    float *restrict cp, long ldc, long mr, long nr, int first, int packed) {
+    if (mr == GM_MR && nr == GM_NR) {
+        FN(mk_nn)(kc, ap, sam, sak, bp, ldb, cp, ldc, first);
+    } else if (packed && mr == GM_MR) {
+        float t[GM_MR * GM_NR];
+        FN(mk_nn)(kc, ap, sam, sak, bp, ldb, t, GM_NR, 1);
+        for (long i = 0; i < GM_MR; i++)
+            for (long q = 0; q < nr; q++)
+                cp[i * ldc + q] = (first ? 0.0f : cp[i * ldc + q]) + t[i * GM_NR + q];
+    } else {
+        FN(mk_nn_edge)(kc, ap, sam, sak, bp, ldb, cp, ldc, mr, nr, first);
+    }
+}
+
 /* C[i0:i1, :N] = (accumulate ? C : 0) + A B with A(i, p) at A[i sam + p sak], B(p, j) at
- * B[p ldb + j]. */
+ * B[p ldb + j]; tiles in the order GM_LO, B packed per cache block when GM_PB (unpacked
+ * if the panel cannot be allocated). */
 CV_UNUSED static void FN(gemm_nn)(long i0, long i1, long N, long Kd, const float *A, long sam, long sak,
                         const float *B, long ldb, float *C, long ldc, int accumulate) {
+    float *pk = NULL;
+#if GM_PB
+    const size_t bytes = (size_t)CV_MIN(GM_KC, Kd) * ((N + GM_NR - 1) / GM_NR * GM_NR) * sizeof(float);
+    pk = aligned_alloc(64, (bytes + 63) / 64 * 64);
+#endif
     for (long pc = 0; pc < Kd; pc += GM_KC) {
         const long kc = CV_MIN(GM_KC, Kd - pc);
         const int first = pc == 0 && !accumulate;
-        for (long j = 0; j < N; j += GM_NR) {
-            const long nr = CV_MIN(GM_NR, N - j);
-            for (long i = i0; i < i1; i += GM_MR) {
-                const long mr = CV_MIN(GM_MR, i1 - i);
-                const float *ap = A + i * sam + pc * sak, *bp = B + pc * ldb + j;
-                float *cp = C + i * ldc + j;
-                if (mr == GM_MR && nr == GM_NR)
-                    FN(mk_nn)(kc, ap, sam, sak, bp, ldb, cp, ldc, first);
-                else
-                    FN(mk_nn_edge)(kc, ap, sam, sak, bp, ldb, cp, ldc, mr, nr, first);
-            }
-        }
+        if (pk) FN(pack_b)(kc, N, B + pc * ldb, ldb, pk);
+#define GM_NN_TILE(i, j)                                                                       \
+    FN(tile_nn)(kc, A + (i) * sam + pc * sak, sam, sak,                                        \
+                pk ? pk + (j) * kc : B + pc * ldb + (j), pk ? GM_NR : ldb, C + (i) * ldc + (j), \
+                ldc, CV_MIN(GM_MR, i1 - (i)), CV_MIN(GM_NR, N - (j)), first, pk != NULL)
+#if GM_LO == 0
+        for (long j = 0; j < N; j += GM_NR)
+            for (long i = i0; i < i1; i += GM_MR) GM_NN_TILE(i, j);
+#else
+        for (long i = i0; i < i1; i += GM_MR)
+            for (long j = 0; j < N; j += GM_NR) GM_NN_TILE(i, j);
+#endif
+#undef GM_NN_TILE
     }
+    free(pk);
 }
 
 /* acc[MR][NV] = A(MR x kc) B(NV x kc)^T, both rows contiguous along the reduction. */
@@ -134,24 +190,30 @@ static void FN(mk_nt_edge)(long kc, const float *restrict a, long lda, const flo
 }
 
 /* C[i0:i1, :N] = (accumulate ? C : 0) + A B^T with A(i, p) at A[i lda + p], B(j, p) at
- * B[j ldb + p]. */
+ * B[j ldb + p]; tiles in the order GM_LO. */
 CV_UNUSED static void FN(gemm_nt)(long i0, long i1, long N, long Kd, const float *A, long lda,
                         const float *B, long ldb, float *C, long ldc, int accumulate) {
     for (long pc = 0; pc < Kd; pc += GM_KC) {
         const long kc = CV_MIN(GM_KC, Kd - pc);
         const int first = pc == 0 && !accumulate;
-        for (long j = 0; j < N; j += GM_NV) {
-            const long nb = CV_MIN(GM_NV, N - j);
-            for (long i = i0; i < i1; i += GM_MR) {
-                const long mr = CV_MIN(GM_MR, i1 - i);
-                const float *ap = A + i * lda + pc, *bp = B + j * ldb + pc;
-                float *cp = C + i * ldc + j;
-                if (mr == GM_MR && nb == GM_NV)
-                    FN(mk_nt)(kc, ap, lda, bp, ldb, cp, ldc, first);
-                else
-                    FN(mk_nt_edge)(kc, ap, lda, bp, ldb, cp, ldc, mr, nb, first);
-            }
-        }
+#define GM_NT_TILE(i, j)                                                                     \
+    do {                                                                                     \
+        const long mr = CV_MIN(GM_MR, i1 - (i)), nb = CV_MIN(GM_NV, N - (j));                \
+        const float *ap = A + (i) * lda + pc, *bp = B + (j) * ldb + pc;                      \
+        float *cp = C + (i) * ldc + (j);                                                     \
+        if (mr == GM_MR && nb == GM_NV)                                                      \
+            FN(mk_nt)(kc, ap, lda, bp, ldb, cp, ldc, first);                                 \
+        else                                                                                 \
+            FN(mk_nt_edge)(kc, ap, lda, bp, ldb, cp, ldc, mr, nb, first);                    \
+    } while (0)
+#if GM_LO == 0
+        for (long j = 0; j < N; j += GM_NV)
+            for (long i = i0; i < i1; i += GM_MR) GM_NT_TILE(i, j);
+#else
+        for (long i = i0; i < i1; i += GM_MR)
+            for (long j = 0; j < N; j += GM_NV) GM_NT_TILE(i, j);
+#endif
+#undef GM_NT_TILE
     }
 }
 
