@@ -54,7 +54,10 @@ def peak_gflops() -> tuple[float, str]:
     else:
         ghz, source = float(info["BogoMIPS"]) / 2000, "BogoMIPS / 2"
     flags = set(info.get("Flags", "").split())
-    if "avx512f" in flags:
+    if "avx512f" in flags and info.get("Vendor ID") == "AuthenticAMD":
+        # Zen 4 runs a 512-bit FMA on its two 256-bit pipes: AVX2's rate.
+        per_cycle, isa = 32, "AVX-512 on AMD: 2 FMA x 8 lanes x 2, 512-bit ops on both pipes"
+    elif "avx512f" in flags:
         per_cycle, isa = 64, "AVX-512: 2 FMA x 16 lanes x 2"
     elif {"avx2", "fma"} <= flags:
         per_cycle, isa = 32, "AVX2: 2 FMA x 8 lanes x 2"
@@ -227,6 +230,8 @@ def table_best(p: ConvProblem, count: int) -> list[str]:
         for table in d.values() if path.name == "search_tables.json" else [d]:
             if table["layer"] == name and p.batchsize == 1:
                 found = {k: t for k, t in table["times"].items() if t is not None}
+    # Tables measured before LO and PB existed name their candidates with 5 fields.
+    found = {sv.format_params(sv.parse_params(sv.IM2COL, k)): t for k, t in found.items()}
     valid = set(sv.tuning_space(p, sv.IM2COL))
     return [k for k in sorted(found, key=found.__getitem__) if k in valid][:count]
 
