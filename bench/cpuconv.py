@@ -236,6 +236,21 @@ def table_best(p: ConvProblem, count: int) -> list[str]:
     return [k for k in sorted(found, key=found.__getitem__) if k in valid][:count]
 
 
+def loop_variants(p: ConvProblem, params: str) -> list[str]:
+    """``params`` of CpuIm2colGemm with each loop order and B layout (LO, PB) that ``p``'s
+    space holds, and the same register tile in 16-float vectors (VW 8, NV even): the
+    exhaustive tables were measured before LO, PB and VW 16 existed."""
+    v = sv.parse_params(sv.IM2COL, params)
+    tiles = [v]
+    if v["VW"] == 8 and v["NV"] % 2 == 0:
+        tiles.append({**v, "VW": 16, "NV": v["NV"] // 2})
+    space = set(sv.tuning_space(p, sv.IM2COL))
+    out = [
+        sv.format_params({**t, "LO": lo, "PB": pb}) for t in tiles for lo in (0, 1) for pb in (0, 1)
+    ]
+    return [c for c in out if c in space]
+
+
 def head_to_head_table(
     args: argparse.Namespace,
     backend: CpuConvBackend,
@@ -260,8 +275,9 @@ def head_to_head_table(
                 screened += [(m.time_ms, s, m.params) for m in measured if m.time_ms]
         finalists = [(s, prm) for _, s, prm in sorted(screened)[: args.finalists]]
         for prm in table_best(p, args.finalists):  # the exhaustive search's best, if any
-            if (sv.IM2COL, prm) not in finalists:
-                finalists.append((sv.IM2COL, prm))
+            for v in loop_variants(p, prm) if args.variants else [prm]:
+                if (sv.IM2COL, v) not in finalists:
+                    finalists.append((sv.IM2COL, v))
         times, full, alone, impl = head_to_head(p, finalists, onednn, args.threads, args.passes)
         (solver, params), t = min(times.items(), key=lambda kv: kv[1])
         theirs = "| - | - | - "
@@ -297,6 +313,12 @@ def main() -> None:
         help="only tuned vs oneDNN: screen the candidates, then the best few head to head",
     )
     ap.add_argument("--finalists", type=int, default=4, help="--versus: candidates re-timed")
+    ap.add_argument(
+        "--variants",
+        action="store_true",
+        help="--versus: time the exhaustive tables' finalists in every loop order (LO) and "
+        "B layout (PB) too, and in 16-float vectors where the tile allows",
+    )
     ap.add_argument("--limit", type=int, default=0, help="only the first N layers")
     ap.add_argument(
         "--solvers",
