@@ -112,6 +112,8 @@ def measure_layer(
 
     params = sv.tuning_space(p, SOLVER)
     if only is not None:  # the candidates of an earlier table: the same space, re-measured
+        # (a table of before LO and PB names them with 5 fields: LO = PB = 0)
+        only = [sv.format_params(sv.parse_params(SOLVER, prm)) for prm in only]
         params = [prm for prm in only if prm in set(params)]
     started = time.monotonic()
     load = os.getloadavg()[0]
