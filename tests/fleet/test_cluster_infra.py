@@ -6,13 +6,13 @@ from __future__ import annotations
 import shlex
 import socket
 import sys
-import time
 
 import paramiko
 import pytest
 import sqlalchemy as sa
 
 from tests.fleet.cluster import Cluster
+from tests.support.wait import wait_until
 from tuna.db import Database, migrate
 
 pytestmark = pytest.mark.cluster
@@ -24,15 +24,6 @@ def _connects(address: str, port: int, timeout: float = 2) -> bool:
     except OSError:
         return False
     return True
-
-
-def _wait_connects(address: str, port: int, within: float = 10) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if _connects(address, port):
-            return True
-        time.sleep(0.2)
-    return False
 
 
 def _key_line(cluster: Cluster, address: str) -> str:
@@ -180,7 +171,12 @@ def test_cut_takes_a_host_off_the_network_until_restore(cluster: Cluster) -> Non
         cluster.netns_exec(host.name, [sys.executable, "-c", probe])
 
         cluster.restore(host.name)
-        assert _wait_connects(host.address, host.port), "still unreachable after restore"
+        wait_until(
+            lambda: _connects(host.address, host.port),
+            f"{host.name} to be reachable again after restore",
+            timeout=10,
+            interval=0.2,
+        )
         _, stdout, _ = before.exec_command("hostname", timeout=30)
         assert stdout.read().decode().strip() == host.name
     finally:
