@@ -20,7 +20,9 @@ def setup(sqlite_url, monkeypatch):
     monkeypatch.setenv("COLUMNS", "100")
     # Terminal rendering (box-drawn tables); piped output is tested in tests/cli.
     monkeypatch.setenv("TTY_COMPATIBLE", "1")
+    # NO_COLOR drops colours; TERM=dumb drops styles too (the title's italics).
     monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("TERM", "dumb")
     db = open_test_db(sqlite_url)
     sd = seed(db, configs=4, solvers=["NoopDirect"])
     jobs = claim_jobs(db, sd.session, Phase.COMPILE, owner="w", limit=4)
