@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from tuna.config import load_settings, mask_url
+from tuna.config import load_settings, mask_url, seconds_setting
 from tuna.errors import ConfigurationError
 
 
@@ -116,3 +116,15 @@ def test_a_port_that_is_not_a_number_is_a_configuration_error():
         load_settings({"TUNA_DB_URL": "mysql://u:pw@h:abc/db"})
     with pytest.raises(ConfigurationError, match="TUNA_DB_HOSTNAME: port 'abc' is not a number"):
         load_settings({"TUNA_DB_HOSTNAME": "h:abc", "TUNA_DB_NAME": "d", "TUNA_DB_USER_NAME": "u"})
+
+
+def test_a_seconds_setting_is_its_default_unset_and_refuses_nonsense_saying_what_to_give():
+    assert seconds_setting("TUNA_X_EVERY", 3.0, {}) == 3.0
+    assert seconds_setting("TUNA_X_EVERY", 3.0, {"TUNA_X_EVERY": " "}) == 3.0
+    assert seconds_setting("TUNA_X_EVERY", 3.0, {"TUNA_X_EVERY": "0.5"}) == 0.5
+    for bad in ("0", "-1", "ten", "inf", "nan"):
+        with pytest.raises(ConfigurationError) as err:
+            seconds_setting("TUNA_X_EVERY", 3.0, {"TUNA_X_EVERY": bad})
+        assert str(err.value) == (
+            f"TUNA_X_EVERY={bad!r}: expected a number of seconds above 0, e.g. 3"
+        )

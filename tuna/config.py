@@ -10,6 +10,7 @@ overrides where that is), created on first use.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import urllib.parse
@@ -121,6 +122,23 @@ def _check_sqlite_dir(url: URL, name: str) -> None:
             f"{name}: the directory {parent} does not exist; create it, or leave {name} unset "
             "for the embedded database in your data directory"
         )
+
+
+def seconds_setting(name: str, default: float, env: dict[str, str] | None = None) -> float:
+    """A time setting in seconds from the environment (``name``; ``default`` when unset or
+    empty); anything but a number above 0 is refused with what to give instead."""
+    given = (os.environ if env is None else env).get(name, "").strip()
+    if not given:
+        return default
+    try:
+        seconds = float(given)
+    except ValueError:
+        seconds = math.nan
+    if not (0 < seconds < math.inf):
+        raise ConfigurationError(
+            f"{name}={given!r}: expected a number of seconds above 0, e.g. {default:g}"
+        )
+    return seconds
 
 
 def load_settings(env: dict[str, str] | None = None) -> Settings:

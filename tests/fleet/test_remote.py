@@ -9,10 +9,16 @@ import pytest
 
 from tests.support.seed import seed
 from tuna.backends.noop import NoopBackend
-from tuna.errors import TunaError
+from tuna.errors import ConfigurationError, TunaError
 from tuna.fleet.machines import MachineRow
 from tuna.fleet.phase import Task
-from tuna.fleet.remote import FleetOptions, HostState, RemoteWorkers, run_fleet
+from tuna.fleet.remote import (
+    FleetOptions,
+    HostState,
+    RemoteWorkers,
+    pace_settings,
+    run_fleet,
+)
 from tuna.fleet.ssh import Connections
 
 SECRET = "mysql+pymysql://tuna:s3cret@10.77.0.1:3307/tuna"
@@ -103,3 +109,24 @@ def test_eval_on_another_arch_is_refused(lite, options):
 def test_no_machine_is_an_error(lite, options):
     with pytest.raises(TunaError, match="no machine selected"):
         fleet_run(lite, Task.COMPILE, [], options)
+
+
+def test_the_pace_over_ssh_is_read_from_tuna_fleet_settings_with_the_defaults_unset():
+    """go_fish's pace: ``TUNA_FLEET_*`` seconds; unset, the defaults users always had."""
+    assert pace_settings({}) == {
+        "poll_every": 3.0,
+        "poll_timeout": 10.0,
+        "reap_every": 5.0,
+        "drain_grace": 30.0,
+    }
+    env = {
+        "TUNA_FLEET_POLL_EVERY": "0.5",
+        "TUNA_FLEET_POLL_TIMEOUT": "4",
+        "TUNA_FLEET_REAP_EVERY": "1",
+        "TUNA_FLEET_DRAIN_GRACE": "2.5",
+    }
+    brisk = FleetOptions(image="i", worker_db_url=SECRET, log_dir=Path("/l"), **pace_settings(env))
+    assert brisk.pace.poll_every == 0.5 and brisk.poll_timeout == 4
+    assert brisk.pace.reap_every == 1 and brisk.pace.drain_grace == 2.5
+    with pytest.raises(ConfigurationError, match=r"^TUNA_FLEET_REAP_EVERY='-1': .* e\.g\. 5$"):
+        pace_settings({"TUNA_FLEET_REAP_EVERY": "-1"})

@@ -39,7 +39,7 @@ from tuna.fleet.phase import (
     tasks_from_fin_steps,
     worker_environment,
 )
-from tuna.fleet.remote import FleetOptions, run_fleet
+from tuna.fleet.remote import FleetOptions, pace_settings, run_fleet
 from tuna.fleet.ssh import Connections
 from tuna.sessions import get_session
 from tuna.worker.settings import WorkerSettings
@@ -415,7 +415,9 @@ def go_fish_cmd(
     the run lasts until every search is over.
 
     Remote workers get the database from TUNA_WORKER_DB_URL (default TUNA_DB_URL) through
-    a file only root can read, never on a command line. MITuna's spelling works too: an
+    a file only root can read, never on a command line. Its pace over SSH, in seconds:
+    TUNA_FLEET_POLL_EVERY (3), TUNA_FLEET_POLL_TIMEOUT (10), TUNA_FLEET_REAP_EVERY (5),
+    TUNA_FLEET_DRAIN_GRACE (30; see the README). MITuna's spelling works too: an
     optional library name first (the session's backend), --session_id, --fin_steps,
     -m 1,2.
 
@@ -481,6 +483,7 @@ def go_fish_cmd(
     if not local and not machines and (arch or num_cu or ids):
         raise click.UsageError("no available machine matches -a/-n/-m; see `tuna machine list`")
     worker_url = worker_db_url(config.db_url) if machines else None
+    pace = pace_settings()  # nonsense is refused here, before anything starts
     db = database()
     try:
         if library is not None:
@@ -519,6 +522,7 @@ def go_fish_cmd(
                     compile_workers=workers,
                     extra_env=env,
                     settings=settings,
+                    **pace,
                 )
                 with _connections(known_hosts) as conns, live:
                     report = run_fleet(

@@ -19,6 +19,13 @@ For one phase of a session, go_fish:
 
 Ctrl-C stops the containers with SIGTERM: each worker finishes its current job and hands
 the rest back.
+
+Its pace comes from the environment (:func:`pace_settings`), seconds above 0:
+``TUNA_FLEET_POLL_EVERY`` (3: how often machines are asked about their containers),
+``TUNA_FLEET_POLL_TIMEOUT`` (10: how long such a question may take before the machine
+counts as lost), ``TUNA_FLEET_REAP_EVERY`` (5: how often expired leases are returned) and
+``TUNA_FLEET_DRAIN_GRACE`` (30: after the queue is drained, how long workers get to exit
+by themselves before they are stopped).
 """
 
 from __future__ import annotations
@@ -33,11 +40,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from sqlalchemy import func, select
 
 from tuna.backends import get_backend
+from tuna.config import seconds_setting
 from tuna.db import Database
 from tuna.db.models import Job
 from tuna.errors import TunaError
@@ -111,6 +119,28 @@ class FleetOptions:
     @property
     def pace(self) -> Pace:
         return Pace(self.interval, self.poll_every, self.reap_every, self.drain_grace)
+
+
+class PaceSettings(TypedDict):
+    """The :class:`FleetOptions` fields that set go_fish's pace over SSH."""
+
+    poll_every: float
+    poll_timeout: float
+    reap_every: float
+    drain_grace: float
+
+
+def pace_settings(env: dict[str, str] | None = None) -> PaceSettings:
+    """go_fish's pace over SSH from the environment (``TUNA_FLEET_*``, see the module's
+    doc), as :class:`FleetOptions` keyword arguments: the defaults where unset; a value that
+    is not a number of seconds above 0 raises :class:`~tuna.errors.ConfigurationError`."""
+    d = FleetOptions
+    return PaceSettings(
+        poll_every=seconds_setting("TUNA_FLEET_POLL_EVERY", d.poll_every, env),
+        poll_timeout=seconds_setting("TUNA_FLEET_POLL_TIMEOUT", d.poll_timeout, env),
+        reap_every=seconds_setting("TUNA_FLEET_REAP_EVERY", d.reap_every, env),
+        drain_grace=seconds_setting("TUNA_FLEET_DRAIN_GRACE", d.drain_grace, env),
+    )
 
 
 _STATUS_EXIT = re.compile(r"Exited \((-?\d+)\)")

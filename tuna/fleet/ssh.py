@@ -18,7 +18,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import logging
-import math
 import os
 import socket
 import threading
@@ -29,7 +28,8 @@ from types import TracebackType
 
 import paramiko
 
-from tuna.errors import ConfigurationError, TunaError
+from tuna.config import seconds_setting
+from tuna.errors import TunaError
 
 # paramiko logs a failed handshake as ~20 lines of traceback from its transport thread (on
 # stderr, through logging's last resort, when nothing else is set up). Every failure it logs
@@ -106,18 +106,7 @@ class CommandTimeout(SshError):
 
 def default_connect_timeout() -> float:
     """Seconds that connecting and authenticating may take (``TUNA_SSH_CONNECT_TIMEOUT``, 10)."""
-    given = os.environ.get("TUNA_SSH_CONNECT_TIMEOUT", "").strip()
-    if not given:
-        return DEFAULT_CONNECT_TIMEOUT
-    try:
-        seconds = float(given)
-    except ValueError:
-        seconds = math.nan
-    if not (0 < seconds < math.inf):
-        raise ConfigurationError(
-            f"TUNA_SSH_CONNECT_TIMEOUT={given!r}: expected a number of seconds above 0, e.g. 10"
-        )
-    return seconds
+    return seconds_setting("TUNA_SSH_CONNECT_TIMEOUT", DEFAULT_CONNECT_TIMEOUT)
 
 
 def default_known_hosts() -> Path:
