@@ -136,3 +136,16 @@ def test_unreachable_machines_are_one_line_each_even_on_one_address(runner, tmp_
         "Connection refused"
     ) in out.splitlines()
     assert "Error: go_fish compile: no machine could start a worker (see above)" in out
+
+
+def test_a_pace_setting_that_is_not_seconds_is_refused_before_anything_starts(runner, tmp_path):
+    noop_session(runner, tmp_path)
+    r = runner.invoke(
+        main,
+        ["go_fish", "--session", "1", "--compile", "--local"],
+        env={"TUNA_FLEET_DRAIN_GRACE": "soon"},
+    )
+    assert r.exit_code == 1, r.output
+    said = "TUNA_FLEET_DRAIN_GRACE='soon': expected a number of seconds above 0, e.g. 30"
+    assert said in r.output
+    assert "Traceback" not in r.output
