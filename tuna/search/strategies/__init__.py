@@ -6,7 +6,7 @@ Each is a dynamic searcher of :mod:`tuna.search` that proposes candidates in rou
 (:mod:`tuna.search.strategies.base`), so the one search driver runs them like any other
 searcher. Make one by name with :func:`make_strategy`::
 
-    space = CandidateSpace.from_strings(("MR", "NV", "VW", "KC", "NT"), backend_candidates)
+    space = CandidateSpace.from_strings(("MR", "NV", "VW", "KC", "NT", "LO", "PB"), candidates)
     searcher = make_strategy("model", space, budget=0.1, patience=32, seed=1,
                              features=problem_features, history=history, transfer=True)
 """
