@@ -26,6 +26,18 @@
 typedef float FN(vf) __attribute__((vector_size(GM_VW * sizeof(float))));
 #define GM_NR (GM_NV * GM_VW)
 
+/* The register tiles (i, j) of rows [i0, i1) and columns [0, N) in steps of MR and nr, in the
+ * order GM_LO: the one loop nest both GEMMs walk. */
+#if GM_LO == 0
+#define GM_FOR_TILES(i, j, i0, i1, N, nr)                   \
+    for (long j = 0; j < (N); j += (nr))                    \
+        for (long i = (i0); i < (i1); i += GM_MR)
+#else
+#define GM_FOR_TILES(i, j, i0, i1, N, nr)                   \
+    for (long i = (i0); i < (i1); i += GM_MR)               \
+        for (long j = 0; j < (N); j += (nr))
+#endif
+
 /* acc[MR][NR] = A(MR x kc) B(kc x NR), B rows contiguous; C = (first ? 0 : C) + acc. */
 static inline __attribute__((always_inline)) void FN(mk_nn)(long kc, const float *restrict a,
                                                            long sam, long sak,
@@ -142,13 +154,7 @@ CV_UNUSED static void FN(gemm_nn)(long i0, long i1, long N, long Kd, const float
     FN(tile_nn)(kc, A + (i) * sam + pc * sak, sam, sak,                                        \
                 pk ? pk + (j) * kc : B + pc * ldb + (j), pk ? GM_NR : ldb, C + (i) * ldc + (j), \
                 ldc, CV_MIN(GM_MR, i1 - (i)), CV_MIN(GM_NR, N - (j)), first, pk != NULL)
-#if GM_LO == 0
-        for (long j = 0; j < N; j += GM_NR)
-            for (long i = i0; i < i1; i += GM_MR) GM_NN_TILE(i, j);
-#else
-        for (long i = i0; i < i1; i += GM_MR)
-            for (long j = 0; j < N; j += GM_NR) GM_NN_TILE(i, j);
-#endif
+        GM_FOR_TILES(i, j, i0, i1, N, GM_NR) GM_NN_TILE(i, j);
 #undef GM_NN_TILE
     }
     free(pk);
@@ -206,13 +212,7 @@ CV_UNUSED static void FN(gemm_nt)(long i0, long i1, long N, long Kd, const float
         else                                                                                 \
             FN(mk_nt_edge)(kc, ap, lda, bp, ldb, cp, ldc, mr, nb, first);                    \
     } while (0)
-#if GM_LO == 0
-        for (long j = 0; j < N; j += GM_NV)
-            for (long i = i0; i < i1; i += GM_MR) GM_NT_TILE(i, j);
-#else
-        for (long i = i0; i < i1; i += GM_MR)
-            for (long j = 0; j < N; j += GM_NV) GM_NT_TILE(i, j);
-#endif
+        GM_FOR_TILES(i, j, i0, i1, N, GM_NV) GM_NT_TILE(i, j);
 #undef GM_NT_TILE
     }
 }
