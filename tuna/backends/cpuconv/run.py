@@ -13,8 +13,9 @@ products, so each output carries a few more roundings than a direct sum (measure
 ResNet-50 3x3 layers: about 5e-7 against 2e-7 for im2col). The bound stays tight enough that
 one missing filter tap of a 512-channel 3x3 problem (about 1e-2) fails verification.
 
-Timing: the verification run is the first warm-up; one more warm-up, then ``repeats`` runs,
-of which the median is the time in ms. A candidate that is more than ``prune`` times slower
+Timing: the verification run is the first warm-up; then more warm-up runs until
+``WARM_UP_MS`` have passed (``FIRST_WARM_UP_MS`` for the first candidate), then ``repeats``
+runs, of which the median is the time in ms. A candidate that is more than ``prune`` times slower
 than the best so far after its warm-up is not repeated: its time is that warm-up.
 
 Racing: a candidate stops being timed as soon as it clearly cannot win. After each of its
@@ -134,7 +135,7 @@ class Reference:
             self._cases.move_to_end(p)
             return self._cases[p]
         na, nb, nout = tensor_sizes(p)
-        a, b, out = (ctypes.c_float * na)(), (ctypes.c_float * nb)(), (ctypes.c_float * nout)()
+        a, b, out = aligned_floats(na), aligned_floats(nb), aligned_floats(nout)
         self.fill_random(a, na, _SEEDS[0])
         self.fill_random(b, nb, _SEEDS[1])
         self._ref[p.direction](_shape(p), a, b, out, None)
@@ -142,6 +143,20 @@ class Reference:
         while len(self._cases) > 2:
             self._cases.popitem(last=False)
         return a, b, out
+
+
+#: Alignment of every buffer a candidate reads or writes: a cache line, as a library's
+#: caller would allocate them. ctypes' own arrays are 16-byte aligned at best, and a
+#: 16-float vector kernel on a buffer that straddles cache lines ran up to 1.8x slower, so a
+#: candidate's time depended on where malloc happened to put its buffers.
+BUFFER_ALIGN = 64
+
+
+def aligned_floats(n: int) -> Any:
+    """A zeroed ctypes array of ``n`` floats starting on a ``BUFFER_ALIGN``-byte boundary."""
+    raw = (ctypes.c_char * (n * 4 + BUFFER_ALIGN))()
+    offset = -ctypes.addressof(raw) % BUFFER_ALIGN
+    return (ctypes.c_float * n).from_buffer(raw, offset)  # keeps ``raw`` alive
 
 
 @contextlib.contextmanager
@@ -238,9 +253,9 @@ def measure(
     ref = reference or Reference.get()
     a, b, expected = ref.case(p)
     nout = len(expected)
-    out = (ctypes.c_float * nout)()
+    out = aligned_floats(nout)
     ws_floats = max((c.workspace for c in candidates), default=0) // 4
-    ws = (ctypes.c_float * ws_floats)() if ws_floats else None
+    ws = aligned_floats(ws_floats) if ws_floats else None
     results: list[Measured] = []
     best: float | None = None  # the best median so far
     best_upper: float | None = None  # the slowest run of that candidate
@@ -256,7 +271,7 @@ def measure(
             log.info("candidate %s: verification failed (max error %g)", cand.params, error)
             results.append(Measured(cand.params, None, error, "verification failed"))
             continue
-        warm = _time_ms(cand.fn, a, b, out, ws)
+        warm = _warm_up(cand.fn, (a, b, out, ws), FIRST_WARM_UP_MS if i == 0 else WARM_UP_MS)
         if best is not None and warm > prune * best:
             results.append(Measured(cand.params, warm, error, runs=0))
             continue
@@ -282,6 +297,24 @@ def measure(
         if not raced and (best is None or median < best):
             best, best_upper = median, max(times)
     return results
+
+
+#: Milliseconds a candidate runs untimed before its timed runs (at least one run), and the
+#: first candidate of a measurement: a core that sat idle (a one-thread candidate before a
+#: two-thread one, the compile before the first) runs a short kernel up to 1.8x slower for
+#: its first milliseconds, which one warm-up run of a 1 ms kernel does not cover.
+WARM_UP_MS = 10.0
+FIRST_WARM_UP_MS = 100.0
+
+
+def _warm_up(fn: KernelFn, args: tuple[Any, ...], ms: float) -> float:
+    """Runs ``fn`` until ``ms`` have passed (once at least); the fastest run's time."""
+    fastest = spent = _time_ms(fn, *args)
+    while spent < ms:
+        t = _time_ms(fn, *args)
+        fastest = min(fastest, t)
+        spent += t
+    return fastest
 
 
 def _time_ms(fn: KernelFn, *args: Any) -> float:
