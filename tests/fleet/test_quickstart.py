@@ -17,7 +17,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import aliased
 
 from tests.support.seed import open_test_db
-from tuna.backends.cpuconv import CpuConvBackend, run
+from tuna.backends.cpuconv import CpuConvBackend, build, isolate, run
 from tuna.catalog.records import conv_problem
 from tuna.db.models import ConvConfig, Tensor
 from tuna.fleet.quickstart import run_quickstart
@@ -45,18 +45,20 @@ def problem_of(db, key: str) -> ConvProblem:
 
 
 def alone_ms(p: ConvProblem, solver: str, params: list[str]) -> dict[str, float]:
-    """Each of ``params`` timed in this process, one after the other, fully (no racing)."""
+    """Each of ``params`` timed here, one after the other, fully (no racing), the way an
+    evaluate worker times them: built, loaded, and measured in a forked child process."""
     knobs = CpuConvBackend().knobs()
-    measured = run.build_and_measure(
-        p,
-        solver,
-        params,
-        march=knobs.march,
-        per_unit=knobs.per_unit,
-        prefix="cpuconv-test-alone-",
-        repeats=9,
-        race_after=10**6,
-    )
+    units = build.plan_units(p, solver, params, march=knobs.march, per_unit=knobs.per_unit)
+    kernels = build.build_units(units)
+    table = {prm: (u.name, sym) for u in units for prm, sym in u.symbols}
+    with run.loaded(kernels, "cpuconv-test-alone-") as libs:
+        measured = isolate.measure_isolated(
+            p,
+            run.candidates(p, solver, table, libs),
+            tolerance=run.tolerance(solver),
+            repeats=9,
+            race_after=10**6,
+        )
     return {m.params: m.time_ms for m in measured if m.time_ms is not None}
 
 
