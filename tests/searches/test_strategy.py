@@ -64,6 +64,19 @@ def cpuconv_session(db: Database, line: str = LINE) -> tuple[int, int]:
     return session, int(config)
 
 
+def other_problem_session(db: Database) -> tuple[int, int]:
+    """(session, config): another session of the same target, and another problem (OTHER)."""
+    import_configs(db, read_lines(OTHER), tag="other")
+    with db.session() as s:
+        from tuna.db.models import ConvConfig
+
+        other = max(s.scalars(select(ConvConfig.id)))
+    elsewhere = create_session(
+        db, SessionSpec(arch="cpu", num_cu=2, backend="cpuconv", environment=ENV)
+    ).id
+    return elsewhere, other
+
+
 @contextmanager
 def fleet(db: Database, session: int) -> Iterator[None]:
     """The session's searches driven and one evaluate worker (it compiles the rounds too:
@@ -197,15 +210,8 @@ def _measure(db: Database, session: int, config: int, rows: list[tuple[str, floa
 
 def test_the_models_history_is_the_measurements_that_count(db: Database) -> None:
     session, config = cpuconv_session(db)
-    import_configs(db, read_lines(OTHER), tag="other")
-    with db.session() as s:
-        from tuna.db.models import ConvConfig
-
-        other = max(s.scalars(select(ConvConfig.id)))
     # another session of the same target measured another problem
-    elsewhere = create_session(
-        db, SessionSpec(arch="cpu", num_cu=2, backend="cpuconv", environment=ENV)
-    ).id
+    elsewhere, other = other_problem_session(db)
     # the first row as written before LO and PB existed: it counts as the kernel it named
     _measure(db, session, config, [("1,1,4,64,1", 2.0)])
     _measure(db, elsewhere, other, [("1,1,4,64,1,0,0", 5.0), ("2,1,4,64,1,0,1", 4.0)])
@@ -277,14 +283,7 @@ def test_a_resumed_search_reads_the_history_it_was_created_with(lite: Database) 
     from tuna.sessions.history import retire
 
     session, config = cpuconv_session(lite)
-    import_configs(lite, read_lines(OTHER), tag="other")
-    with lite.session() as s:
-        from tuna.db.models import ConvConfig
-
-        other = max(s.scalars(select(ConvConfig.id)))
-    elsewhere = create_session(
-        lite, SessionSpec(arch="cpu", num_cu=2, backend="cpuconv", environment=ENV)
-    ).id
+    elsewhere, other = other_problem_session(lite)
     times = [(f"{mr},{nv},4,64,1,0,0", 1.0 + mr + 0.5 * nv) for mr in (1, 2, 4) for nv in (1, 2, 3)]
     _measure(lite, elsewhere, other, times)
     search = create_strategy_search(
