@@ -17,13 +17,14 @@ from sqlalchemy import select
 from sqlalchemy.orm import aliased
 
 from tests.support.seed import open_test_db
-from tuna.backends.cpuconv import CpuConvBackend, build, isolate, run
+from tuna.backends.cpuconv import CpuConvBackend, isolate, run
 from tuna.catalog.records import conv_problem
 from tuna.db.models import ConvConfig, Tensor
 from tuna.fleet.quickstart import run_quickstart
 from tuna.problems.conv import ConvProblem
 
 TOLERANCE = 0.20
+ALONE_TRIES = 3
 # Timings say nothing while other work keeps the machine busy: the lock keeps the quick start's
 # own evaluations apart, not anybody else's. bin/test runs this test alone (marker ``serial``);
 # it skips where the CPUs were busy with other work just before or just after the run.
@@ -48,17 +49,17 @@ def alone_ms(p: ConvProblem, solver: str, params: list[str]) -> dict[str, float]
     """Each of ``params`` timed here, one after the other, fully (no racing), the way an
     evaluate worker times them: built, loaded, and measured in a forked child process."""
     knobs = CpuConvBackend().knobs()
-    units = build.plan_units(p, solver, params, march=knobs.march, per_unit=knobs.per_unit)
-    kernels = build.build_units(units)
-    table = {prm: (u.name, sym) for u in units for prm, sym in u.symbols}
-    with run.loaded(kernels, "cpuconv-test-alone-") as libs:
-        measured = isolate.measure_isolated(
-            p,
-            run.candidates(p, solver, table, libs),
-            tolerance=run.tolerance(solver),
-            repeats=9,
-            race_after=10**6,
-        )
+    measured = run.build_and_measure(
+        p,
+        solver,
+        params,
+        march=knobs.march,
+        per_unit=knobs.per_unit,
+        prefix="cpuconv-test-alone-",
+        measurer=isolate.measure_isolated,
+        repeats=9,
+        race_after=10**6,
+    )
     return {m.params: m.time_ms for m in measured if m.time_ms is not None}
 
 
@@ -96,7 +97,11 @@ def test_the_quick_start_speed_up_matches_the_layers_timed_alone(sqlite_url, tmp
             p = problem_of(db, row.key)
             default = backend.default_params(p, row.solver)
             tuned = row.params or ""
-            times = alone_ms(p, row.solver, list(dict.fromkeys([default, tuned])))
+            # the fastest of three measurements: one now and then ran a kernel 2x slow (a
+            # disturbed moment, not the quick start's doing), which alone failed this test
+            params = list(dict.fromkeys([default, tuned]))
+            tries = [alone_ms(p, row.solver, params) for _ in range(ALONE_TRIES)]
+            times = {prm: min(t[prm] for t in tries) for prm in params}
             reported.append(row.vs_default)
             alone.append(times[default] / times[tuned])
     finally:

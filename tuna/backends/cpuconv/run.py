@@ -223,15 +223,20 @@ def build_and_measure(
     per_unit: int = 8,
     jobs: int = 1,
     prefix: str = "cpuconv-",
+    measurer: Callable[..., list[Measured]] | None = None,
     **how: Any,
 ) -> list[Measured]:
-    """Build ``params`` of ``solver`` for ``p`` here and verify and time them (:func:`measure`
-    with ``how``): what the benchmarks and tests do outside the job queue."""
+    """Build ``params`` of ``solver`` for ``p`` here and verify and time them (``measurer``,
+    :func:`measure` by default, with ``how``; ``isolate.measure_isolated`` times them in a
+    forked child as an evaluate worker does): what the benchmarks and tests do outside the
+    job queue."""
     units = build.plan_units(p, solver, params, march=march, opt=opt, per_unit=per_unit)
     kernels = build.build_units(units, jobs=jobs)
     table = {prm: (u.name, sym) for u in units for prm, sym in u.symbols}
     with loaded(kernels, prefix) as libs:
-        return measure(p, candidates(p, solver, table, libs), tolerance=tolerance(solver), **how)
+        return (measurer or measure)(
+            p, candidates(p, solver, table, libs), tolerance=tolerance(solver), **how
+        )
 
 
 def measure(
