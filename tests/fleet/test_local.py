@@ -263,3 +263,34 @@ def test_a_search_counts_its_builds_and_runs_as_done_this_run(sqlite_url, tmp_pa
         report.final, Task.SEARCH
     )
     db.dispose()
+
+
+def test_local_workers_get_the_database_url_in_a_private_file_not_their_environment(
+    db, tmp_path, monkeypatch
+):
+    """The URL with its password must not be readable in /proc/PID/environ (``ps eww``): it
+    goes in a 0600 file named by TUNA_DB_URL_FILE, and MITuna's TUNA_DB_* variables stay
+    out of the workers' environment."""
+    import tuna.fleet.local as local
+
+    sid = setup(db)
+    url = "sqlite:///" + str(tmp_path / "x.db")
+    monkeypatch.setenv("TUNA_DB_URL", "mysql+pymysql://u:s3cret-url@head/tuna")
+    monkeypatch.setenv("TUNA_DB_USER_PASSWORD", "s3cret-var")
+    # a stand-in for the worker program that lives long enough to be looked at
+    monkeypatch.setattr(
+        local, "LOCAL_PROGRAM", (sys.executable, "-c", "import time; time.sleep(60)")
+    )
+    workers = LocalWorkers(db, [(sid, Task.COMPILE)], workers=1, log_dir=tmp_path, db_url=url)
+    try:
+        workers.start(lambda _text: None)
+        environ = open(f"/proc/{workers.procs[0].pid}/environ", "rb").read().split(b"\0")
+        env = dict(e.decode().partition("=")[::2] for e in environ if e)
+        assert "TUNA_DB_URL" not in env and "TUNA_DB_USER_PASSWORD" not in env
+        assert b"s3cret" not in b"\0".join(environ)
+        handed = env["TUNA_DB_URL_FILE"]
+        assert open(handed).read().strip() == url
+        assert os.stat(handed).st_mode & 0o777 == 0o600
+    finally:
+        workers.close()
+    assert not os.path.exists(handed)

@@ -6,8 +6,9 @@ of its own, stops them on an interrupt and reaps them. Each is a ``tuna worker -
 process (:func:`tuna.fleet.commands.worker_argv`) that works its stages in order
 (``--then SESSION:PHASE``, see :mod:`tuna.worker.stages`) and exits once the last is
 drained; go_fish runs one stage (:func:`run_local`), the quick start four with the same
-processes (:mod:`tuna.fleet.pool`). The database URL reaches a worker through the
-environment, never argv. Logs go to ``<log dir>/<phase>/<arch>/<host>/worker-<i>.log``
+processes (:mod:`tuna.fleet.pool`). The database URL reaches a worker through a file only
+this user can read (``TUNA_DB_URL_FILE``), never argv or the environment, as it reaches
+a fleet's containers. Logs go to ``<log dir>/<phase>/<arch>/<host>/worker-<i>.log``
 (the phase of the process's first stage).
 
 Every process compiles; an evaluation runs on one worker per device an evaluation owns
@@ -39,6 +40,7 @@ from typing import IO
 
 from tuna.backends import get_backend
 from tuna.backends.base import Owns
+from tuna.config import MYSQL_VARS
 from tuna.db import Database
 from tuna.db.retry import through_outages
 from tuna.errors import TunaError
@@ -69,6 +71,9 @@ LOCAL_PROGRAM = (sys.executable, "-m", "tuna.cli")
 SCRATCH_PREFIX = "tuna-go_fish-"
 
 StageTask = tuple[int, Task]
+
+# What names the database in a worker's environment; go_fish hands it over in a file instead.
+DB_VARIABLES = frozenset({"TUNA_DB_URL", "TUNA_DB_URL_FILE", *MYSQL_VARS})
 
 
 def evaluation_workers(owns: Owns, asked: int) -> int:
@@ -154,8 +159,12 @@ class LocalWorkers:
         self.stages = watch_order(stages)
         self.plans = plans(self.stages, workers, self.backend.evaluation_owns)
         self.asked, self.settings = workers, settings
-        self.env = {**os.environ, **(extra_env or {})}
-        self.env["TUNA_DB_URL"] = db_url  # the environment, never argv: ps shows argv to all
+        # Neither argv nor the environment (``ps eww``, /proc/PID/environ) shows the URL:
+        # it goes in a file only this user can read (TUNA_DB_URL_FILE), in the scratch dir.
+        self.env = {
+            k: v for k, v in {**os.environ, **(extra_env or {})}.items() if k not in DB_VARIABLES
+        }
+        self.db_url = db_url
         self.watching = self.stages[0]
         self.procs: list[Popen[bytes]] = []
         self.files: list[IO[bytes]] = []
@@ -237,7 +246,12 @@ class LocalWorkers:
 
     def _start(self) -> None:
         first = self.stages[0][0]
-        self.scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{first}-"))
+        self.scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{first}-"))  # 0700
+        url_file = self.scratch / "db_url"
+        fd = os.open(url_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(self.db_url + "\n")
+        self.env["TUNA_DB_URL_FILE"] = str(url_file)
         for i, plan in enumerate(self.plans):
             session, task = plan[0]
             path = log_path(self.log_dir, task, self.sessions[session].arch, f"worker-{i}")
