@@ -4,6 +4,7 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from sqlalchemy import select
@@ -284,12 +285,12 @@ def test_local_workers_get_the_database_url_in_a_private_file_not_their_environm
     workers = LocalWorkers(db, [(sid, Task.COMPILE)], workers=1, log_dir=tmp_path, db_url=url)
     try:
         workers.start(lambda _text: None)
-        environ = open(f"/proc/{workers.procs[0].pid}/environ", "rb").read().split(b"\0")
+        environ = Path(f"/proc/{workers.procs[0].pid}/environ").read_bytes().split(b"\0")
         env = dict(e.decode().partition("=")[::2] for e in environ if e)
         assert "TUNA_DB_URL" not in env and "TUNA_DB_USER_PASSWORD" not in env
         assert b"s3cret" not in b"\0".join(environ)
         handed = env["TUNA_DB_URL_FILE"]
-        assert open(handed).read().strip() == url
+        assert Path(handed).read_text().strip() == url
         assert os.stat(handed).st_mode & 0o777 == 0o600
     finally:
         workers.close()
