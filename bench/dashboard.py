@@ -203,7 +203,9 @@ def main() -> None:
                 for t in ("job", "find_db")
             }
         db = open_readonly(url)
-        client = TestClient(create_app(db, DashboardSettings(refresh_s=0)))
+        client = TestClient(
+            create_app(db, DashboardSettings(refresh_s=0)), base_url="http://localhost"
+        )
         print(f"server: {settings}")
         print(f"rows: job={counts['job']:,} find_db={counts['find_db']:,}")
         la = os.getloadavg()

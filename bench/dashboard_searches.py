@@ -156,7 +156,9 @@ def main() -> None:
         with admin.connect() as conn:
             n = conn.exec_driver_sql(f"SELECT COUNT(*) FROM `{name}`.search_run").scalar_one()
         db = open_readonly(url)
-        client = TestClient(create_app(db, DashboardSettings(refresh_s=0)))
+        client = TestClient(
+            create_app(db, DashboardSettings(refresh_s=0)), base_url="http://localhost"
+        )
         print(f"server: MariaDB {version}, innodb_flush_log_at_trx_commit={flush[0]}, "
               f"buffer pool {int(flush[1]) // 2**20} MiB")  # fmt: skip
         print(f"rows: search_run={n:,}")

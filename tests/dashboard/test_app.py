@@ -35,7 +35,7 @@ def lite_client(tmp_path_factory):
     seed(writer)
     writer.dispose()
     ro = open_readonly(url)
-    yield TestClient(create_app(ro))
+    yield TestClient(create_app(ro), base_url="http://localhost")
     ro.dispose()
 
 
@@ -57,7 +57,9 @@ def _site(db, sd, tmp_path):
     (reports / "r1").mkdir(parents=True)
     (reports / "r1" / "report.json").write_text(f'{{"sessions": [{sd.tuned}]}}')
     (reports / "r1" / "index.html").write_text("<p>a report</p>")
-    client = TestClient(create_app(ro, DashboardSettings(refresh_s=7, reports=reports)))
+    client = TestClient(
+        create_app(ro, DashboardSettings(refresh_s=7, reports=reports)), base_url="http://localhost"
+    )
     yield client, sd, ro, sent
     ro.dispose()
 
@@ -217,7 +219,7 @@ def test_a_read_only_mysql_user_sees_everything_and_no_password(mysql_url, tmp_p
     try:
         ro_url = url.set(username=user, password="s3cret-pw", host="127.0.0.1")
         ro = open_readonly(ro_url)
-        client = TestClient(create_app(ro))
+        client = TestClient(create_app(ro), base_url="http://localhost")
         for page in ("/", f"/sessions/{sd.tuned}", "/machines", f"/results?session={sd.tuned}"):
             r = client.get(page)
             assert r.status_code == 200 and "s3cret-pw" not in r.text, page

@@ -28,7 +28,10 @@ def site(request, tmp_path_factory):
     with seeded_database(request, tmp_path_factory.mktemp("search-pages")) as db:
         sd = seed_searches(db)
         ro = open_readonly(db.url.render_as_string(hide_password=False))
-        yield TestClient(create_app(ro, DashboardSettings(refresh_s=3))), sd
+        client = TestClient(
+            create_app(ro, DashboardSettings(refresh_s=3)), base_url="http://localhost"
+        )
+        yield client, sd
         ro.dispose()
 
 

@@ -45,9 +45,26 @@ from tuna.dashboard import (
     "--reports",
     type=click.Path(file_okay=False, exists=True, path_type=Path),
     default=None,
-    help="A directory of `tuna report` outputs to link and serve.",
+    help="A directory of `tuna report` outputs to link and serve (only the files they wrote).",
 )
-def dashboard_cmd(host: str, port: int, refresh: int, reports: Path | None) -> None:
+@click.option(
+    "--login",
+    "login_file",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="Ask for a login: a file of `user:password` lines (HTTP basic auth) or tokens.",
+)
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Another host name it is reached by (it answers only its own names and IPs).",
+)
+def dashboard_cmd(
+    host: str, port: int, refresh: int, reports: Path | None, login_file: Path | None,
+    allowed_hosts: tuple[str, ...],
+) -> None:  # fmt: skip
     """Serve a read-only dashboard: sessions with progress, machines, failures, results.
 
     It connects read-only and never writes; pages refresh themselves. For a MySQL
@@ -58,22 +75,28 @@ def dashboard_cmd(host: str, port: int, refresh: int, reports: Path | None) -> N
     Examples:
       tuna dashboard                      # http://127.0.0.1:8484/
       tuna dashboard --port 9000 --reports ./reports
+      tuna dashboard --host 0.0.0.0 --login ~/.tuna/dashboard-users --allowed-host head.lab
       TUNA_DB_URL=mysql+pymysql://tuna_ro:***@head/tuna tuna dashboard
     """  # fmt: skip
     require_extra()  # before anything imports Starlette
     from tuna.dashboard.app import DashboardSettings
+    from tuna.dashboard.guard import Login
     from tuna.dashboard.readonly import open_readonly
 
+    login = Login.read(login_file) if login_file else None
     db = open_readonly(load_settings().db_url)
     try:
-        app = create_app(db, DashboardSettings(refresh_s=refresh, reports=reports))
+        settings = DashboardSettings(refresh_s=refresh, reports=reports, host=host,
+                                     allowed_hosts=allowed_hosts, login=login)  # fmt: skip
+        app = create_app(db, settings)
         sock = bind(host, port)
         shown = f"[{host}]" if ":" in host else host
         console.print(f"dashboard of {db.url_masked} on http://{shown}:{port}/ (read-only; "
                       "Ctrl-C stops it)", markup=False)  # fmt: skip
-        if not is_loopback(host):
+        if not is_loopback(host) and login is None:
             err_console.print(f"note: listening on {host}: anyone who can reach this port can "
-                              "read the database's sessions and results", markup=False)  # fmt: skip
+                              "read the database's sessions and results (--login FILE asks "
+                              "for a password)", markup=False)  # fmt: skip
         threading.Thread(target=app.state.warm, name="dashboard-warm", daemon=True).start()
         serve(app, sock)
     finally:

@@ -16,7 +16,6 @@ so far as inline SVG (:mod:`tuna.dashboard.svg`), one line per search or strateg
 from __future__ import annotations
 
 import datetime as dt
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -27,14 +26,14 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, PlainTextResponse, Response
-from starlette.routing import Mount, Route
-from starlette.staticfiles import StaticFiles
+from starlette.responses import FileResponse, HTMLResponse, PlainTextResponse, Response
+from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from tuna.dashboard import params, svg
+from tuna.dashboard import params, reports, svg
 from tuna.dashboard.cache import WarmCache
+from tuna.dashboard.guard import Guard, Login, known_names
 from tuna.dashboard.params import BadRequest
 from tuna.db import Database
 from tuna.db.enums import JobState
@@ -74,6 +73,12 @@ class DashboardSettings:
     """A directory of ``tuna report`` outputs to serve under /reports."""
     window_s: float = 300.0
     """The window over which a session's rate (and so its ETA) is measured."""
+    host: str = "127.0.0.1"
+    """The address it listens on: one of the names a request's Host may give."""
+    allowed_hosts: tuple[str, ...] = ()
+    """More names it may be reached by (``--allowed-host``); see :mod:`.guard`."""
+    login: Login | None = None
+    """Who may read it (``--login FILE``); None: anyone who can reach the port."""
 
 
 class ServerTiming:
@@ -159,12 +164,12 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
             counts=counts,
         )
         return render(request, "sessions.html", "Sessions", rows=rows, arch=arch or "",
-                      limit=limit, reports=_reports_by_session(cfg.reports))  # fmt: skip
+                      limit=limit, reports=reports.by_session(cfg.reports))  # fmt: skip
 
     @page
     def session_page(request: Request) -> Response:
         params.known(request.query_params, set())
-        sid = int(request.path_params["sid"])
+        sid = params.path_id(request.path_params["sid"], "session")
         summary = activity.session_summary(db, sid)
         (prog,) = activity.progress(db, [summary], window_s=cfg.window_s, counts=counts)
         reasons = cache.get(("reasons", sid), lambda: activity.failure_reasons(db, [sid]))
@@ -172,7 +177,7 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
         names = {m.id: m.hostname for m in activity.machines(db)}
         return render(request, "session.html", f"Session {sid}", p=prog, reasons=reasons,
                       flying=flying, machine_names=names,
-                      reports=_reports_by_session(cfg.reports).get(sid, []))  # fmt: skip
+                      reports=reports.by_session(cfg.reports).get(sid, []))  # fmt: skip
 
     @page
     def machines_page(request: Request) -> Response:
@@ -242,7 +247,7 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
         assert after is not None and limit is not None
         # A search's counts and its best-so-far curve read every run of it (from an index):
         # kept warm like a session's job counts, recomputed in the background when stale.
-        search_id = int(request.path_params["search"])
+        search_id = params.path_id(request.path_params["search"], "search")
         s = cache.get(("search", search_id), lambda: searches.find_search(db, search_id))
         curve = cache.get(("curve", search_id), lambda: searches.curve(db, s, MAX_DOTS))
         best = searches.best_run(db, s)
@@ -260,6 +265,16 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
                       curve=curve, chart=chart, rows=rows, run_status=status, build=build,
                       order=order, limit=limit, next_after=next_after,
                       statuses=searches.RUN_STATUSES)  # fmt: skip
+
+    def report_file(request: Request) -> Response:
+        found = None
+        if cfg.reports is not None:
+            found = reports.report_file(
+                cfg.reports, request.path_params["name"], request.path_params["path"]
+            )
+        if found is None:
+            raise HTTPException(404)
+        return FileResponse(found)
 
     def healthz(_request: Request) -> Response:
         return PlainTextResponse("ok\n")
@@ -287,12 +302,13 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
         Route("/healthz", healthz),
     ]
     if cfg.reports is not None:
-        routes.append(Mount("/reports", StaticFiles(directory=cfg.reports), name="reports"))
+        routes.append(Route("/reports/{name}/{path:path}", report_file))
     app = Starlette(
         routes=routes,
         exception_handlers={HTTPException: not_found, 500: server_error},
     )
     app.add_middleware(ServerTiming)
+    app.add_middleware(Guard, names=known_names(cfg.host, cfg.allowed_hosts), login=cfg.login)
 
     def warm() -> None:
         """Count the newest sessions' jobs before anyone asks (the first page is then fast)."""
@@ -317,22 +333,6 @@ def best_so_far_series(label: str, curve: searches.Curve) -> svg.Series:
         until=float(curve.measurements),
         dots=[(float(x), y) for x, y in curve.recent],
     )
-
-
-def _reports_by_session(reports: Path | None) -> dict[int, list[str]]:
-    """The report directories under ``reports`` (``report.json`` beside their page)."""
-    found: dict[int, list[str]] = {}
-    if reports is None:
-        return found
-    for meta in sorted(reports.glob("*/report.json")):
-        try:
-            sessions = json.loads(meta.read_text())["sessions"]
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        for sid in sessions:
-            if isinstance(sid, int):
-                found.setdefault(sid, []).append(meta.parent.name)
-    return found
 
 
 def _ago(when: dt.datetime | None, now: dt.datetime) -> str:

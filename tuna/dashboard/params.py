@@ -4,12 +4,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
-from tuna.errors import TunaError
+from tuna.errors import NotFoundError, TunaError
+
+MAX_ID = 2**63 - 1
+"""The largest id a database column holds (BIGINT): a larger one names nothing."""
 
 
 class BadRequest(TunaError):
     """Raised when a request's query parameters are malformed; the page says which."""
+
+
+def path_id(raw: Any, what: str) -> int:
+    """An id from the URL's path (digits, by the route): one past BIGINT is a 404, not a
+    database error."""
+    value = int(raw)
+    if value > MAX_ID:
+        raise NotFoundError(f"{what} {value} does not exist")
+    return value
 
 
 def known(params: Mapping[str, str], allowed: set[str]) -> None:
@@ -77,6 +90,8 @@ def pair(params: Mapping[str, str], name: str) -> tuple[int, int]:
     a, sep, b = raw.partition("-")
     if not (sep and a.isdigit() and b.isdigit() and len(raw) < 40):
         raise BadRequest(f"{name}={raw!r}: expected two integers as A-B, e.g. {name}=120-7")
+    if int(a) > MAX_ID or int(b) > MAX_ID:
+        raise BadRequest(f"{name}={raw!r}: out of range (ids are at most {MAX_ID})")
     return (int(a), int(b))
 
 

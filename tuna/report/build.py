@@ -440,10 +440,15 @@ def build_report(db: Database, options: ReportOptions) -> Report:
     index = options.out / "index.html"
     index.write_text(render_html(options, arch_of, sections))
     # What the dashboard reads to link a session to its reports (tuna dashboard --reports).
+    report = Report(index, sections, options.out / "pareto.json")
+    # Its "files" are all that the dashboard serves of it (tuna.dashboard.reports).
+    written = ["index.html", "report.json", *sorted(set(report.files))]
+    written += [n for n in ("pareto.json", "search-pareto.json") if (options.out / n).is_file()]
     meta = {"sessions": list(options.sessions), "figures": [f.name for s in sections
-                                                            for f in s.figures]}  # fmt: skip
+                                                            for f in s.figures],
+            "files": written}  # fmt: skip
     (options.out / "report.json").write_text(json.dumps(meta, indent=1) + "\n")
-    return Report(index, sections, options.out / "pareto.json")
+    return report
 
 
 _CSS = """
