@@ -16,7 +16,7 @@ from sqlalchemy import select
 from tests.support.seed import seed
 from tuna.backends import CompileOutcome, EvalOutcome, FindResult, KernelBinary, PerfResult
 from tuna.db import Database
-from tuna.db.enums import JobState
+from tuna.db.enums import JobState, JobStep
 from tuna.db.models import FindDb, JobKernel, KernelCache, PerfDb
 from tuna.jobs import JobFilter, Phase, claim_jobs, record_outcome, requeue_jobs, reset_jobs
 from tuna.jobs.results import kernel_identity
@@ -165,3 +165,108 @@ def test_a_batch_of_distinct_payloads_and_a_lost_job_is_recorded_in_one_transact
         linked = set(s.execute(select(JobKernel.job)).scalars())
     assert rows == {j.id: f"payload {j.id}" for j in jobs[:-1]} | {jobs[-1].id: None}
     assert linked == {j.id for j in jobs[:-1]}
+
+
+# --- the stored winner is the best measured (issue #24) ----------------------------------------
+
+
+def stored(db: Database, config: int | None) -> tuple[tuple[float, str | None, int | None], str]:
+    """((find time, find params, find job), perf params) of ``config``."""
+    with db.session() as s:
+        find = s.execute(
+            select(FindDb.time_ms, FindDb.params, FindDb.job).where(FindDb.config == config)
+        ).one()
+        perf = s.execute(select(PerfDb.params).where(PerfDb.config == config)).scalar_one()
+    return tuple(find), perf  # type: ignore[return-value]
+
+
+def timed(params: str, time_ms: float, *kernels: KernelBinary) -> EvalOutcome:
+    find = FindResult(time_ms, 0, "miopenConvolutionFwdAlgoDirect", params)
+    return EvalOutcome(perf=PerfResult(params), find=find, kernels=kernels)
+
+
+def test_a_slower_evaluation_keeps_the_faster_stored_winner_and_a_faster_one_replaces_it(db):
+    """Two searches (or two evaluations) of one (session, config, solver) each write the
+    find/perf rows when they end: the stored winner is the fastest, whatever the order."""
+    [job] = compiled_jobs(db, (S0, S1, S2))
+    record_outcome(db, "w", job, timed("fast", 0.5, S0))
+    requeue_jobs(db, JobFilter(session=job.session))
+    [again] = claim_jobs(db, job.session, Phase.EVAL, owner="w")
+    record_outcome(db, "w", again, timed("slow", 1.5, S1))  # ends last, measured slower
+    assert stored(db, job.config) == ((0.5, "fast", job.id), "fast")
+    assert links(db, job) == ((job.id, kernel_id(db, S0)),) * 2  # the kernel of the winner
+    requeue_jobs(db, JobFilter(session=job.session))
+    [third] = claim_jobs(db, job.session, Phase.EVAL, owner="w")
+    record_outcome(db, "w", third, timed("faster", 0.25, S2))
+    assert stored(db, job.config) == ((0.25, "faster", job.id), "faster")
+    assert links(db, job) == ((job.id, kernel_id(db, S2)),) * 2
+
+
+def test_one_batch_with_two_results_of_a_key_stores_the_faster(db):
+    from tuna.jobs.results import write_eval_results
+
+    sd = seed(db, configs=1, solvers=["NoopTunable"])
+    base = ClaimedJob(
+        sd.jobs[0],
+        1,
+        Phase.EVAL,
+        sd.session,
+        sd.configs[0],
+        sd.solvers["NoopTunable"],
+        JobStep.PERF,
+    )
+    with db.transaction() as conn:
+        write_eval_results(conn, [(base, timed("fast", 0.5)), (base, timed("slow", 0.7))])
+    assert stored(db, sd.configs[0]) == ((0.5, "fast", base.id), "fast")
+
+
+def test_concurrent_writers_of_one_key_store_the_fastest(db):
+    """Writers of one (session, config, solver) in overlapping transactions, in every order a
+    seeded shuffle gives (on MariaDB they interleave for real: each holds its transaction
+    open a while after its write): the row that stays is the fastest, perf row alongside."""
+    import random
+    import threading
+    import time
+
+    from tuna.jobs.results import write_eval_results
+
+    sd = seed(db, configs=1, solvers=["NoopTunable"])
+    job = ClaimedJob(
+        sd.jobs[0],
+        1,
+        Phase.EVAL,
+        sd.session,
+        sd.configs[0],
+        sd.solvers["NoopTunable"],
+        JobStep.PERF,
+    )
+    rng = random.Random(24)
+    for trial in range(5):
+        times = [round(0.1 + 0.05 * i + trial, 3) for i in range(8)]
+        rng.shuffle(times)
+        start = threading.Barrier(len(times))
+        errors: list[BaseException] = []
+
+        def write(i: int, t: float, start: threading.Barrier, errors: list[BaseException]) -> None:
+            try:
+                start.wait()
+                time.sleep(0.002 * i)
+                with db.transaction(immediate=True) as conn:
+                    write_eval_results(conn, [(job, timed(f"p{t}", t))])
+                    time.sleep(0.01)
+            except BaseException as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+
+        threads = [
+            threading.Thread(target=write, args=(i, t, start, errors)) for i, t in enumerate(times)
+        ]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        assert not errors
+        best = min(times)
+        assert stored(db, sd.configs[0]) == ((best, f"p{best}", job.id), f"p{best}")
+        with db.session() as s:  # the next trial starts slower than this one's best
+            s.execute(FindDb.__table__.delete())
+            s.execute(PerfDb.__table__.delete())

@@ -298,3 +298,38 @@ def test_a_resumed_search_reads_the_history_it_was_created_with(lite: Database) 
     with lite.session() as s:
         fresh = strategy_history(s, session, config, SOLVER, transfer=True, until=None)
     assert fresh == []  # a new search would not see them
+
+
+def test_two_searches_of_one_problem_leave_the_best_measured_whatever_order_they_end(
+    lite: Database,
+) -> None:
+    """Issue #24: random and hillclimb on one (session, config, solver), each ending with its
+    final job; the stored rows hold the fastest valid measurement of the session, and the
+    search page's stored result names whose it is."""
+    from tuna.searches.drive import SearchDriver
+    from tuna.searches.query import stored_result
+
+    session, config = cpuconv_session(lite)
+    ids = [
+        create_strategy_search(
+            lite, StrategyRequest(session, config, SOLVER, name, budget=8, round_size=8, seed=3)
+        )
+        for name in ("random", "hillclimb")
+    ]
+    for search in ids:  # one after the other: the second's final job writes last
+        driver = SearchDriver(lite, search)
+        while driver.tick():
+            work(lite, session)
+        assert search_state(lite, search) == ("done", None)
+    with lite.session() as s:
+        best = s.execute(
+            select(func.min(Measurement.time_ms)).where(
+                Measurement.session == session, Measurement.valid
+            )
+        ).scalar_one()
+        find = s.execute(select(FindDb.time_ms, FindDb.params)).one()
+        perf = s.execute(select(PerfDb.params)).scalar_one()
+    assert find.time_ms == best and perf == find.params
+    stored = [stored_result(lite, search) for search in ids]
+    assert all(r is not None and r.time_ms == best for r in stored)
+    assert [r.mine for r in stored if r is not None].count(True) == 1

@@ -251,6 +251,7 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
         s = cache.get(("search", search_id), lambda: searches.find_search(db, search_id))
         curve = cache.get(("curve", search_id), lambda: searches.curve(db, s, MAX_DOTS))
         best = searches.best_run(db, s)
+        stored = searches.stored_result(db, search_id)
         rows = searches.runs(db, s, status=status, build=build, order=order,  # type: ignore[arg-type]
                              after=after, limit=limit)  # fmt: skip
         chart = svg.step_chart(
@@ -262,8 +263,8 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
         )
         next_after = rows[-1].seq if order == "seq" and len(rows) == limit else None
         return render(request, "search.html", f"Search {s.id}: {s.name}", s=s, best=best,
-                      curve=curve, chart=chart, rows=rows, run_status=status, build=build,
-                      order=order, limit=limit, next_after=next_after,
+                      curve=curve, chart=chart, stored=stored, rows=rows, run_status=status,
+                      build=build, order=order, limit=limit, next_after=next_after,
                       statuses=searches.RUN_STATUSES)  # fmt: skip
 
     def report_file(request: Request) -> Response:

@@ -6,6 +6,11 @@
 * evaluate: ``perf_db`` and ``find_db`` rows are upserted, keyed (session, config, solver),
   with the id of the job that produced them; the job's links to the kernels of the chosen
   solution (``EvalOutcome.kernels``, one or several) are marked ``job_kernel.chosen``.
+  **The stored winner is the fastest**: a find row is replaced only by a result as fast or
+  faster (:func:`_best_upsert`, one conditional statement, so concurrent writers of a key
+  cannot undo each other), and the perf row follows the find row (written where this job's
+  result is the one stored). Two searches of one (config, solver), or a job evaluated again,
+  that end in any order leave the best valid time any of them measured.
 
 Everything is written in a few multi-row statements per batch, never a round trip per row,
 on the Core connection of the recording transaction, through statements built once per
@@ -22,7 +27,19 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Executable, Table, bindparam, delete, insert, or_, select, update
+from sqlalchemy import (
+    Connection,
+    Executable,
+    Table,
+    bindparam,
+    case,
+    delete,
+    insert,
+    or_,
+    select,
+    tuple_,
+    update,
+)
 from sqlalchemy.dialects import mysql, sqlite
 
 from tuna.backends.base import CompileOutcome, EvalOutcome, KernelBinary
@@ -230,8 +247,8 @@ def write_eval_results(conn: Connection, done: Sequence[tuple[ClaimedJob, EvalOu
     which the kernel db export reads, and kept for readers of the old column. A row
     written again by another job loses the old link.
     """
-    perf: dict[tuple[int, int | None, int | None], dict[str, Any]] = {}
-    find: dict[tuple[int, int | None, int | None], dict[str, Any]] = {}
+    perf: dict[_Key, dict[str, Any]] = {}
+    find: dict[_Key, dict[str, Any]] = {}
     kernels = choose_kernels(
         conn, [(job.id, o.kernels) for job, o in done if o.perf is not None or o.find is not None]
     )
@@ -244,10 +261,14 @@ def write_eval_results(conn: Connection, done: Sequence[tuple[ClaimedJob, EvalOu
         }
         chosen = kernels.get(job.id, [])
         kernel = chosen[0] if len(chosen) == 1 else None
+        f = outcome.find
+        if f is not None and key in find and find[key]["time_ms"] < f.time_ms:
+            continue  # one batch, two results of a key: the faster is the one stored
         if outcome.perf is not None:
             perf[key] = {**base, "params": outcome.perf.params, "job": job.id, "kernel": kernel}
-        if outcome.find is not None:
-            f = outcome.find
+        else:
+            perf.pop(key, None)
+        if f is not None:
             find[key] = {
                 **base,
                 "time_ms": f.time_ms,
@@ -258,5 +279,65 @@ def write_eval_results(conn: Connection, done: Sequence[tuple[ClaimedJob, EvalOu
                 "kernel": kernel,
             }
     keys = ("session", "config", "solver")
-    _upsert(conn, tables.perf_db, [perf[k] for k in sorted(perf)], keys)
-    _upsert(conn, tables.find_db, [find[k] for k in sorted(find)], keys)
+    rows = [find[k] for k in sorted(find)]
+    stmt = _best_upsert(_is_mysql(conn))
+    for chunk in _chunks(rows):
+        conn.execute(stmt, list(chunk))
+    won = _stored_by(conn, find)
+    # a perf row goes with the find row of its result: written where that one is stored
+    _upsert(
+        conn, tables.perf_db, [perf[k] for k in sorted(perf) if k not in find or k in won], keys
+    )
+
+
+_Key = tuple[int, "int | None", "int | None"]
+
+
+@functools.cache
+def _best_upsert(mysql_dialect: bool) -> Executable:
+    """INSERT of a find row; where its key exists, the new row replaces the stored one only
+    when its time is as fast or faster (the stored winner is the fastest measured).
+
+    One statement, atomic on both databases: MariaDB's ``ON DUPLICATE KEY UPDATE`` assigns
+    left to right, so ``time_ms`` goes last (the other columns compare against the stored
+    time); SQLite's upsert takes a ``WHERE``."""
+    t = tables.find_db
+    columns = ("workspace", "algorithm", "params", "job", "kernel", "time_ms")
+    if mysql_dialect:
+        ins = mysql.insert(t)
+        faster = ins.inserted.time_ms <= t.c.time_ms
+        return ins.on_duplicate_key_update(
+            [(c, case((faster, ins.inserted[c]), else_=t.c[c])) for c in columns]
+        )
+    lite = sqlite.insert(t)
+    return lite.on_conflict_do_update(
+        index_elements=["session", "config", "solver"],
+        set_={c: lite.excluded[c] for c in columns},
+        where=lite.excluded.time_ms <= t.c.time_ms,
+    )
+
+
+def _stored_by(conn: Connection, find: Mapping[_Key, Mapping[str, Any]]) -> set[_Key]:
+    """The keys whose stored find row is the one in ``find`` (its job, time and params)."""
+    won: set[_Key] = set()
+    keys = sorted(find)
+    for chunk in _chunks(keys):
+        for r in conn.execute(
+            select(
+                FindDb.session,
+                FindDb.config,
+                FindDb.solver,
+                FindDb.job,
+                FindDb.time_ms,
+                FindDb.params,
+            ).where(tuple_(FindDb.session, FindDb.config, FindDb.solver).in_(list(chunk)))
+        ):
+            key = (r.session, r.config, r.solver)
+            mine = find.get(key)
+            if mine is not None and (r.job, r.time_ms, r.params) == (
+                mine["job"],
+                mine["time_ms"],
+                mine["params"],
+            ):
+                won.add(key)
+    return won
