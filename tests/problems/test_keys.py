@@ -395,6 +395,24 @@ def test_same_padding_keys_are_problems_and_stay_exact() -> None:
         parse_find_db_key(SAME_PADDING.replace("-5-5-", "-6-6-"))
 
 
+def test_same_padding_keys_with_the_pads_miopen_computed_are_problems_and_stay_exact() -> None:
+    """MIOpen writes a "same"-padding problem with the pads it computed for it
+    (``max(fil - (in % stride or stride), 0) // 2``) and y = ceil(x / stride), which the conv
+    formula does not give from those pads (issue #24: 24 keys of gfx1030_36 were refused)."""
+    keys = fdb_keys(DATA / "miopen" / "gfx1030_samepad.fdb.txt")
+    assert len(keys) == 6
+    for key in keys:
+        p = parse_find_db_key(key)
+        assert (p.pad_mode, p.in_size, p.pad, p.stride, p.out_size) == (
+            "same", (300, 300), (2, 2), (2, 2), (150, 150),
+        ), key  # fmt: skip
+        assert find_db_key(p) == key
+    # pads that MIOpen would not have computed for the problem are still refused
+    key = keys[1].replace("-2x2-2x2-", "-1x1-2x2-")
+    with pytest.raises(DbKeyError, match="y dims 150x150 do not follow"):
+        parse_find_db_key(key)
+
+
 def test_every_key_of_the_other_samples_parses_but_the_malformed_legacy_ones() -> None:
     counts = {}
     for name in ("gfx90878.HIP.fdb.sample.txt", "gfx1030_36.HIP.fdb.sample.txt",

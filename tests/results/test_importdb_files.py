@@ -36,6 +36,7 @@ SAMPLES = {
     "gfx90a68.HIP.fdb.sample.txt": ("gfx90a", 104, "HIP", 0),
     "gfx90878.HIP.fdb.sample.txt": ("gfx908", 120, "HIP", 0),
     "gfx1030_36.HIP.fdb.sample.txt": ("gfx1030", 36, "HIP", 0),
+    "gfx1030_samepad.fdb.txt": ("gfx1030", 36, "HIP", 0),
     "gfx906_60.OpenCL.fdb.sample.txt": ("gfx906", 60, "OpenCL", 3),
     "old_gfx90a68.HIP.fdb.txt": ("gfx90a", 104, "HIP", 0),
     "usr_gfx90a68.HIP.fdb.txt": ("gfx90a", 104, "HIP", 0),

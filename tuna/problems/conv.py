@@ -89,6 +89,13 @@ def same_out_size(size: int, stride: int) -> int:
     return -(-size // stride)
 
 
+def same_pad(size: int, fil: int, stride: int) -> int:
+    """One pad of MIOpen's "same" padding, as ``ConvDriver`` and MIOpen's descriptor compute
+    it: ``max(fil - (in % stride or stride), 0) // 2`` (the rest of the padding goes after
+    the data, so y is ``ceil(in / stride)``, not what the conv formula gives from this pad)."""
+    return max(fil - (size % stride or stride), 0) // 2
+
+
 def trans_out_size(size: int, fil: int, pad: int, stride: int, dil: int, out_pad: int) -> int:
     """One spatial dim of y for mode trans (``src/convolution.cpp``)."""
     return max(1, stride * (size - 1) + 1 + dil * (fil - 1) - 2 * pad + out_pad)
@@ -103,7 +110,8 @@ class ConvProblem:
     default for the spatial dimension.
 
     ``pad_mode`` ``"same"`` is a problem as MIOpen's API describes it with
-    ``miopenPaddingSame`` (y is ``ceil(x / stride)``; MIOpen writes such keys with pads 0).
+    ``miopenPaddingSame`` (y is ``ceil(x / stride)``; MIOpen writes such keys with pads 0, or
+    with the pads it computed for the problem, :func:`same_pad`).
     MIOpenDriver resolves ``-z same`` into explicit pads instead, so such a problem has no
     driver line; it comes from a db key.
 

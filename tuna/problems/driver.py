@@ -31,6 +31,7 @@ from tuna.problems.conv import (
     Direction,
     InvalidProblemError,
     default_layout,
+    same_pad,
 )
 
 CONV_BASE_ARGS: tuple[str, ...] = tuple(COMMAND_TYPES)
@@ -527,9 +528,7 @@ def _resolve_pad_mode(
         return tuple(0 for _ in pad)
     if min(stride) < 1:
         return pad  # the problem is rejected for its stride right after
-    return tuple(
-        max(f - (i % s or s), 0) // 2 for i, f, s in zip(in_size, fil, stride, strict=True)
-    )
+    return tuple(map(same_pad, in_size, fil, stride))
 
 
 def to_driver_line(p: ConvProblem) -> str:

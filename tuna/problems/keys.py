@@ -43,6 +43,7 @@ from tuna.problems.conv import (
     conv_out_size,
     default_layout,
     same_out_size,
+    same_pad,
 )
 
 _INT = re.compile(r"0|[1-9][0-9]{0,9}")  # at most 10 digits: INT_MAX is checked after
@@ -125,8 +126,9 @@ def _shown(text: str) -> str:
 def _problem(v: _KeyView) -> ConvProblem:
     """The mode-conv problem behind a key view; ``InvalidProblemError`` if there is none.
 
-    Out dims that the conv formula does not give but ``ceil(x / stride)`` does, with pads 0,
-    are MIOpen's "same" padding mode (``pad_mode="same"``)."""
+    Out dims that the conv formula does not give but ``ceil(x / stride)`` does, with pads 0
+    or the pads MIOpen computes for "same" padding (:func:`same_pad`), are MIOpen's "same"
+    padding mode (``pad_mode="same"``; the key's pads are kept as written)."""
     x, y = (v.key_out, v.key_in) if v.direction != "F" else (v.key_in, v.key_out)
     # every field given, so a valid problem takes the constructor's fast path
     p = ConvProblem._from_fields(
@@ -158,7 +160,11 @@ def _problem(v: _KeyView) -> ConvProblem:
         }
     )
     same = tuple(map(same_out_size, x.spatial, v.stride))
-    if p.out_size != y.spatial and not any(v.pad) and same == y.spatial:
+    if (
+        p.out_size != y.spatial
+        and same == y.spatial
+        and (not any(v.pad) or v.pad == tuple(map(same_pad, x.spatial, v.fil, v.stride)))
+    ):
         return dataclasses.replace(p, pad_mode="same")
     if p.out_size != y.spatial:
         raise InvalidProblemError(
