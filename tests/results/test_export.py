@@ -335,6 +335,25 @@ def test_every_kind_of_bad_row_is_listed_and_nothing_written(db, session, tmp_pa
     assert not out.exists()
 
 
+def test_an_algorithm_outside_printable_ascii_refuses_the_export_not_a_traceback(db, tmp_path):
+    """A row stored with a non-ASCII algorithm (issue #24: an older import_db accepted one)
+    crashed export_db in write_text_lines with a UnicodeEncodeError."""
+    add_configs(db, [ONE_BY_ONE, THREE_BY_THREE])
+    session = make_session(db)
+    add_find(db, session, [(K1, "NoopDirect", 0.1, 0, "miopenConvolutionFwdAlgoDirecté")])
+    add_find(db, session, [(K3, "NoopDirect", 0.1, 0, "miopenConvolution\x01FwdAlgoDirect")])
+    out = tmp_path / "out"
+    with pytest.raises(ExportRefusedError) as e:
+        export_db(db, ExportSpec(kind="find", session=session, out_dir=out))
+    assert [str(f) for f in e.value.failures] == [
+        f"{K1} NoopDirect: algorithm 'miopenConvolutionFwdAlgoDirecté' holds 'é', a character "
+        "outside printable ASCII",
+        f"{K3} NoopDirect: algorithm 'miopenConvolution\\x01FwdAlgoDirect' holds '\\x01', a "
+        "character outside printable ASCII",
+    ]
+    assert not out.exists()
+
+
 def test_a_corrupt_kernel_refuses_the_kernel_db(db, tmp_path):
     sid = run_noop(db, [ONE_BY_ONE])
     with db.session() as s:

@@ -160,7 +160,8 @@ KEY = "64-56-56-1x1-64-56-56-16-0x0-1x1-1x1-0-NCHW-FP32-F"
     [
         (KEY.replace("-16-", "-2147483648-") + "=ConvAsm1x1U:1,0,miopenConvolutionFwdAlgoDirect",
          "field 8 (batch size) '2147483648' is not canonical integers of at most 2147483647"),
-        (KEY.replace("-16-", "-" + "9" * 5000 + "-") + "=ConvAsm1x1U:1,0,a",
+        (KEY.replace("-16-", "-" + "9" * 5000 + "-")
+         + "=ConvAsm1x1U:1,0,miopenConvolutionFwdAlgoDirect",
          "... has 5048 characters; Tuna stores keys of up to 255"),
         (KEY + "=ConvAsm1x1U:1,18446744073709551616,miopenConvolutionFwdAlgoDirect",
          "workspace 18446744073709551616 is outside 0 to 9223372036854775807"),
@@ -168,7 +169,18 @@ KEY = "64-56-56-1x1-64-56-56-16-0x0-1x1-1x1-0-NCHW-FP32-F"
          "workspace '999999999999...(5000 characters)' is not an integer of at most 20 digits"),
         (KEY + "=" + "S" * 300 + ":1,0,miopenConvolutionFwdAlgoDirect",
          "has 300 characters; Tuna stores names of up to 128"),
-        (KEY + "=ConvAsm1x1U:1,0," + "a" * 65, "algorithm has 65 characters; Tuna stores up to 64"),
+        (KEY + "=ConvAsm1x1U:1,0," + "a" * 65,
+         "algorithm 'aaaaaaaaaaaa...(65 characters)' is not one of MIOpen's algorithm names"),
+        # issue #24: 169 entries with algorithms that are not MIOpen's were imported and shipped
+        (KEY + "=ConvAsm1x1U:1,0,miopenConvolutionFwdAlgoDir",
+         "find-db entry of ConvAsm1x1U: algorithm 'miopenConvolutionFwdAlgoDir' is not one of "
+         "MIOpen's algorithm names (miopenConvolutionFwdAlgoDirect, "),
+        (KEY + "=ConvAsm1x1U:1,0,miopenConvolution FwdAlgoDirect",
+         "algorithm 'miopenConvolution FwdAlgoDirect' is not one of MIOpen's algorithm names"),
+        (KEY + "=ConvAsm1x1U:1,0,miopenConvolutionFwdAlgo\x07Direct",
+         "algorithm 'miopenConvolutionFwdAlgo\\x07Direct' is not one of MIOpen's"),
+        (KEY + "=ConvAsm1x1U:1,0,miopenConvolutionFwdAlgoDirecté",
+         ":1: holds byte 0xc3 (column 98), which is not ASCII: MIOpen's db files are ASCII"),
         (KEY + "=ConvAsm1x1U :1,0,miopenConvolutionFwdAlgoDirect",
          "solver name 'ConvAsm1x1U ' holds white space"),
         (KEY + "=ConvAsm1x1U:-0.5,0,miopenConvolutionFwdAlgoDirect", "time -0.5 is negative"),
@@ -189,6 +201,22 @@ def test_values_that_do_not_fit_are_bad_records_and_change_nothing(
     assert counts(db) == before
     assert import_db_files(db, sid, [parsed], skip_bad=True).find_rows == 0
     assert counts(db)["find_db"] == 0
+
+
+def test_a_file_that_is_not_utf8_is_refused_naming_the_line(db: Database, tmp_path: Path) -> None:
+    """issue #24: import_db stored U+FFFD in the algorithm where import_configs and query_db
+    refuse the same bytes."""
+    sid = make_session(db, backend="miopen")
+    f = tmp_path / "gfx90a68.HIP.fdb.txt"
+    good = f"{KEY}=ConvAsm1x1U:1,0,miopenConvolutionFwdAlgoDirect\n".encode()
+    f.write_bytes(good + good.replace(b"-16-", b"-32-").replace(b"Direct", b"Dir\xe9ct"))
+    before = counts(db)
+    with pytest.raises(DbFileRefusedError) as e:
+        import_db_files(db, sid, [read_db_file(f)])
+    assert e.value.bad == [
+        f"{f}:2: holds byte 0xe9 (column 95), which is not ASCII: MIOpen's db files are ASCII"
+    ]
+    assert counts(db) == before
 
 
 def test_solver_names_compare_exactly(db: Database, tmp_path: Path) -> None:

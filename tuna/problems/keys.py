@@ -669,9 +669,22 @@ def parse_text_db_line(line: str) -> tuple[str, list[tuple[str, str]]]:
     return key, entries
 
 
+ALGORITHMS: tuple[str, ...] = tuple(
+    f"miopenConvolution{d}Algo{a}"
+    for d in ("Fwd", "BwdData", "BwdWeights")
+    for a in ("Direct", "GEMM", "FFT", "Winograd", "ImplicitGEMM")
+) + ("miopenTransposeBwdDataAlgoGEMM",)
+"""MIOpen's algorithm names (``src/conv_algo_name.cpp``), the last field of a find-db entry."""
+
+
+def is_algorithm_name(name: str) -> bool:
+    """Whether ``name`` is one of MIOpen's :data:`ALGORITHMS`."""
+    return _ALGORITHM.fullmatch(name) is not None
+
+
 def is_legacy_find_entry(entry_id: str) -> bool:
     """Whether a find-db entry is in the v1.0 format, whose id is an algorithm name (§4.3)."""
-    return _ALGORITHM.fullmatch(entry_id) is not None
+    return is_algorithm_name(entry_id)
 
 
 def legacy_find_entry_as_v2(entry_id: str, values: str) -> tuple[str, str]:

@@ -150,15 +150,20 @@ def _looks_like_find_entry(entry_id: str, values: str) -> bool:
 
 _TEXT_SEPARATORS = re.compile(r"[;:=\r\n]")
 _ENTRY_SEPARATORS = re.compile(r"[;:=,\r\n]")
+_NOT_PRINTABLE_ASCII = re.compile(r"[^ -~]")
 
 
 def text_field_problem(value: str, *, commas: bool) -> str | None:
-    """Why ``value`` cannot be a text-db id or value (§3.3), or None when it can."""
+    """Why ``value`` cannot be a text-db id or value (§3.3), or None when it can: MIOpen's
+    text dbs are printable ASCII, and the files are written so."""
     if not value:
         return "is empty"
     bad = (_TEXT_SEPARATORS if commas else _ENTRY_SEPARATORS).search(value)
     if bad:
         return f"holds {bad.group()!r}, a separator of the text db format"
+    bad = _NOT_PRINTABLE_ASCII.search(value)
+    if bad:
+        return f"holds {bad.group()!r}, a character outside printable ASCII"
     return None
 
 

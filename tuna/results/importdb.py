@@ -32,6 +32,7 @@ database, so SQLite and MySQL refuse the same records).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import re
@@ -43,7 +44,7 @@ from typing import Any
 from sqlalchemy import delete, func, select, text, update
 from sqlalchemy.orm import Session
 
-from tuna.backends import LibraryQueries, get_backend
+from tuna.backends import LibraryQueries, backend_names, get_backend
 from tuna.catalog.importer import ImportReport, store_entries
 from tuna.catalog.parsing import KEY_MAX, ConvEntry, check_tag, without_cyclic_gc
 from tuna.db import Database
@@ -53,7 +54,9 @@ from tuna.errors import DbKeyError, TunaError
 from tuna.problems.conv import ConvProblem, InvalidProblemError
 from tuna.problems.driver import to_driver_line
 from tuna.problems.keys import (
+    ALGORITHMS,
     find_db_key,
+    is_algorithm_name,
     is_legacy_find_entry,
     parse_find_db_key,
     parse_text_db_line,
@@ -153,7 +156,8 @@ def read_db_file(path: Path) -> DbFile:
         if fmt == "perf-sqlite":
             _read_perf_sqlite(out)
         else:
-            with path.open(encoding="ascii", errors="replace") as f:
+            # undecodable bytes become lone surrogates, found per line by _not_ascii
+            with path.open(encoding="ascii", errors="surrogateescape") as f:
                 _read_text(out, f, find=fmt == "find-text")
     return out
 
@@ -162,6 +166,10 @@ def _read_text(out: DbFile, lines: Any, *, find: bool) -> None:
     keys: dict[str, str | None] = {}  # key as written -> its find-db key, None when bad
     fast = _FastFindLines()
     for no, line in enumerate(lines, start=1):
+        if not line.isascii():
+            out.records += 1
+            out.bad.append(f"{out.path}:{no}: {_not_ascii(line)}")
+            continue
         if find:
             record = fast.read(line)
             if record is not None:  # the common record, read in one pass
@@ -193,6 +201,16 @@ def _read_text(out: DbFile, lines: Any, *, find: bool) -> None:
             out.find[fdb_key] = entries
         else:
             out.perf.setdefault(fdb_key, {}).update(entries_p)
+
+
+def _not_ascii(line: str) -> str:
+    """What is wrong with a line read with ``errors="surrogateescape"`` that is not ASCII."""
+    column, char = next((i, c) for i, c in enumerate(line, start=1) if not c.isascii())
+    raw = line[: column - 1].encode("ascii") + char.encode("utf-8", "surrogateescape")
+    return (
+        f"holds byte 0x{raw[column - 1]:02x} (column {column}), which is not ASCII: MIOpen's "
+        "db files are ASCII"
+    )
 
 
 class _FastFindLines:
@@ -313,15 +331,31 @@ def _find_entries(raw: list[tuple[str, str]]) -> list[FindEntry]:
                 f"find-db entry {entry_id}:{values}: workspace {e.workspace} is outside 0 to "
                 f"{WORKSPACE_MAX} (the largest workspace Tuna stores)"
             )
-        if len(e.algorithm) > ALGORITHM_MAX:
+        if not is_algorithm_name(e.algorithm) and e.algorithm not in backend_algorithms():
             raise DbKeyError(
-                f"find-db entry of {e.solver}: algorithm has {len(e.algorithm)} characters; "
-                f"Tuna stores up to {ALGORITHM_MAX}"
+                f"find-db entry of {e.solver}: algorithm {_shown(e.algorithm)!r} is not one of "
+                f"MIOpen's algorithm names ({', '.join(ALGORITHMS)})"
             )
         if e.solver in found:  # a v1.0 solver best for two algorithms: keep the faster
             e = min(found[e.solver], e, key=lambda x: x.time_ms)
         found[e.solver] = e
     return list(found.values())
+
+
+def _shown(text: str) -> str:
+    return text if len(text) <= 40 else f"{text[:12]}...({len(text)} characters)"
+
+
+@functools.cache
+def backend_algorithms() -> frozenset[str]:
+    """The algorithm names Tuna's own backends give their solvers (a noop session's export
+    says ``direct``): accepted on import beside MIOpen's names."""
+    return frozenset(
+        x.algorithm
+        for name in backend_names()
+        for x in get_backend(name).solvers()
+        if x.algorithm and len(x.algorithm) <= ALGORITHM_MAX and _NAME.fullmatch(x.algorithm)
+    )
 
 
 def _name(solver: str) -> str:
