@@ -59,7 +59,7 @@ from tuna.backends.noop import NoopBackend
 from tuna.db import Database, open_database
 from tuna.db.models import ConvConfig, Job, Solver, Tensor, TuningSession
 from tuna.jobs import Phase, claim_jobs, record_and_claim, record_outcomes
-from tuna.jobs.states import claim_query
+from tuna.jobs.claims import claim_query
 from tuna.worker import run_worker
 
 CTX = multiprocessing.get_context("fork")

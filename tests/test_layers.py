@@ -178,7 +178,7 @@ def test_the_cli_does_not_touch_sqlalchemy() -> None:
         ("db/x.py", "from tuna import cli\n", "db (db) -> cli (cli) points up (tuna/db/x.py:1)"),
         (
             "backends/x.py",
-            "def f():\n    from tuna.jobs.states import claim_jobs\n",
+            "def f():\n    from tuna.jobs.claims import claim_jobs\n",
             "backends (backends) -> jobs (services) points up (tuna/backends/x.py:2)",
         ),
         ("jobs/sub/x.py", "from ...cli import main\n", "jobs (services) -> cli (cli) points up"),

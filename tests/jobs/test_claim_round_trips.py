@@ -22,7 +22,7 @@ from tuna.db.enums import JobState
 from tuna.db.models import Job
 from tuna.errors import DatabaseError
 from tuna.jobs import Phase, claim_jobs, record_and_claim, record_outcomes
-from tuna.jobs.states import claim_query
+from tuna.jobs.claims import claim_query
 
 S = JobState
 

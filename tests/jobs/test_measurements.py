@@ -12,7 +12,7 @@ from tuna.db import Database
 from tuna.db.models import Measurement, MeasurementEffort, Platform
 from tuna.jobs import Phase, claim_jobs, reap_expired, record_outcome, record_outcomes
 from tuna.jobs.measurements import MeasuredOn, measured_before, save_progress
-from tuna.jobs.states import ClaimedJob
+from tuna.jobs.values import ClaimedJob
 from tuna.platforms import store_platform
 
 FIND = FindResult(0.5, 0, "direct", "b")

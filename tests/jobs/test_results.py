@@ -20,7 +20,7 @@ from tuna.db.enums import JobState, JobStep
 from tuna.db.models import FindDb, JobKernel, KernelCache, PerfDb
 from tuna.jobs import JobFilter, Phase, claim_jobs, record_outcome, requeue_jobs, reset_jobs
 from tuna.jobs.results import kernel_identity
-from tuna.jobs.states import ClaimedJob
+from tuna.jobs.values import ClaimedJob
 
 S0 = KernelBinary("conv1x1u_stride2.s", " -Wa,-defsym,k_mult=16", b"\x7fELF k16")
 S1 = KernelBinary("conv1x1u_stride2.s", " -Wa,-defsym,k_mult=8", b"\x7fELF k8")

@@ -18,7 +18,7 @@ from tuna.db import Database
 from tuna.db.enums import JobState, JobStep
 from tuna.db.models import Artifact, Job, SearchRun
 from tuna.jobs import JobFilter, Phase, claim_jobs, reap_expired, record_outcomes, reset_jobs
-from tuna.jobs.states import insert_run_jobs
+from tuna.jobs.load import insert_run_jobs
 from tuna.searches import SearchDriver
 
 S = JobState

@@ -17,7 +17,7 @@ from tuna.backends.base import RunOutcome
 from tuna.db import Database
 from tuna.db.models import SearchRun, SearchTally
 from tuna.jobs.search_results import fail_runs, insert_runs, store_runs
-from tuna.jobs.states import ClaimedJob, JobStep, Phase
+from tuna.jobs.values import ClaimedJob, JobStep, Phase
 
 
 def _search(db: Database, n: int, name: str = "s") -> tuple[int, dict[int, int]]:

@@ -17,7 +17,7 @@ from tuna.backends.base import BuildOutcome, RunOutcome
 from tuna.db import Database
 from tuna.db.models import SearchRun, SearchTally
 from tuna.jobs import JobFilter, Phase, claim_jobs, reap_expired, record_outcomes, reset_jobs
-from tuna.jobs.states import ClaimedJob
+from tuna.jobs.values import ClaimedJob
 from tuna.searches import SearchDriver
 
 TUNA = Path(__file__).resolve().parents[2] / "tuna"

@@ -22,12 +22,14 @@ from sqlalchemy import insert, select, text
 from sqlalchemy.engine import make_url
 
 from tests.support.databases import MysqlPool, copy_sqlite_template
+from tuna.backends.base import KernelBinary
 from tuna.backends.noop import SOLVERS
 from tuna.db import Database, migrate, open_database
 from tuna.db.engine import make_engine
 from tuna.db.models import ConvConfig, Job, Solver, Tensor, TuningSession
 
 ALL_NOOP_SOLVERS = tuple(s.name for s in SOLVERS)
+KERNEL = KernelBinary("k", "-DX", b"\x7fELF kernel bytes")  # a compile outcome's kernel
 # Noop solvers that apply to every (ungrouped) problem the seed makes.
 UNIVERSAL = ("NoopDirect", "NoopTunable")
 

@@ -367,14 +367,15 @@ def test_a_database_outage_is_ridden_out_and_no_job_is_lost(lite, monkeypatch):
     import pymysql
 
     from tuna.errors import DatabaseError
-    from tuna.jobs import states as st
+    from tuna.jobs import recording
 
     sd = seed(lite, configs=4, solvers=["NoopDirect"])
-    # the first claim, and records (each in the next claim's transaction, outcomes given)
+    # the first claim (record_and_claim without outcomes claims through recording.claim_jobs),
+    # and records (each in the next claim's transaction, outcomes given)
     failures = {"claim_jobs": 2, "record_and_claim": 2}
 
     def flaky(name):
-        real = getattr(st, name)
+        real = getattr(recording, name)
 
         def call(*a, **kw):
             recording = name != "record_and_claim" or a[2]
@@ -387,7 +388,7 @@ def test_a_database_outage_is_ridden_out_and_no_job_is_lost(lite, monkeypatch):
         return call
 
     for name in failures:
-        monkeypatch.setattr(st, name, flaky(name))
+        monkeypatch.setattr(recording, name, flaky(name))
     monkeypatch.setattr("tuna.db.retry.log.warning", lambda *a, **k: None)
     r = run(lite, sd.session, "compile")
     assert failures == {"claim_jobs": 0, "record_and_claim": 0}

@@ -20,7 +20,7 @@ from tuna.db import Database
 from tuna.db.enums import JobStep
 from tuna.db.models import Job, SearchRun
 from tuna.jobs import Phase, claim_jobs, record_outcomes
-from tuna.jobs.states import insert_run_jobs
+from tuna.jobs.load import insert_run_jobs
 from tuna.searches import SearchDriver
 from tuna.worker.searchwork import ArtifactCache, SearchLoader
 

@@ -7,7 +7,7 @@ from click.testing import CliRunner
 
 import tuna.cli.go_fish as go_fish_cli
 import tuna.cli.worker as worker_cli
-from tuna.jobs.states import Phase
+from tuna.jobs.values import Phase
 from tuna.worker import WorkerReport, WorkerSettings
 
 

@@ -12,7 +12,7 @@ from tuna.backends.base import CompileOutcome, JobWork
 from tuna.backends.noop import NoopBackend
 from tuna.db.enums import JobState
 from tuna.jobs import job_counts
-from tuna.jobs.states import Phase
+from tuna.jobs.values import Phase
 from tuna.worker.stages import parse_stage, plan, run_stages
 
 C, E = Phase.COMPILE, Phase.EVAL

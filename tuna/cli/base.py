@@ -23,7 +23,7 @@ import click
 from tuna.config import load_settings
 from tuna.db import Database, open_database
 from tuna.errors import TunaError
-from tuna.jobs.states import DEFAULT_LEASE_SECONDS, DEFAULT_MAX_RETRIES
+from tuna.jobs.values import DEFAULT_LEASE_SECONDS, DEFAULT_MAX_RETRIES
 from tuna.worker.settings import WorkerSettings
 
 if TYPE_CHECKING:  # what __getattr__ below hands out, for the type checker

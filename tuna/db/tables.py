@@ -660,7 +660,7 @@ search_run = Table(
     Index(None, "search", "valid", "seq"),
     Index(None, "search", "valid", "value", "landed"),
     Index(None, "search", "landed", "valid", "value"),
-    # A claim's look for the ready runs of the builds a worker holds (tuna.jobs.states):
+    # A claim's look for the ready runs of the builds a worker holds (tuna.jobs.claims):
     # the runs of a build not ended yet (``valid`` NULL), not every run it ever had.
     Index(None, "build", "valid"),
     **TABLE_OPTIONS,

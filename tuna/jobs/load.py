@@ -1,39 +1,49 @@
-"""load_jobs: one job per (config, applicable solver) of a session, never duplicated.
+"""Creating jobs: the one module that inserts rows into ``job``.
 
-Applicability comes from the rows ``tuna applicability update`` stored for the session where
-a config has them, otherwise from the session's backend; a backend whose library alone can
-tell (``LibraryQueries``: MIOpen through fin) needs stored rows, and a config without them is
-reported, not queued. A (session, config, solver, step) that is already queued is left
-alone. Unless forced, work is skipped that another session already finished (an evaluated
-job) where that session's history counts under the session's rules (by default: the same
-fingerprint; never a retired session; see :mod:`tuna.sessions.rules`), and with
-``min_trials``, pairs that already hold that many measurements that count; the report
-says how much was skipped and why, and which rule kept other sessions' work from counting.
+:func:`load_jobs` queues one job per (config, applicable solver) of a session, never
+duplicated. Applicability comes from the rows ``tuna applicability update`` stored for the
+session where a config has them, otherwise from the session's backend; a backend whose
+library alone can tell (``LibraryQueries``: MIOpen through fin) needs stored rows, and a
+config without them is reported, not queued. A (session, config, solver, step) that is
+already queued is left alone. Unless forced, work is skipped that another session already
+finished (an evaluated job) where that session's history counts under the session's rules
+(by default: the same fingerprint; never a retired session; see :mod:`tuna.sessions.rules`),
+and with ``min_trials``, pairs that already hold that many measurements that count; the
+report says how much was skipped and why, and which rule kept other sessions' work from
+counting.
+
+A search's jobs are inserted in their caller's transaction: its builds and a strategy's
+rounds by the driver (:func:`insert_build_jobs`, :func:`insert_round_jobs`), the run jobs
+of a stored build by the worker that records it (:func:`insert_run_jobs`). Each enters
+the state the state machine names (:func:`tuna.jobs.states.entered`). Those are Core
+statements a worker runs, so the ORM and the session services are imported inside
+:func:`load_jobs` and its helpers: a worker never imports the ORM (issue #14).
 """
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session as OrmSession
+from sqlalchemy import Connection, insert, select
 
 from tuna.backends import Backend, LibraryQueries, get_backend
 from tuna.backends.base import SolverInfo
 from tuna.catalog.records import configs_with_tensors, conv_problem
-from tuna.db import Database
+from tuna.db import Database, tables
 from tuna.db.bulk import chunks, insert_missing
 from tuna.db.enums import JobState, JobStep
-from tuna.db.models import ConfigTag, ConvConfig, Job, Solver
 from tuna.errors import NotFoundError, TunaError
-from tuna.library.effort import tuned_enough
+from tuna.jobs.states import entered
 from tuna.problems.conv import ConvProblem
-from tuna.sessions import session_info, session_row, sync_solvers
-from tuna.sessions.applicability import stored_applicability
-from tuna.sessions.history import Eligibility, eligibility
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session as OrmSession
+
+    from tuna.sessions.history import Eligibility
 
 
 @dataclass
@@ -75,6 +85,11 @@ def load_jobs(
         raise TunaError(f"--step {step!r}: use perf, find or kernel") from e
     if min_trials is not None and min_trials < 1:
         raise TunaError(f"--min-trials {min_trials}: give at least 1 (or leave it out)")
+    from tuna.db.models import Job
+    from tuna.sessions import session_info, session_row, sync_solvers
+    from tuna.sessions.applicability import stored_applicability
+    from tuna.sessions.history import eligibility
+
     report = LoadReport()
     with db.session() as session:
         sess = session_row(session, session_id)
@@ -191,6 +206,9 @@ def _configs_to_weigh(
     solver is tuned enough is not even loaded: what is tuned costs one count, not a problem
     rebuilt per pair.
     """
+    from tuna.db.models import ConfigTag, ConvConfig
+    from tuna.library.effort import tuned_enough
+
     if min_trials is None:
         configs = list(session.execute(configs_with_tensors(tag)).all())
         if tag is not None and not configs:
@@ -217,6 +235,8 @@ def _configs_to_weigh(
 
 
 def _stored_solvers(session: OrmSession, backend: str) -> dict[str, SolverInfo]:
+    from tuna.db.models import Solver
+
     rows = session.execute(
         select(Solver.name, Solver.tunable, Solver.numeric_id, Solver.algorithm).where(
             Solver.backend == backend, Solver.valid.is_(True)
@@ -251,3 +271,59 @@ def _applicability(
         )
     applicable, reason = found
     return None if applicable else (reason or "not applicable (stored)")
+
+
+@functools.cache
+def _insert_job() -> Any:
+    return insert(tables.job)
+
+
+def _new_job(step: JobStep) -> dict[str, Any]:
+    """A new job's step and the state it enters (the state machine's)."""
+    return {"step": step, **entered(step)}
+
+
+def insert_run_jobs(conn: Connection, runs: Sequence[tuple[int, int]]) -> int:
+    """Insert, ``compiled``, the run jobs of ``runs`` (``(session, search_run id)`` pairs):
+    their build is stored, or they need none. Part of the caller's transaction."""
+    if not runs:
+        return 0
+    rows = [
+        {"session": session, "search_run": run, **_new_job(JobStep.RUN)} for session, run in runs
+    ]
+    conn.execute(_insert_job(), rows)
+    return len(rows)
+
+
+def insert_round_jobs(conn: Connection, rounds: Sequence[tuple[int, int, int]]) -> int:
+    """Insert, ``new``, the perf jobs of a strategy's rounds (``(session, config,
+    search_build id)``): each builds and times its round's candidates. Their solver is
+    the round's (``search_build.params``, filled in by the worker that claims them), not a
+    column: a (session, config, solver, step) has one job, and a search has many rounds.
+    Part of the caller's transaction."""
+    if not rounds:
+        return 0
+    rows = [
+        {
+            "session": session,
+            "config": config,
+            "search_build": build,
+            **_new_job(JobStep.PERF),
+        }
+        for session, config, build in rounds
+    ]
+    conn.execute(_insert_job(), rows)
+    return len(rows)
+
+
+def insert_build_jobs(conn: Connection, builds: Sequence[tuple[int, int]]) -> int:
+    """Insert, ``new``, the build jobs of ``builds`` (``(session, search_build id)``
+    pairs). Part of the caller's transaction."""
+    if not builds:
+        return 0
+    rows = [
+        {"session": session, "search_build": build, **_new_job(JobStep.BUILD)}
+        for session, build in builds
+    ]
+    conn.execute(_insert_job(), rows)
+    return len(rows)

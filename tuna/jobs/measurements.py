@@ -20,7 +20,7 @@ import functools
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import Connection, Executable, bindparam, case, func, insert, select
 from sqlalchemy.dialects import mysql, sqlite
@@ -30,9 +30,7 @@ from tuna.db import Database, tables
 from tuna.db.enums import JobState
 from tuna.db.retry import with_retry
 from tuna.db.tables import measurement_effort
-
-if TYPE_CHECKING:
-    from tuna.jobs.states import ClaimedJob
+from tuna.jobs.values import ClaimedJob
 
 # The tables' columns, named as the ORM classes: statements here are Core (tuna.db.tables),
 # so a worker never imports the ORM.

@@ -25,7 +25,7 @@ import hashlib
 import logging
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import (
     Connection,
@@ -45,9 +45,7 @@ from sqlalchemy.dialects import mysql, sqlite
 from tuna.backends.base import CompileOutcome, EvalOutcome, KernelBinary
 from tuna.db import tables
 from tuna.db.blobs import pack_kernel
-
-if TYPE_CHECKING:
-    from tuna.jobs.states import ClaimedJob
+from tuna.jobs.values import ClaimedJob
 
 # The tables' columns, named as the ORM classes: statements here are Core (tuna.db.tables),
 # so a worker never imports the ORM.

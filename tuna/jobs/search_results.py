@@ -27,8 +27,8 @@ take the numbers after its ``done`` in seq order. Two writers of one search numb
 after the other, never the same number twice, and the one that numbers later also takes
 its finish time later. A run stored again (it had ended) keeps its number.
 
-The run jobs of a stored build are inserted by :mod:`tuna.jobs.states` (the only module that
-assigns ``job.state``) from :func:`runs_awaiting`.
+The run jobs of a stored build are inserted by :mod:`tuna.jobs.load` (the one module that
+creates jobs) from :func:`runs_awaiting`, when :mod:`tuna.jobs.recording` stores the build.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ import hashlib
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
@@ -57,9 +57,7 @@ from sqlalchemy import (
 from tuna.backends.base import BuildOutcome, RunOutcome
 from tuna.db import tables
 from tuna.db.clock import db_now
-
-if TYPE_CHECKING:
-    from tuna.jobs.states import ClaimedJob
+from tuna.jobs.values import ClaimedJob
 
 # The tables' columns, named as the ORM classes: statements here are Core (tuna.db.tables),
 # so a worker never imports the ORM.

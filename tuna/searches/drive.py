@@ -3,7 +3,7 @@
 * A **static** searcher's points (the first ``budget`` of them) are all enqueued at once:
   one ``search_run`` per point (``seq`` = its proposal index), one ``search_build`` and one
   build job per distinct build tuple (the build-time values, hashed as ``build_key``), and
-  each run's job once its build is stored (:mod:`tuna.jobs.states`).
+  each run's job once its build is stored (:mod:`tuna.jobs.load`).
   ``META_is_config_valid`` has already filtered the points: a refused one is never built.
 * A **dynamic** searcher is driven in rounds (:class:`tuna.search.RoundProposer`): a round
   is the points it proposes before it needs a result — one point for a searcher of the
@@ -44,8 +44,8 @@ from tuna.db.clock import db_now
 from tuna.db.models import Search, SearchBuild, SearchRun
 from tuna.db.retry import with_retry
 from tuna.errors import TunaError
+from tuna.jobs.load import insert_build_jobs, insert_round_jobs, insert_run_jobs
 from tuna.jobs.search_results import fail_runs, insert_runs
-from tuna.jobs.states import insert_build_jobs, insert_round_jobs, insert_run_jobs
 from tuna.search import Objective, Proposal, RoundProposer, Run, build_key, replay
 from tuna.search.errors import ObjectiveError, SearchError
 from tuna.search.propose import Proposer

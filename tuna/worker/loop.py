@@ -25,7 +25,7 @@ and records the outcomes through the state machine, fenced by the claim's attemp
 * **Batches**: outcomes are recorded when the batch is done or ``record_interval``
   seconds after the last record, whichever comes first, so fast jobs share transactions
   and slow jobs are recorded as soon as they finish. The outcomes of a batch's last jobs
-  go in the transaction of the next claim (:func:`~tuna.jobs.states.record_and_claim`),
+  go in the transaction of the next claim (:func:`~tuna.jobs.recording.record_and_claim`),
   which follows at once: one COMMIT per cycle.
 """
 
@@ -59,10 +59,10 @@ from tuna.backends.base import (
 from tuna.db import Database
 from tuna.db.enums import JobState
 from tuna.db.retry import through_outages
-from tuna.jobs import states
+from tuna.jobs import claims, recording, requeue
 from tuna.jobs.measurements import MeasuredOn, save_progress
-from tuna.jobs.states import ClaimedJob, Phase
 from tuna.jobs.status import count_jobs, search_work_waiting
+from tuna.jobs.values import ClaimedJob, Phase, Recorded
 from tuna.platforms import report_platform
 from tuna.sessions import get_session
 from tuna.worker.exclusive import owning
@@ -166,7 +166,7 @@ class _Heartbeat:
             if not jobs:
                 continue
             try:
-                lost = states.extend_leases(self.db, self.owner, jobs, self.lease_seconds)
+                lost = claims.extend_leases(self.db, self.owner, jobs, self.lease_seconds)
             except Exception:  # the database may be back by the next beat; the lease has slack
                 log.warning("%s: heartbeat failed", self.owner, exc_info=True)
                 continue
@@ -292,7 +292,7 @@ class Worker:
         # Jitter, so a fleet started together does not reap in lock step.
         self._next_reap = time.monotonic() + self.reap_interval * random.uniform(0.5, 1.5)
         retries = self.settings.max_retries
-        reaped = len(self._db(lambda: states.reap_expired(self.db, max_retries=retries), "reap"))
+        reaped = len(self._db(lambda: requeue.reap_expired(self.db, max_retries=retries), "reap"))
         self.report.reaped += reaped
         return reaped
 
@@ -302,7 +302,7 @@ class Worker:
             limit = min(limit, self.settings.max_jobs - self.report.claimed)
         pending, self._unrecorded = self._unrecorded, []
         rec, jobs = self._db(
-            lambda: states.record_and_claim(
+            lambda: recording.record_and_claim(
                 self.db,
                 self.owner,
                 pending,
@@ -325,7 +325,7 @@ class Worker:
             # found runs costs no second transaction, and builds are not starved, as runs
             # come from builds (this worker's, or compile workers', which take builds too).
             jobs = self._db(
-                lambda: states.claim_jobs(
+                lambda: claims.claim_jobs(
                     self.db,
                     self.session_id,
                     Phase.COMPILE,
@@ -496,7 +496,7 @@ class Worker:
         # Forget first: the heartbeat must not take a job this write moves on for a lost one.
         self.heartbeat.forget([j.id for j, _ in pending])
         rec = self._db(
-            lambda: states.record_outcomes(
+            lambda: recording.record_outcomes(
                 self.db,
                 self.owner,
                 pending,
@@ -512,7 +512,7 @@ class Worker:
         pending, self._unrecorded = self._unrecorded, []
         self._record(pending)
 
-    def _count(self, rec: states.Recorded) -> None:
+    def _count(self, rec: Recorded) -> None:
         r = self.report
         r.done += rec.count(self.phase.done)
         if self.phase is Phase.COMPILE:  # a search's build ends evaluated (no second phase)
@@ -526,7 +526,7 @@ class Worker:
         if not jobs:
             return
         self.heartbeat.forget([j.id for j in jobs])
-        released = self._db(lambda: states.release_jobs(self.db, self.owner, jobs), "release")
+        released = self._db(lambda: claims.release_jobs(self.db, self.owner, jobs), "release")
         self.report.released += len(released)
         self.report.lost += len(jobs) - len(released)
 

@@ -21,7 +21,7 @@ from sqlalchemy import select
 from tuna.backends.base import SearchWork
 from tuna.backends.bench.artifact import unpack
 from tuna.db import Database, tables
-from tuna.jobs.states import ClaimedJob
+from tuna.jobs.values import ClaimedJob
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from tuna.db.retry import DEFAULT_OUTAGE_PATIENCE
-from tuna.jobs.states import DEFAULT_LEASE_SECONDS, DEFAULT_MAX_RETRIES
+from tuna.jobs.values import DEFAULT_LEASE_SECONDS, DEFAULT_MAX_RETRIES
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from types import FrameType
 
 from tuna.db import Database
-from tuna.jobs.states import Phase
+from tuna.jobs.values import Phase
 from tuna.worker.hooks import Hook
 from tuna.worker.loop import WorkerReport, run_worker
 from tuna.worker.settings import WorkerSettings

@@ -21,7 +21,7 @@ from tuna.db import Database, tables
 from tuna.db.blobs import unpack_kernel
 from tuna.errors import TunaError
 from tuna.jobs.measurements import measured_before
-from tuna.jobs.states import ClaimedJob, Phase
+from tuna.jobs.values import ClaimedJob, Phase
 from tuna.problems.conv import ConvProblem
 
 _MAX_CACHED_PROBLEMS = 50_000
@@ -99,7 +99,7 @@ class WorkLoader:
 
     def with_round_solvers(self, jobs: Sequence[ClaimedJob]) -> list[ClaimedJob]:
         """``jobs`` with the solver of each strategy round's job filled in (its round's:
-        :func:`tuna.jobs.states.insert_round_jobs`)."""
+        :func:`tuna.jobs.load.insert_round_jobs`)."""
         builds = {j.search_build for j in jobs if j.config is not None and j.solver is None}
         builds.discard(None)
         if not builds:
