@@ -9,6 +9,7 @@ Screenshots go to ``$TUNA_TEST_ARTIFACTS/dashboard`` (default ``.tuna-test/artif
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -26,6 +27,12 @@ from tests.support.wait import wait_until
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = ("chromium", "chromium-browser")
 CHROMEDRIVER = "chromedriver"
+LIVE_JS = '<script src="/static/live.js" defer>'
+"""The one script a live page loads (no inline script: the CSP allows none)."""
+
+
+def scripts(html: str) -> list[str]:
+    return re.findall(r"<script\b[^>]*>", html)
 
 
 def artifacts_dir() -> Path:

@@ -16,6 +16,7 @@ with warnings.catch_warnings():  # Starlette 1.x would rather use httpx2; httpx 
     warnings.simplefilter("ignore")
     from starlette.testclient import TestClient
 
+from tests.dashboard.conftest import LIVE_JS, scripts
 from tests.report.seed import seed, seeded_database
 from tests.support.seed import open_test_db
 from tuna.cli import main
@@ -75,8 +76,11 @@ def cells(html: str, table: str) -> list[list[str]]:
 def test_pages_show_the_seeded_database_and_send_only_reads(site):
     client, sd, ro, sent = site
     r = client.get("/")
-    assert r.status_code == 200 and '<meta http-equiv="refresh" content="7">' in r.text
-    assert "<script" not in r.text
+    assert (
+        r.status_code == 200
+        and '<noscript><meta http-equiv="refresh" content="7"></noscript>' in r.text
+    )
+    assert scripts(r.text) == [LIVE_JS]  # no inline script: the CSP allows none
     assert float(r.headers["server-timing"].removeprefix("app;dur=")) >= 0
     rows = {int(c[0]): c for c in cells(r.text, "sessions")}
     assert set(rows) == {sd.tuned, sd.failing, sd.leases, sd.empty}

@@ -55,6 +55,17 @@ def by_css(driver: Any, css: str) -> list[Any]:
     return list(driver.find_elements(By.CSS_SELECTOR, css))
 
 
+def updated(driver: Any) -> str:
+    """When the live refresh last swapped the page's content in ('' before the first)."""
+    return str(driver.execute_script("return document.body.dataset.updated || ''"))
+
+
+def wait_for_refresh(driver: Any) -> str:
+    before = updated(driver)
+    return str(wait_for("a live refresh", lambda: updated(driver) not in ("", before) and
+                        updated(driver), timeout=20))  # fmt: skip
+
+
 def click_link(driver: Any, name: str) -> bool:
     next(a for a in by_css(driver, "header a") if a.text == name).click()
     return True
@@ -132,4 +143,45 @@ def test_progress_moves_while_go_fish_drains_a_session(chrome, site):
         log.close()
     assert seen == sorted(seen) and any(0 < n < 36 for n in seen), seen
     assert by_css(chrome, "#done")[0].text == "0 / 36"  # compiled, not yet evaluated
+    # Nothing in flight any more: no rate and no ETA, however many compiles just finished.
+    wait_for("the page to say stalled", lambda: by_css(chrome, "#eta")[0].text == "stalled",
+             timeout=20)  # fmt: skip
+    assert by_css(chrome, "#rate")[0].text == "—"
     shot(chrome, "session-drained")
+
+
+def test_a_typed_filter_survives_the_live_refresh(chrome, site):
+    """The pages refreshed with a meta refresh, which lost what a user was typing."""
+    chrome.get(site.server.base + "/")
+    chrome.execute_script("window.notReloaded = true")
+    box = by_css(chrome, "input[name=arch]")[0]
+    box.click()
+    box.send_keys("gfx9")
+    wait_for_refresh(chrome)
+    wait_for_refresh(chrome)
+    assert chrome.execute_script("return window.notReloaded") is True
+    assert chrome.execute_script("return document.activeElement.name") == "arch"
+    assert (
+        chrome.execute_script("return document.querySelector('input[name=arch]').value") == "gfx9"
+    )
+    assert len(by_css(chrome, "#sessions tr[data-session]")) == 5  # the table is still there
+    shot(chrome, "sessions-typed-filter")
+
+
+def test_a_login_protected_dashboard_in_the_browser(chrome, site):
+    users = site.tmp / "users"
+    users.write_text("ana:correct horse\n")
+    server = Server(site.url, site.tmp / "dashboard-login.log", "--refresh", "1",
+                    "--login", str(users))  # fmt: skip
+    try:
+        chrome.get(server.base + "/")
+        assert not by_css(chrome, "#sessions")  # the browser asks for a login instead
+        host = server.base.removeprefix("http://")
+        chrome.get(f"http://ana:correct%20horse@{host}/")
+        assert chrome.title == "Sessions · Tuna"
+        # The live refresh's own requests carry the login too (a 401 would say so below).
+        wait_for_refresh(chrome)
+        assert "refresh failed" not in by_css(chrome, "footer")[0].text
+        shot(chrome, "sessions-logged-in")
+    finally:
+        server.stop()

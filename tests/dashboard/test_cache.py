@@ -42,13 +42,43 @@ def test_first_get_computes_then_a_stale_value_is_served_while_a_new_one_is_coun
     cache.close()
 
 
-def test_cheap_values_are_recounted_every_min_age_and_a_failed_recount_keeps_the_last():
+def test_cheap_values_are_recounted_now_once_older_than_min_age():
     clock = FakeClock()
     cache = WarmCache(min_age_s=1.0, cost_factor=10.0, clock=clock)
-    count = Counter(clock, cost=0.0)
-    cache.get("s2", count)
+    count = Counter(clock, cost=0.01)
+    assert cache.get("s2", count) == 1
     assert cache.max_age("s2") == 1.0
-    clock.advance(1.5)
+    clock.advance(0.5)
+    assert cache.get("s2", count) == 1 and cache.age("s2") == 0.5
+    clock.advance(1.0)
+    assert cache.get("s2", count) == 2  # no stale value served: a cheap count is just redone
+    assert cache.age("s2") == 0.0 and cache.age("never") is None
+    cache.close()
+
+
+def test_an_old_value_is_never_served_however_expensive_its_count():
+    """The issue's page showed new=12 20 s after every job had compiled: the first view
+    after a quiet spell served the value of the view before it."""
+    clock = FakeClock()
+    cache = WarmCache(min_age_s=1.0, cost_factor=10.0, stale_factor=3.0, clock=clock)
+    count = Counter(clock, cost=0.5)  # fresh for 5 s, served stale up to 15 s
+    assert cache.get("s3", count) == 1
+    clock.advance(14.0)
+    count.gate.clear()
+    assert cache.get("s3", count) == 1  # stale within bounds: served, recounted behind it
+    count.gate.set()
+    wait_until(lambda: count.calls == 2, "the background recount")
+    clock.advance(20.0)
+    assert cache.get("s3", count) == 3  # 20 s old: counted again before the page is served
+    cache.close()
+
+
+def test_a_failed_background_recount_keeps_the_last_value():
+    clock = FakeClock()
+    cache = WarmCache(min_age_s=1.0, cost_factor=10.0, clock=clock)
+    count = Counter(clock, cost=0.2)  # fresh for 2 s
+    cache.get("s2", count)
+    clock.advance(2.5)
 
     def broken() -> int:
         raise RuntimeError("server gone")

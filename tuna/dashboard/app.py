@@ -2,8 +2,10 @@
 
 Starlette with Jinja2 templates: each page is one function that reads through the
 services' query functions (:mod:`tuna.jobs.activity`, :mod:`tuna.results.insight`) and
-renders HTML. No JavaScript at all: live pages refresh themselves with a ``<meta
-http-equiv="refresh">``, filters are plain GET forms, progress bars are CSS widths.
+renders HTML. One small script (``static/live.js``, no build step, no CDN) refreshes a live
+page's content in place every ``refresh_s`` seconds and leaves its filter forms alone (a
+whole-page reload lost what a user was typing); without script a ``<noscript>`` meta refresh
+reloads the page. Filters are plain GET forms, progress bars are CSS widths.
 
 Every response carries ``Server-Timing: app;dur=<ms>`` (the time spent in the app, which
 ``bench/dashboard.py`` reads). A malformed query parameter is a 400 page naming it, a
@@ -46,6 +48,7 @@ from tuna.searches import query as searches
 log = logging.getLogger(__name__)
 
 TEMPLATES = Path(__file__).parent / "templates"
+STATIC = Path(__file__).parent / "static"
 PAGES: list[tuple[str, str]] = [
     ("Sessions", "/"),
     ("Machines", "/machines"),
@@ -176,7 +179,7 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
         flying = activity.in_flight(db, session_id=sid, limit=50)
         names = {m.id: m.hostname for m in activity.machines(db)}
         return render(request, "session.html", f"Session {sid}", p=prog, reasons=reasons,
-                      flying=flying, machine_names=names,
+                      flying=flying, machine_names=names, counted=cache.age(("counts", sid)),
                       reports=reports.by_session(cfg.reports).get(sid, []))  # fmt: skip
 
     @page
@@ -277,6 +280,9 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
             raise HTTPException(404)
         return FileResponse(found)
 
+    def live_js(_request: Request) -> Response:
+        return FileResponse(STATIC / "live.js", media_type="text/javascript")
+
     def healthz(_request: Request) -> Response:
         return PlainTextResponse("ok\n")
 
@@ -301,6 +307,7 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
         Route("/searches", searches_page),
         Route("/searches/{search:int}", search_page),
         Route("/healthz", healthz),
+        Route("/static/live.js", live_js),
     ]
     if cfg.reports is not None:
         routes.append(Route("/reports/{name}/{path:path}", report_file))

@@ -110,15 +110,24 @@ class Progress:
         )
 
     @property
+    def working(self) -> bool:
+        """Whether any job is in flight under a live lease: a rate means something only then
+        (with nothing running, the last window's completions gave 46,628 phases/min)."""
+        return self.in_flight - self.expired > 0
+
+    @property
     def rate_per_min(self) -> float:
+        if not self.working:
+            return 0.0
         return self.recent * 60.0 / self.window_s if self.window_s > 0 else 0.0
 
     @property
     def eta_s(self) -> float | None:
-        """Seconds until every phase has run at the recent rate; None when nothing moves."""
+        """Seconds until every phase has run at the recent rate; None when nothing moves
+        (no job in flight, or none finished in the window)."""
         if self.phases_left == 0:
             return 0.0
-        if self.recent == 0:
+        if self.recent == 0 or not self.working:
             return None
         return self.phases_left * self.window_s / self.recent
 
