@@ -53,6 +53,7 @@ _BUILT_IN: dict[str, str] = {
     "cpuconv": "tuna.backends.cpuconv:CpuConvBackend",
     "miopen": "tuna.backends.miopen:MiopenBackend",
     "bench": "tuna.backends.bench.backend:BenchBackend",
+    "cuda": "tuna.backends.cuda:CudaBackend",
 }
 _registered: dict[str, Callable[[], Backend]] = {}
 

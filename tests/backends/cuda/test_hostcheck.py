@@ -1,0 +1,51 @@
+"""Correctness without a GPU: conv_fwd.cu's own source run on the host against a double-
+precision reference, on odd shapes, for several tiles per solver (tuna.backends.cuda.hostcheck)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.backends.cuda.cases import EVEN_1X1, ODD_1X1, ODD_3X3_STRIDE_2, ODD_GROUPED_DILATED
+from tuna.backends.cuda import hostcheck
+from tuna.backends.cuda import solvers as sv
+
+# Per solver and problem, tiles that between them take single and double buffering, padding,
+# vector loads, one and several loads per thread, and register tiles from 1x1 to 4x4.
+CASES = [
+    (sv.IGEMM, ODD_3X3_STRIDE_2, ["16,16,4,1,1,1,0,0", "32,16,8,2,1,1,1,1", "16,32,16,2,4,1,0,1"]),
+    (sv.IGEMM, ODD_GROUPED_DILATED, ["16,32,4,1,2,2,1,0", "16,64,8,2,2,2,0,1"]),
+    (sv.GEMM1X1, ODD_1X1, ["16,16,4,1,1,1,0,0", "64,32,8,4,2,1,1,1"]),
+    (sv.GEMM1X1, EVEN_1X1, ["32,16,4,2,1,4,0,1", "64,32,16,4,4,4,1,0", "16,32,8,1,4,2,0,0"]),
+]
+
+
+@pytest.mark.parametrize(("solver", "problem", "tiles"), CASES, ids=lambda x: str(x)[:24])
+def test_the_kernels_source_computes_the_convolution(solver, problem, tiles):
+    errors = hostcheck.check(problem, solver, tiles)
+    assert set(errors) == set(tiles)
+    for tile, error in errors.items():
+        assert error < hostcheck.TOLERANCE, (tile, error)
+
+
+def test_a_planted_off_by_one_fails_the_check():
+    source = hostcheck.kernel_source()
+    planted = source.replace(
+        "const int h = p * SH - PH + r * DH;", "const int h = p * SH - PH + r * DH + 1;"
+    )
+    assert planted != source
+    tiles = ["16,16,4,1,1,1,0,0", "32,16,8,2,1,1,1,1"]
+    errors = hostcheck.check(ODD_3X3_STRIDE_2, sv.IGEMM, tiles, source=planted)
+    assert all(e > 0.1 for e in errors.values()), errors
+
+
+def test_a_tile_that_drops_the_reductions_last_step_fails_the_check():
+    source = hostcheck.kernel_source()
+    planted = source.replace("(GEMM_K + BK - 1) / BK", "GEMM_K / BK")
+    assert planted != source
+    errors = hostcheck.check(ODD_3X3_STRIDE_2, sv.IGEMM, ["16,16,4,1,1,1,0,0"], source=planted)
+    assert errors["16,16,4,1,1,1,0,0"] > 0.01
+
+
+def test_an_invalid_tile_is_refused_before_building():
+    with pytest.raises(ValueError, match="not a valid"):
+        hostcheck.program(ODD_1X1, sv.GEMM1X1, ["16,16,4,1,1,2,0,0"])  # C=7: no 2-float rows

@@ -1,0 +1,217 @@
+// Forward convolution, NCHW, FP32, as an implicit GEMM (TunaCudaImplicitGemm) or, for a 1x1
+// filter with stride 1 and no padding, as one GEMM per image (TunaCudaGemm1x1).
+//
+// out[n][k][p][q] = sum over c, r, s of wei[k][c][r][s] * in[n][c][p*SH-PH+r*DH][q*SW-PW+s*DW]
+//
+// The GEMM per group: M = K/G output channels (A: the weights, M x GEMM_K, row-major),
+// GEMM_K = C/G * R * S (the reduction), N = the output positions (B: the input gathered on the
+// fly). A block computes a BM x BN tile of the output in steps of BK along the reduction, each
+// of its (BM/TM) * (BN/TN) threads a TM x TN tile in registers; the A and B tiles of a step go
+// through shared memory (rows padded by PAD floats; two buffers when DB is 1, so that the next
+// step's loads overlap this step's arithmetic). A is read VW floats at a time (and, in the 1x1
+// solver, B too).
+//
+// Everything is a compile-time constant, one cubin per candidate and problem:
+//   problem  N_ C_ H_ W_ K_ R_ S_ P_ Q_ SH SW PH PW DH DW G_
+//   tile     BM BN BK TM TN VW PAD DB
+//   solver   ONE_BY_ONE (0: implicit GEMM, 1: batched GEMM)
+// The same source compiles as host C++ (kernels/host.h: a GPU thread is a host thread), which
+// is how its correctness is tested without a GPU.
+
+#ifndef TUNA_EXTERN_C
+#define TUNA_EXTERN_C extern "C"
+#endif
+
+constexpr int CG = C_ / G_;
+constexpr int KG = K_ / G_;
+constexpr int PQ = P_ * Q_;
+constexpr int GEMM_M = KG;
+constexpr int GEMM_K = CG * R_ * S_;
+#if ONE_BY_ONE
+constexpr int GEMM_N = PQ;  // per image: blockIdx.z is n * G_ + g
+#else
+constexpr int GEMM_N = N_ * PQ;  // every image: blockIdx.z is g
+#endif
+constexpr int THREADS_N = BN / TN;
+constexpr int THREADS = (BM / TM) * THREADS_N;
+constexpr int A_VECS = BM * BK / VW;  // vectors of VW floats in an A tile
+constexpr int A_LOADS = (A_VECS + THREADS - 1) / THREADS;
+#if ONE_BY_ONE
+constexpr int B_VW = VW;
+#else
+constexpr int B_VW = 1;  // a gather: one float at a time
+#endif
+constexpr int B_VECS = BK * BN / B_VW;
+constexpr int B_LOADS = (B_VECS + THREADS - 1) / THREADS;
+constexpr int TILES_K = (GEMM_K + BK - 1) / BK;
+
+// VW floats from global memory; p is VW-aligned.
+template <int V>
+__device__ __forceinline__ void load_vec(const float* __restrict__ p, float* v) {
+    if constexpr (V == 4) {
+        float4 t = *reinterpret_cast<const float4*>(p);
+        v[0] = t.x; v[1] = t.y; v[2] = t.z; v[3] = t.w;
+    } else if constexpr (V == 2) {
+        float2 t = *reinterpret_cast<const float2*>(p);
+        v[0] = t.x; v[1] = t.y;
+    } else {
+        v[0] = *p;
+    }
+}
+
+// Step t's A tile (rows m0.., reduction k0..) into registers: zero outside the matrix.
+__device__ __forceinline__ void load_a(const float* __restrict__ wei, int g, int m0, int k0,
+                                       float (&ra)[A_LOADS][VW]) {
+#pragma unroll
+    for (int i = 0; i < A_LOADS; ++i) {
+        const int e = threadIdx.x + i * THREADS;
+        const int m = e / (BK / VW), kv = (e % (BK / VW)) * VW;
+        const int row = m0 + m, col = k0 + kv;
+        if (e < A_VECS && row < GEMM_M && col < GEMM_K) {
+            load_vec<VW>(wei + (long long)(g * KG + row) * GEMM_K + col, ra[i]);
+        } else {
+#pragma unroll
+            for (int j = 0; j < VW; ++j) ra[i][j] = 0.0f;
+        }
+    }
+}
+
+// Step t's B tile (reduction k0.., columns n0..) into registers: zero outside the matrix
+// and in the padding.
+__device__ __forceinline__ void load_b(const float* __restrict__ in, int img, int g, int n0,
+                                       int k0, float (&rb)[B_LOADS][B_VW]) {
+#pragma unroll
+    for (int i = 0; i < B_LOADS; ++i) {
+        const int e = threadIdx.x + i * THREADS;
+        const int kk = e / (BN / B_VW), nv = (e % (BN / B_VW)) * B_VW;
+        const int row = k0 + kk, col = n0 + nv;
+#if ONE_BY_ONE
+        if (e < B_VECS && row < GEMM_K && col < GEMM_N) {
+            load_vec<B_VW>(in + ((long long)img * C_ + g * CG + row) * PQ + col, rb[i]);
+        } else {
+#pragma unroll
+            for (int j = 0; j < B_VW; ++j) rb[i][j] = 0.0f;
+        }
+#else
+        (void)img;
+        float v = 0.0f;
+        if (e < B_VECS && row < GEMM_K && col < GEMM_N) {
+            const int c = row / (R_ * S_), rs = row % (R_ * S_);
+            const int r = rs / S_, s = rs % S_;
+            const int n = col / PQ, pq = col % PQ;
+            const int p = pq / Q_, q = pq % Q_;
+            const int h = p * SH - PH + r * DH;
+            const int w = q * SW - PW + s * DW;
+            if (h >= 0 && h < H_ && w >= 0 && w < W_) {
+                v = in[(((long long)n * C_ + g * CG + c) * H_ + h) * W_ + w];
+            }
+        }
+        rb[i][0] = v;
+#endif
+    }
+}
+
+__device__ __forceinline__ void store_a(float (*as)[BM + PAD], const float (&ra)[A_LOADS][VW]) {
+#pragma unroll
+    for (int i = 0; i < A_LOADS; ++i) {
+        const int e = threadIdx.x + i * THREADS;
+        if (e < A_VECS) {
+            const int m = e / (BK / VW), kv = (e % (BK / VW)) * VW;
+#pragma unroll
+            for (int j = 0; j < VW; ++j) as[kv + j][m] = ra[i][j];
+        }
+    }
+}
+
+__device__ __forceinline__ void store_b(float (*bs)[BN + PAD], const float (&rb)[B_LOADS][B_VW]) {
+#pragma unroll
+    for (int i = 0; i < B_LOADS; ++i) {
+        const int e = threadIdx.x + i * THREADS;
+        if (e < B_VECS) {
+            const int kk = e / (BN / B_VW), nv = (e % (BN / B_VW)) * B_VW;
+#pragma unroll
+            for (int j = 0; j < B_VW; ++j) bs[kk][nv + j] = rb[i][j];
+        }
+    }
+}
+
+TUNA_EXTERN_C __global__ void conv_fwd(const float* __restrict__ in,
+                                       const float* __restrict__ wei, float* __restrict__ out) {
+    __shared__ float as[1 + DB][BK][BM + PAD];
+    __shared__ float bs[1 + DB][BK][BN + PAD];
+#if ONE_BY_ONE
+    const int img = blockIdx.z / G_, g = blockIdx.z % G_;
+#else
+    const int img = 0, g = blockIdx.z;
+#endif
+    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+    // A thread's rows are ty, ty + BM/TM, ...; its columns tx, tx + BN/TN, ...: neighbouring
+    // threads read neighbouring shared-memory words and write neighbouring outputs.
+    const int tx = threadIdx.x % THREADS_N, ty = threadIdx.x / THREADS_N;
+
+    float acc[TM][TN];
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+
+    float ra[A_LOADS][VW];
+    float rb[B_LOADS][B_VW];
+    load_a(wei, g, m0, 0, ra);
+    load_b(in, img, g, n0, 0, rb);
+    store_a(as[0], ra);
+    store_b(bs[0], rb);
+    __syncthreads();
+
+    for (int t = 0; t < TILES_K; ++t) {
+        const int cur = DB ? (t & 1) : 0;
+        const bool more = t + 1 < TILES_K;
+        if (DB && more) {  // the next step's loads are in flight during this step's FMAs
+            load_a(wei, g, m0, (t + 1) * BK, ra);
+            load_b(in, img, g, n0, (t + 1) * BK, rb);
+        }
+#pragma unroll
+        for (int kk = 0; kk < BK; ++kk) {
+            float a[TM], b[TN];
+#pragma unroll
+            for (int i = 0; i < TM; ++i) a[i] = as[cur][kk][ty + i * (BM / TM)];
+#pragma unroll
+            for (int j = 0; j < TN; ++j) b[j] = bs[cur][kk][tx + j * THREADS_N];
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+        }
+        if (DB) {
+            if (more) {
+                store_a(as[cur ^ 1], ra);
+                store_b(bs[cur ^ 1], rb);
+                __syncthreads();
+            }
+        } else if (more) {
+            __syncthreads();  // everyone is done with the tile before it is overwritten
+            load_a(wei, g, m0, (t + 1) * BK, ra);
+            load_b(in, img, g, n0, (t + 1) * BK, rb);
+            store_a(as[0], ra);
+            store_b(bs[0], rb);
+            __syncthreads();
+        }
+    }
+
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+        const int row = m0 + ty + i * (BM / TM);
+        if (row >= GEMM_M) continue;
+#pragma unroll
+        for (int j = 0; j < TN; ++j) {
+            const int col = n0 + tx + j * THREADS_N;
+            if (col >= GEMM_N) continue;
+#if ONE_BY_ONE
+            out[((long long)img * K_ + g * KG + row) * PQ + col] = acc[i][j];
+#else
+            const int n = col / PQ, pq = col % PQ;
+            out[((long long)n * K_ + g * KG + row) * PQ + pq] = acc[i][j];
+#endif
+        }
+    }
+}
