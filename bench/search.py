@@ -40,9 +40,9 @@ from tuna.backends.cpuconv import solvers as sv
 from tuna.backends.cpuconv.features import candidate_features, problem_features
 from tuna.problems.conv import ConvProblem
 from tuna.problems.driver import is_conv_line, parse_driver_line
-from tuna.search import Run
-from tuna.search.costmodel import HistoryEntry
-from tuna.search.strategies import CandidateSpace, make_strategy
+from tuna.searchers import Run
+from tuna.searchers.costmodel import HistoryEntry
+from tuna.searchers.strategies import CandidateSpace, make_strategy
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data"

@@ -15,7 +15,7 @@ import os
 import time
 from collections.abc import Callable
 
-from tuna.search import (
+from tuna.searchers import (
     Bisect,
     Composer,
     ParameterSpace,
@@ -25,7 +25,7 @@ from tuna.search import (
     plan_schedule,
     replay,
 )
-from tuna.search.space import parse_python_space
+from tuna.searchers.space import parse_python_space
 
 STATIC = """
 a = list(range(100))

@@ -26,7 +26,7 @@ from tests.searches.helpers import (
 from tests.support.wait import wait_until
 from tuna.backends.bench import BenchSpec, LocalBench, run_search
 from tuna.db import Database
-from tuna.search import Proposer
+from tuna.searchers import Proposer
 from tuna.searches import SearchDriver
 from tuna.searches.create import load_space, make_searcher
 from tuna.worker.loop import run_worker

@@ -19,7 +19,7 @@ from tests.searches.helpers import builds, jobs_by_step_state, runs
 from tuna.cli import main
 from tuna.config import load_settings
 from tuna.db import open_database
-from tuna.search import load_base_config, load_parameter_file, replay
+from tuna.searchers import load_base_config, load_parameter_file, replay
 from tuna.searches.drive import run_of
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

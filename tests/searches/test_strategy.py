@@ -27,7 +27,7 @@ from tuna.db.models import (
     SearchTally,
     Solver,
 )
-from tuna.search import SearchError
+from tuna.searchers import SearchError
 from tuna.searches.query import find_search
 from tuna.searches.strategy import (
     StrategyRequest,

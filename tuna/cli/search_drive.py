@@ -21,7 +21,7 @@ from tuna.cli.strategy import (
     strategy_options,
 )
 from tuna.errors import TunaError
-from tuna.search import load_base_config
+from tuna.searchers import load_base_config
 from tuna.searches import SearchRequest, SessionSearches, check_request, create_search, query
 from tuna.searches.query import RunRow, SearchSummary
 from tuna.searches.strategy import StrategyRequest, create_strategy_search

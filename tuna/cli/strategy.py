@@ -19,7 +19,7 @@ import click
 
 from tuna.cli.base import database
 from tuna.errors import TunaError
-from tuna.search.strategies import STRATEGIES
+from tuna.searchers.strategies import STRATEGIES
 from tuna.searches.strategy import check_strategy_options, parse_budget
 
 F = TypeVar("F", bound=Callable[..., Any])

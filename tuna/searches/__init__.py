@@ -4,7 +4,7 @@
 turns its searcher's proposals into build and run jobs and feeds finished Runs back,
 inside go_fish or ``tuna search run``; :mod:`tuna.searches.query` is the read side of what
 the driver records. The pure half (parameter files, searchers, replay) is
-:mod:`tuna.search`; the benchmark half the ``bench`` backend.
+:mod:`tuna.searchers`; the benchmark half the ``bench`` backend.
 """
 
 from __future__ import annotations

@@ -26,10 +26,10 @@ from tuna.db import Database
 from tuna.db.models import Search, TuningSession
 from tuna.errors import TunaError
 from tuna.jobs.search_results import artifact_digest, store_artifact
-from tuna.search import DryRun, ParameterSpace, SearchError, dry_run
-from tuna.search import __all__ as search_names
-from tuna.search.searchers import SearcherInterface
-from tuna.search.space import parse_json_space, parse_python_space
+from tuna.searchers import DryRun, ParameterSpace, SearchError, dry_run
+from tuna.searchers import __all__ as search_names
+from tuna.searchers.builtin import SearcherInterface
+from tuna.searchers.space import parse_json_space, parse_python_space
 
 GOALS = ("min", "max")
 STATES = ("active", "done", "failed", "stopped")
@@ -67,11 +67,11 @@ def load_space(space_file: str, space_text: str) -> ParameterSpace:
 
 def make_searcher(expression: str | None, space: ParameterSpace) -> SearcherInterface | None:
     """The searcher an expression such as ``Random(space, 8, seed=1)`` builds (None: the
-    file's own or the product). Names in scope: ``tuna.search``'s, ``space``, and each
+    file's own or the product). Names in scope: ``tuna.searchers``'s, ``space``, and each
     parameter's list of values by its name."""
     if expression is None or not expression.strip():
         return None
-    import tuna.search as lib
+    import tuna.searchers as lib
 
     scope: dict[str, Any] = {n: getattr(lib, n) for n in search_names}
     scope.update({n: list(v) for n, v in space.parameters.items()})

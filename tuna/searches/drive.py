@@ -5,16 +5,16 @@
   build job per distinct build tuple (the build-time values, hashed as ``build_key``), and
   each run's job once its build is stored (:mod:`tuna.jobs.load`).
   ``META_is_config_valid`` has already filtered the points: a refused one is never built.
-* A **dynamic** searcher is driven in rounds (:class:`tuna.search.RoundProposer`): a round
+* A **dynamic** searcher is driven in rounds (:class:`tuna.searchers.RoundProposer`): a round
   is the points it proposes before it needs a result — one point for a searcher of the
   one-point protocol (Bisect, Step, Composer: each point depends on the last Run), a whole
-  round for one with ``rounds()`` (the strategies of :mod:`tuna.search.strategies`). Up to
+  round for one with ``rounds()`` (the strategies of :mod:`tuna.searchers.strategies`). Up to
   ``parallelism`` points of the round are in flight; as each Run lands the next point of
   the round is enqueued, and once the round's Runs have all landed they are sent to the
   searcher together, in proposal order, for its next round.
 * **Resume**: a driver keeps nothing it has not recorded. Started again (after a crash, or
   by another go_fish), it rebuilds the searcher from the ``search_run`` rows — a static
-  one passes over recorded points (:func:`tuna.search.replay`), a dynamic one is replayed
+  one passes over recorded points (:func:`tuna.searchers.replay`), a dynamic one is replayed
   round by round: each round's recorded Runs (matched to its proposals by ``seq``) are
   sent to it, up to the round still in flight, whose recorded runs are awaited and whose
   unrecorded points are enqueued — and continues: nothing is measured twice or lost.
@@ -46,10 +46,10 @@ from tuna.db.retry import with_retry
 from tuna.errors import TunaError
 from tuna.jobs.load import insert_build_jobs, insert_round_jobs, insert_run_jobs
 from tuna.jobs.search_results import fail_runs, insert_runs
-from tuna.search import Objective, Proposal, RoundProposer, Run, build_key, replay
-from tuna.search.errors import ObjectiveError, SearchError
-from tuna.search.propose import Proposer
-from tuna.search.searchers import SearcherInterface
+from tuna.searchers import Objective, Proposal, RoundProposer, Run, build_key, replay
+from tuna.searchers.builtin import SearcherInterface
+from tuna.searchers.errors import ObjectiveError, SearchError
+from tuna.searchers.propose import Proposer
 from tuna.searches.create import load_space, make_searcher
 from tuna.searches.strategy import (
     FINAL_CANDIDATES,

@@ -8,7 +8,7 @@ runs of the listed searches only, never the whole table. Nothing here writes.
 A run **counts** towards the objective when it finished valid with a value
 (``search_run.valid`` and ``search_run.value``, which the driver fills from the stats) and,
 when the objective names a validity stat (``objective.valid``, e.g. ``result_validity``),
-that stat says valid (:meth:`tuna.search.Objective.counts`). Without a validity stat the
+that stat says valid (:meth:`tuna.searchers.Objective.counts`). Without a validity stat the
 aggregates are SQL's; with one, the valid runs' stats are read and checked here.
 
 Runs **land** in the order of ``search_run.landed`` (1, 2, 3, ... per search, numbered by
@@ -41,8 +41,8 @@ from tuna.db.models import (
     TuningSession,
 )
 from tuna.errors import NotFoundError, TunaError
-from tuna.search import Objective, Run
-from tuna.search.progress import Goal, best_so_far, better, improvements
+from tuna.searchers import Objective, Run
+from tuna.searchers.progress import Goal, best_so_far, better, improvements
 
 RunStatus = Literal["valid", "invalid", "pending"]
 RUN_STATUSES: tuple[RunStatus, ...] = ("valid", "invalid", "pending")

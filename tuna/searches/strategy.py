@@ -1,6 +1,6 @@
 """Strategy searches: a tunable solver's space on one problem, searched round by round.
 
-A strategy (:mod:`tuna.search.strategies`: exhaustive, random, grid, hillclimb, genetic,
+A strategy (:mod:`tuna.searchers.strategies`: exhaustive, random, grid, hillclimb, genetic,
 model) over the candidates the backend enumerates for (config, solver) is a search like
 any other, run by the one driver (:mod:`tuna.searches.drive`): its rows are a ``search``
 (``spec["kind"] == "strategy"``), a ``search_run`` per candidate proposed and a
@@ -43,9 +43,9 @@ from tuna.db.models import ConvConfig, Measurement, Search, Solver, TuningSessio
 from tuna.errors import NotFoundError, TunaError
 from tuna.library.effort import counting_measurements
 from tuna.problems.conv import ConvProblem
-from tuna.search import Objective, SearchError
-from tuna.search.costmodel import HistoryEntry
-from tuna.search.strategies import (
+from tuna.searchers import Objective, SearchError
+from tuna.searchers.costmodel import HistoryEntry
+from tuna.searchers.strategies import (
     STRATEGIES,
     CandidateSpace,
     RoundSearcher,
@@ -103,7 +103,7 @@ def check_strategy_options(
             f"--transfer is for the model strategy; {strategy!r} learns from no history"
         )
     if strategy == "model":
-        from tuna.search.costmodel import lightgbm
+        from tuna.searchers.costmodel import lightgbm
 
         lightgbm()  # ModelLibraryMissing names the extra to install
 

@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 
 from tuna.backends.bench import BenchSpec, LocalBench, run_search
-from tuna.search import (
+from tuna.searchers import (
     Bisect,
     ParameterSpace,
     Proposer,
     load_base_config,
     load_parameter_file,
 )
-from tuna.search.schedule import build_key
+from tuna.searchers.schedule import build_key
 
 from .examples import EXAMPLES, load_example
 

@@ -92,7 +92,7 @@ def test_build_artifact_is_copied_for_each_run(tmp_path: Path) -> None:
 
 def test_local_bench_removes_run_directories_and_its_scratch(tmp_path: Path) -> None:
     from tuna.backends.bench import LocalBench
-    from tuna.search import ParameterSpace
+    from tuna.searchers import ParameterSpace
 
     space = ParameterSpace({"b": [1, 2], "r": [1, 2]}, no_rebuild=("r",))
     s = BenchSpec.of("echo qps: {r}", build="echo {b} > built")
@@ -108,7 +108,7 @@ def test_a_template_naming_an_unknown_parameter_is_refused_before_anything_runs(
     tmp_path: Path,
 ) -> None:
     from tuna.backends.bench import LocalBench, TemplateError, run_search
-    from tuna.search import ParameterSpace, Proposer
+    from tuna.searchers import ParameterSpace, Proposer
 
     space = ParameterSpace({"threads": [1, 2]}, source="p.py")
     s = BenchSpec.of("./bench {threads} {rate}", build="touch built-{threads}")

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from tuna.backends.bench import LocalBench, run_search
-from tuna.search import Proposer, load_base_config, load_parameter_file, replay
-from tuna.search.schedule import build_key
+from tuna.searchers import Proposer, load_base_config, load_parameter_file, replay
+from tuna.searchers.schedule import build_key
 
 from .examples import EXAMPLES, load_example
 

@@ -9,7 +9,7 @@ with a timeout, and parses its stats. Both commands are templates over the merge
 file ``tuna-config.json`` of the directory (its path in ``$TUNA_CONFIG``).
 
 Nothing a benchmark does is an exception here: a non-zero exit, a timeout, a crash (a
-signal), a failed build or missing stats make an invalid :class:`~tuna.search.run.Run`
+signal), a failed build or missing stats make an invalid :class:`~tuna.searchers.run.Run`
 whose reason says which — a result the searcher sees.
 """
 
@@ -30,7 +30,7 @@ from typing import Any
 
 from tuna.backends.bench.stats import StatsFormat
 from tuna.backends.bench.templates import BenchError, CommandTemplate
-from tuna.search.run import Run
+from tuna.searchers.run import Run
 
 CONFIG_FILE = "tuna-config.json"
 TAIL = 2000

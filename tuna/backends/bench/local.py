@@ -1,7 +1,7 @@
 """A bench search run on this machine, one point at a time: builds cached by build tuple.
 
 This is the reference behaviour the job-queue driver (to come) spreads over the fleet:
-one build per distinct build tuple (:func:`tuna.search.schedule.build_key`), reused by
+one build per distinct build tuple (:func:`tuna.searchers.schedule.build_key`), reused by
 every run of that tuple; a static searcher's points run in schedule order (builds grouped);
 a dynamic one is sent each Run. Used by the tests and the examples.
 """
@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from tuna.backends.bench.execute import BenchSpec, BuildResult, Executed, build, new_scratch, run
-from tuna.search.propose import Proposer
-from tuna.search.run import Run
-from tuna.search.schedule import BuildKey, build_key, plan_schedule
-from tuna.search.space import ParameterSpace
+from tuna.searchers.propose import Proposer
+from tuna.searchers.run import Run
+from tuna.searchers.schedule import BuildKey, build_key, plan_schedule
+from tuna.searchers.space import ParameterSpace
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """A problem's features for a cost model: the numbers that decide which candidates are fast.
 
-:mod:`tuna.search.costmodel` knows nothing of convolutions; it is given these by name. They
+:mod:`tuna.searchers.costmodel` knows nothing of convolutions; it is given these by name. They
 are the problem's shape (channels, sizes, filter, stride, padding, groups, direction), the
 shape of the GEMMs the GEMM solvers run (what a register tile and a cache block divide),
 and the work (log2 of the FLOPs), all plain numbers.
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from tuna.backends.cpuconv import solvers as sv
 from tuna.problems.conv import ConvProblem
-from tuna.search.run import Primitive
+from tuna.searchers.run import Primitive
 
 _DIRECTION = {"F": 0.0, "B": 1.0, "W": 2.0}
 

@@ -1,0 +1,79 @@
+"""Objectives and base configurations."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tuna.searchers import Objective, ObjectiveError, Run, SearchError, load_base_config
+from tuna.searchers.config import parse_assignments
+
+RUNS = [
+    Run({"t": 1}, {"qps": 100, "p95": 3.0, "result_validity": "VALID"}),
+    Run({"t": 2}, {"qps": 300, "p95": 9.0, "result_validity": "INVALID"}),
+    Run({"t": 4}, {"qps": 200, "p95": 5.0, "result_validity": "VALID"}),
+    Run.invalid({"t": 8}, "run timed out after 5 s"),
+    Run({"t": 16}, {"qps": "n/a", "result_validity": "VALID"}),
+]
+
+
+@pytest.mark.parametrize(
+    ("objective", "best_t"),
+    [
+        (Objective("qps", "max"), 2),
+        (Objective("qps", "max", validity="result_validity"), 4),
+        (Objective("p95", "min"), 1),
+        (Objective("qps", "max", validity=lambda r: r.stats["p95"] < 4), 1),
+    ],
+)
+def test_best(objective: Objective, best_t: int) -> None:
+    best = objective.best(RUNS)
+    assert best is not None and best.config["t"] == best_t
+
+
+def test_no_run_counts() -> None:
+    assert Objective("qps").best([Run.invalid({}, "build failed")]) is None
+    assert Objective("qps").best([]) is None
+
+
+@pytest.mark.parametrize(
+    "objective", [Objective("throughput", "max"), Objective("qps", validity="ok")]
+)
+def test_objective_stat_the_runs_never_print(objective: Objective) -> None:
+    with pytest.raises(ObjectiveError, match="is in no run's output \\(the runs printed: p95, qps"):
+        objective.best(RUNS)
+
+
+def test_base_config(tmp_path: Path) -> None:
+    p = tmp_path / "base.json"
+    p.write_text('{"threads": 2, "mode": "fast", "nested": {"a": 1}}')
+    assert load_base_config(p, ["threads=8", "ratio=0.5", "on=true", "name=x=y"]) == {
+        "threads": 8,
+        "mode": "fast",
+        "nested": {"a": 1},
+        "ratio": 0.5,
+        "on": True,
+        "name": "x=y",
+    }
+    assert parse_assignments(["flags=-O2 -g", "v=[1]"]) == {"flags": "-O2 -g", "v": "[1]"}
+
+
+@pytest.mark.parametrize(
+    ("content", "items", "message"),
+    [
+        (None, ["threads"], "'threads' is not KEY=VALUE"),
+        (None, ["=3"], "is not KEY=VALUE"),
+        ("[1]", [], "must be one JSON object"),
+        ("{", [], "is not valid JSON"),
+    ],
+)
+def test_bad_base_config(
+    tmp_path: Path, content: str | None, items: list[str], message: str
+) -> None:
+    path = None
+    if content is not None:
+        path = tmp_path / "base.json"
+        path.write_text(content)
+    with pytest.raises(SearchError, match=message):
+        load_base_config(path, items)
