@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tuna.searchers import Objective, Run
-from tuna.searchers.progress import Step, best_so_far, improvements, objective_values
+from tuna.searchers.progress import Improvement, best_so_far, improvements, objective_values
 
 
 def test_best_so_far_keeps_the_best_through_measurements_that_do_not_count():
@@ -13,8 +13,8 @@ def test_best_so_far_keeps_the_best_through_measurements_that_do_not_count():
     assert best_so_far(values, "min") == [None, 5.0, 5.0, 5.0, 3.0, 3.0, 3.0]
     assert best_so_far(values, "max") == [None, 5.0, 7.0, 7.0, 7.0, 7.0, 7.0]
     # Only strict improvements are steps: the second 3.0 is not one.
-    assert improvements(values, "min") == [Step(2, 5.0), Step(5, 3.0)]
-    assert improvements(values, "max") == [Step(2, 5.0), Step(3, 7.0)]
+    assert improvements(values, "min") == [Improvement(2, 5.0), Improvement(5, 3.0)]
+    assert improvements(values, "max") == [Improvement(2, 5.0), Improvement(3, 7.0)]
     assert best_so_far([], "min") == [] and improvements([None], "max") == []
 
 

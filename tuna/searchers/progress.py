@@ -37,21 +37,21 @@ def best_so_far(values: Iterable[float | None], goal: Goal) -> list[float | None
 
 
 @dataclass(frozen=True)
-class Step:
+class Improvement:
     """The ``n``-th measurement (from 1) made ``best`` the best so far."""
 
     n: int
     best: float
 
 
-def improvements(values: Iterable[float | None], goal: Goal) -> list[Step]:
+def improvements(values: Iterable[float | None], goal: Goal) -> list[Improvement]:
     """The measurements that improved the best so far: the corners of the step curve."""
-    steps: list[Step] = []
+    steps: list[Improvement] = []
     best: float | None = None
     for n, v in enumerate(values, start=1):
         if v is not None and better(v, best, goal):
             best = v
-            steps.append(Step(n, v))
+            steps.append(Improvement(n, v))
     return steps
 
 
