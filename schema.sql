@@ -688,3 +688,44 @@ DROP INDEX ix_search_run_search_finished_seq_valid_value ON search_run;
 
 UPDATE alembic_version SET version_num='0019' WHERE alembic_version.version_num = '0018';
 
+-- Running upgrade 0019 -> 0020
+
+ALTER TABLE find_db ADD COLUMN import_order INTEGER;
+
+CREATE TABLE key_only_record (
+    id INTEGER NOT NULL AUTO_INCREMENT, 
+    session INTEGER NOT NULL, 
+    fdb_key VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, 
+    entries MEDIUMTEXT NOT NULL, 
+    reason TEXT NOT NULL, 
+    created DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP, 
+    CONSTRAINT pk_key_only_record PRIMARY KEY (id), 
+    CONSTRAINT fk_key_only_record_session_session FOREIGN KEY(session) REFERENCES session (id) ON DELETE CASCADE, 
+    CONSTRAINT uq_key_only_record_session_fdb_key UNIQUE (session, fdb_key)
+)ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci;
+
+DROP VIEW IF EXISTS conv_find_db;
+
+CREATE VIEW conv_find_db AS
+SELECT f.id AS id, f.created AS insert_ts, f.created AS update_ts, 1 AS valid,
+       f.config AS config, f.solver AS solver, f.session AS session,
+       c.fdb_key AS fdb_key, f.params AS params, f.time_ms AS kernel_time,
+       f.workspace AS workspace_sz, f.algorithm AS alg_lib, CASE WHEN s.runtime = 'OpenCL' THEN 1 ELSE 0 END AS opencl,
+       f.id AS kernel_group
+  FROM find_db f JOIN conv_config c ON c.id = f.config
+  JOIN session s ON s.id = f.session;
+
+DROP VIEW IF EXISTS conv_golden;
+
+CREATE VIEW conv_golden AS
+SELECT g.id AS id, v.created AS insert_ts, v.created AS update_ts, 1 AS valid,
+       g.golden_v AS golden_miopen_v, v.arch AS arch, v.num_cu AS num_cu,
+       g.session AS session, g.solver AS solver, g.config AS config,
+       g.fdb_key AS fdb_key, g.params AS params, g.time_ms AS kernel_time,
+       g.workspace AS workspace_sz, g.algorithm AS alg_lib, CASE WHEN s.runtime = 'OpenCL' THEN 1 ELSE 0 END AS opencl,
+       g.id AS kernel_group
+  FROM golden g JOIN golden_version v ON v.version = g.golden_v
+  JOIN session s ON s.id = g.session;
+
+UPDATE alembic_version SET version_num='0020' WHERE alembic_version.version_num = '0019';
+

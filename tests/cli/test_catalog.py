@@ -96,3 +96,39 @@ def test_large_imports_draw_a_progress_bar_and_report_the_same(runner, tmp_path,
     result = runner.invoke(main, ["import_configs", "-t", "net", "-f", str(f)])
     assert result.exit_code == 0, result.output
     assert "inserted 2" in " ".join(result.output.split())
+
+
+def test_query_db_reads_a_tab_separated_driver_line_as_import_configs_does(runner):
+    """issue #24: query_db took a line without ' -' for a db key and refused it."""
+    tabbed = "conv\t-n\t128\t-c\t1024\t-H\t14\t-W\t14\t-k\t256\t-y\t1\t-x\t1\t-F\t1"
+    assert runner.invoke(main, ["import_configs", "-t", "tabs", "-d", tabbed]).exit_code == 0
+    result = runner.invoke(main, ["query_db", tabbed])
+    assert result.exit_code == 0, result.output
+    assert KEY in result.output and "tabs" in result.output and "absent" not in result.output
+
+
+def test_query_db_flags_a_key_only_record(runner, tmp_path):
+    """A key MIOpen wrote that is no problem (issue #24: gfx906_60's legacy keys with 2D pads
+    on 3D filters) is kept by import_db as a key-only record: query_db finds it and says so."""
+    legacy = "256-14-14-4-1x1x1-1024-14-14-4-4-0x0-1x1x1-1x1x1-0-NCHW-FP32-B"
+    f = tmp_path / "gfx906_60.OpenCL.fdb.txt"
+    f.write_text(f"{legacy}=ConvOclBwdWrW1x1:0.1,0,miopenConvolutionBwdDataAlgoDirect\n")
+    missing = runner.invoke(main, ["query_db", legacy])
+    assert missing.exit_code == 0, missing.output
+    assert "absent" in missing.output and "key only" in missing.output
+    imported = runner.invoke(
+        main, ["import_db", str(f), "--arch", "gfx906", "--num-cu", "60", "--backend", "miopen"]
+    )
+    assert imported.exit_code == 0, imported.output
+    assert "key-only records 1" in " ".join(imported.output.split())
+    result = runner.invoke(main, ["query_db", legacy])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "key only" in text and "absent" not in text
+    assert "ConvOclBwdWrW1x1" in text and "miopenConvolutionBwdDataAlgoDirect" in text
+    assert "#1 key only: Tuna cannot make a problem of this key" in text
+    assert "'0x0' is not 3 values joined by 'x'" in text
+    as_json = runner.invoke(main, ["query_db", legacy, "--json"])
+    [report] = __import__("json").loads(as_json.output)
+    assert report["key_only"] is True and report["config_id"] is None
+    assert [r["solver"] for r in report["find"]] == ["ConvOclBwdWrW1x1"]

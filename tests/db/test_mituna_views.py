@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from sqlalchemy import inspect, text
+from sqlalchemy import inspect, text, update
 
 from tuna.db import Database
 from tuna.db.enums import JobState, JobStep
@@ -282,3 +282,18 @@ def test_the_other_views_read_their_tables(db):
     assert _rows(db, "SELECT ticket, reason FROM mituna_session WHERE id = 2") == [
         ("N/A", "session 2")
     ]
+
+
+def test_opencl_is_1_for_the_rows_of_an_opencl_session(db):
+    """issue #24: ``conv_find_db.opencl`` was 0 for every row, so MITuna's ``opencl = 0``
+    counted an OpenCL session's rows (import_db of a *.OpenCL.fdb.txt) as HIP ones."""
+    seed(db)
+    with db.session() as s:
+        s.execute(update(TuningSession).where(TuningSession.id == 3).values(runtime="OpenCL"))
+    by_session = _rows(
+        db, "SELECT session, opencl, COUNT(*) FROM conv_find_db GROUP BY session, opencl"
+    )
+    assert {(sid, opencl) for sid, opencl, _n in by_session} == {(2, 0), (3, 1)}
+    assert _rows(db, "SELECT session, opencl FROM conv_golden") == [(3, 1)]
+    hip = _rows(db, "SELECT COUNT(*) FROM conv_find_db WHERE opencl = 0")[0][0]
+    assert hip == sum(n for sid, _o, n in by_session if sid != 3) > 0

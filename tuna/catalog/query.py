@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from tuna.catalog.parsing import BnEntry, ConvEntry, key_entry, parse_line
 from tuna.db import Database
@@ -20,6 +21,7 @@ from tuna.db.models import (
     ConvConfig,
     FindDb,
     Job,
+    KeyOnlyRecord,
     PerfDb,
     Solver,
 )
@@ -27,8 +29,10 @@ from tuna.errors import DbKeyError, DriverLineError, TunaError
 from tuna.problems.driver import line_kind
 from tuna.problems.keys import (
     find_db_key,
+    is_key_form,
     parse_find_db_key,
     parse_perf_db_key,
+    parse_text_db_line,
     perf_db_key,
 )
 
@@ -75,13 +79,39 @@ class ConfigReport:
     jobs: list[JobRow] = field(default_factory=list)
     perf: list[PerfRow] = field(default_factory=list)
     find: list[FindRow] = field(default_factory=list)
+    # A key MIOpen wrote that is no problem: no config, its records kept by key alone
+    # (import_db's key-only records, whose entries are ``find``), and why it is no problem.
+    key_only: bool = False
+    key_only_reason: str | None = None
 
     @property
     def exists(self) -> bool:
-        return self.config_id is not None
+        return self.config_id is not None or (self.key_only and bool(self.find))
 
 
-def _key_entry(text: str, line_no: int) -> ConvEntry:
+@dataclass(frozen=True)
+class KeyOnlyEntry:
+    """A queried key of MIOpen's form that is no problem (see ``is_key_form``)."""
+
+    key: str
+    reason: str
+    line_no: int
+
+
+def is_db_key_text(text: str) -> bool:
+    """Whether a query is a db key (or a whole db record ``KEY=...``) and not a driver line:
+    a key has no white space, a driver line has some (spaces or tabs) between its words,
+    unless it is a bare base arg (``conv``), which the driver grammar reads."""
+    if len(text.split("=", 1)[0].split()) != 1:
+        return False
+    try:
+        line_kind(text)
+    except DriverLineError:
+        return True
+    return False
+
+
+def _key_entry(text: str, line_no: int) -> ConvEntry | KeyOnlyEntry:
     """A db key (or a whole db record ``KEY=...``) as a catalogue entry."""
     key = text.split("=", 1)[0].strip()
     errors = []
@@ -92,21 +122,24 @@ def _key_entry(text: str, line_no: int) -> ConvEntry:
             errors.append(str(e))
             continue
         return key_entry(problem, line_no)
+    if is_key_form(key):
+        return KeyOnlyEntry(key, errors[0], line_no)
     raise DriverLineError(
         f"{key!r} is neither a MIOpenDriver line nor a find-db or perf-db key ({errors[0]})"
     )
 
 
-def resolve(items: Sequence[tuple[int, str]]) -> list[ConvEntry | BnEntry]:
+def resolve(items: Sequence[tuple[int, str]]) -> list[ConvEntry | BnEntry | KeyOnlyEntry]:
     """Driver lines or db keys -> catalogue entries, one or more per item, in order.
 
-    Every item that is not understood is reported at once.
+    A driver line is read as import_configs reads it (``parse_line``). Every item that is
+    not understood is reported at once.
     """
-    entries: list[ConvEntry | BnEntry] = []
+    entries: list[ConvEntry | BnEntry | KeyOnlyEntry] = []
     bad: list[DriverLineError] = []
     for no, text in items:
         try:
-            if "MIOpenDriver" not in text and " -" not in text:
+            if is_db_key_text(text):
                 entries.append(_key_entry(text, no))
                 continue
             kind = line_kind(text)
@@ -128,6 +161,9 @@ def query_configs(db: Database, items: Sequence[tuple[int, str]]) -> list[Config
     reports: list[ConfigReport] = []
     with db.session() as session:
         for e in entries:
+            if isinstance(e, KeyOnlyEntry):
+                reports.append(_key_only_report(session, e))
+                continue
             if isinstance(e, BnEntry):
                 report = ConfigReport(e.line_no, "bnorm", e.key, None, e.driver)
                 bn = session.scalars(select(BnConfig).where(BnConfig.bn_key == e.key)).first()
@@ -195,7 +231,25 @@ def query_configs(db: Database, items: Sequence[tuple[int, str]]) -> list[Config
     return reports
 
 
+def _key_only_report(session: Session, e: KeyOnlyEntry) -> ConfigReport:
+    report = ConfigReport(e.line_no, "conv", e.key, None, None, key_only=True,
+                          key_only_reason=e.reason)  # fmt: skip
+    q = (
+        select(KeyOnlyRecord.session, KeyOnlyRecord.entries)
+        .where(KeyOnlyRecord.fdb_key == e.key)
+        .order_by(KeyOnlyRecord.session)
+    )
+    for sid, text in session.execute(q):
+        # v2.0 entries, checked when they were imported: solver:time,workspace,algorithm
+        for solver, values in parse_text_db_line(f"{e.key}={text}")[1]:
+            time_ms, workspace, algorithm = values.split(",")
+            report.find.append(FindRow(sid, solver, float(time_ms), int(workspace), algorithm))
+    return report
+
+
 __all__ = [
+    "KeyOnlyEntry",
+    "is_db_key_text",
     "ConfigReport",
     "FindRow",
     "JobRow",

@@ -168,6 +168,12 @@ def _fmt_jobs(r: ConfigReport) -> str:
     return ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
 
 
+def _id_cell(r: ConfigReport) -> str:
+    if r.key_only:
+        return "key only" if r.exists else "[red]absent[/] (key only)"
+    return str(r.config_id) if r.exists else "[red]absent[/]"
+
+
 def print_query(reports: list[ConfigReport]) -> None:
     table = Table(title="Catalogue", title_justify="left")
     table.add_column("#", justify="right")
@@ -180,7 +186,7 @@ def print_query(reports: list[ConfigReport]) -> None:
     for r in reports:
         table.add_row(
             str(r.line_no),
-            str(r.config_id) if r.exists else "[red]absent[/]",
+            _id_cell(r),
             escape(r.key),
             escape(", ".join(r.tags)) or "-",
             _fmt_jobs(r),
@@ -190,8 +196,17 @@ def print_query(reports: list[ConfigReport]) -> None:
     for r in reports:
         if r.perf_key:
             console.print(f"#{r.line_no} perf-db key {r.perf_key}", soft_wrap=True, markup=False)
-        driver = r.driver or "(none: no MIOpenDriver line gives this problem; it is a db key's)"
-        console.print(f"#{r.line_no} driver {driver}", soft_wrap=True, markup=False)
+        if r.key_only:
+            console.print(
+                f"#{r.line_no} key only: Tuna cannot make a problem of this key "
+                f"({r.key_only_reason}); import_db keeps MIOpen's records of it as written, "
+                "and export_db writes them back so",
+                soft_wrap=True,
+                markup=False,
+            )
+        else:
+            driver = r.driver or "(none: no MIOpenDriver line gives this problem; it is a db key's)"
+            console.print(f"#{r.line_no} driver {driver}", soft_wrap=True, markup=False)
         if r.jobs:
             jobs = Table(title=f"#{r.line_no} jobs", title_justify="left")
             for col in ("job", "session", "solver", "step", "state", "attempt", "result"):

@@ -219,9 +219,10 @@ def print_import(report: ImportDbReport) -> None:
         )
     console.print(f"into session {report.session}:", markup=False)
     console.print(table)
+    key_only = f", key-only records {report.key_only}" if report.key_only else ""
     console.print(
         f"configs {report.configs} ({report.configs_inserted} new), "
-        f"find rows {report.find_rows}, perf rows {report.perf_rows}",
+        f"find rows {report.find_rows}, perf rows {report.perf_rows}{key_only}",
         markup=False,
     )
     for w in report.warnings:

@@ -246,6 +246,18 @@ class FindDb(Base):
     job: Mapped[int | None]
     kernel: Mapped[int | None]
     created: Mapped[dt.datetime]
+    import_order: Mapped[int | None]
+
+
+class KeyOnlyRecord(Base):
+    __table__ = tables.key_only_record
+
+    id: Mapped[int]
+    session: Mapped[int]
+    fdb_key: Mapped[str]
+    entries: Mapped[str]
+    reason: Mapped[str]
+    created: Mapped[dt.datetime]
 
 
 class GoldenVersion(Base):

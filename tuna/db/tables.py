@@ -400,7 +400,25 @@ find_db = Table(
     Column("job", ForeignKey("job.id", ondelete="SET NULL")),
     Column("kernel", ForeignKey("kernel_cache.id")),
     Column("created", DateTime, server_default=text("CURRENT_TIMESTAMP"), nullable=False),
+    # the row's place in the db record it was imported from (0 first); NULL: a job wrote it
+    Column("import_order", Integer),
     UniqueConstraint("session", "config", "solver"),
+    **TABLE_OPTIONS,
+)
+
+
+# A find-db record of a key Tuna cannot turn into a problem (MIOpen's legacy keys with 2D
+# pads on 3D filters), imported as written: its key and its v2.0 entries, in their order.
+key_only_record = Table(
+    "key_only_record",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("session", ForeignKey("session.id", ondelete="CASCADE"), nullable=False),
+    Column("fdb_key", KeyString, nullable=False),
+    Column("entries", LongText, nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("created", DateTime, server_default=text("CURRENT_TIMESTAMP"), nullable=False),
+    UniqueConstraint("session", "fdb_key"),
     **TABLE_OPTIONS,
 )
 

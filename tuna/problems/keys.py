@@ -36,6 +36,8 @@ from tuna.problems.conv import (
     DATA_TYPES,
     DIRECTIONS,
     INT_MAX,
+    LAYOUTS_2D,
+    LAYOUTS_3D,
     PLAIN_SPATIAL_MAX,
     ConvProblem,
     Direction,
@@ -667,6 +669,26 @@ def parse_text_db_line(line: str) -> tuple[str, list[tuple[str, str]]]:
         seen.add(entry_id)
         entries.append((entry_id, values))
     return key, entries
+
+
+_FORM_INT = "(?:0|[1-9][0-9]{0,9})"
+_FORM_TYPES = "(?:" + "|".join(_TYPES_LONGEST_FIRST) + ")"
+_FORM = re.compile(
+    f"{_FORM_INT}(?:[-x]{_FORM_INT})*"
+    f"(?:-(?:{'|'.join((*LAYOUTS_2D, *LAYOUTS_3D))}))+-{_FORM_TYPES}+-[FBW]"
+    f"(?:_g[1-9][0-9]{{0,9}})?(?:_ci{_FORM_TYPES})?(?:_cw{_FORM_TYPES})?(?:_co{_FORM_TYPES})?"
+)
+
+
+def is_key_form(key: str) -> bool:
+    """Whether ``key`` is made as MIOpen's ``Serialize`` makes a find-db key, whatever its
+    values say: canonical integers that fit a C int (joined by ``-`` and ``x``), then
+    layouts, data types, a direction and its suffixes. A key of this form that is no
+    problem (MIOpen's legacy keys with 2D pads on 3D filters) is still one MIOpen wrote
+    and matches; anything else is not a MIOpen key at all."""
+    return _FORM.fullmatch(key) is not None and all(
+        int(n) <= INT_MAX for n in re.findall("[0-9]+", key)
+    )
 
 
 ALGORITHMS: tuple[str, ...] = tuple(

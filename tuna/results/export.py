@@ -6,7 +6,9 @@ whole export and no file is written. Then:
 * ``find``: ``<base>.HIP.fdb.txt`` (``.OpenCL.`` for a session of MIOpen's OpenCL runtime),
   one line per key, keys sorted; per key the 4 fastest solvers, fastest first, equal times
   ordered as MIOpen orders them: by the solver's numeric id (then by name, for a solver
-  whose id Tuna does not know);
+  whose id Tuna does not know). A record exported unchanged since import_db read it keeps
+  its entries and their order (``find_db.import_order``), and a session's key-only records
+  (keys that are no problem) are written as they were imported;
 * ``perf``: ``<base>.db`` (sqlite, MIOpen's ``config`` + ``perf_db``) and ``<base>.db.txt``
   (x-joined keys, sorted), one entry per (perf-db key, solver);
 * ``kern``: ``<base>.kdb``, the kernels of each key's fastest solver: all the kernels of the
@@ -40,6 +42,7 @@ from tuna.db.models import (
     GoldenKernel,
     JobKernel,
     KernelCache,
+    KeyOnlyRecord,
     Solver,
     TuningSession,
 )
@@ -266,14 +269,14 @@ def _checked_find(
 
     with KeyChecks(checks, sessions, parallel=n_configs >= PARALLEL_MIN_CONFIGS) as keys:
         for config, key, found in find_groups(s, source, tag, True, unreadable):
-            good: list[tuple[float, int, str, int, str, Any, Any]] = []
+            good: list[tuple[float, int, str, int, str, Any, Any, Any]] = []
             known: list[tuple[int, str]] = []
-            for session, solver_id, time_ms, workspace, algorithm, job, kernel in found:
+            for session, solver_id, time_ms, workspace, algorithm, job, kernel, place in found:
                 solver = names[solver_id]
                 imported = job is None and checks.library_said(session)
                 if checks.find_values(key, session, solver, time_ms, workspace, algorithm):
                     good.append((time_ms, order[solver_id], solver, workspace, algorithm, job,
-                                 kernel))  # fmt: skip
+                                 kernel, place))  # fmt: skip
                     if not imported:
                         known.append((session, solver))
                 elif checks.known(session, solver) and not imported:
@@ -284,16 +287,31 @@ def _checked_find(
                 items = []
             if checks.failures or not good:
                 continue  # nothing will be written; keep checking to list every failure
-            good.sort(key=itemgetter(0, 1))
-            top = good[:FIND_ENTRIES_PER_KEY]
+            if len(good) == len(found) and _as_imported(good):
+                top = sorted(good, key=itemgetter(7))
+            else:
+                good.sort(key=itemgetter(0, 1))
+                top = good[:FIND_ENTRIES_PER_KEY]
             entries += len(top)
-            text = ";".join(f"{sv}:{t:g},{ws},{alg}" for t, _o, sv, ws, alg, _j, _k in top)
+            text = ";".join(f"{sv}:{t:g},{ws},{alg}" for t, _o, sv, ws, alg, _j, _k, _p in top)
             lines.append((key, f"{key}={text}"))
             if links:
-                winners[config] = _Winner(key, top[0][2], top[0][5], top[0][6])
+                best = min(top, key=itemgetter(0, 1))
+                winners[config] = _Winner(key, best[2], best[5], best[6])
         keys.submit(items)
         keys.finish()
     return lines, winners, entries
+
+
+def _as_imported(rows: list[tuple[float, int, str, int, str, Any, Any, Any]]) -> bool:
+    """Whether a key's rows are one db record as it was imported: no job wrote any of them
+    and their import orders are 0, 1, ... (a later import of part of the record, or a job's
+    result, breaks it). Such a record is written as it came, all its entries in their order:
+    MIOpen's files order equal times either way, and cap no record at four entries."""
+    places = [r[7] for r in rows]
+    if None in places or any(r[5] is not None for r in rows):
+        return False
+    return sorted(places) == list(range(len(rows)))
 
 
 def check_session_find(s: Session, session: TuningSession) -> int:
@@ -316,12 +334,28 @@ def _export_find(
 ) -> tuple[list[ExportedFile], dict[str, int]]:
     lines, _winners, entries = _checked_find(s, source, spec.config_tag, checks, links=False)
     checks.raise_if_failed(f"find db of {source.label}")
-    if not lines:
+    key_only = _key_only_lines(s, source, spec.config_tag)
+    if not lines and not key_only:
         raise _none_found(source, "find results", spec.config_tag)
+    lines += key_only
+    entries += sum(line.count(";") + 1 for _key, line in key_only)
     lines.sort(key=itemgetter(0))
     write_text_lines(path, (line for _key, line in lines))
     counts = {"keys": len(lines), "entries": entries}
+    if key_only:
+        counts["key_only_records"] = len(key_only)
     return [ExportedFile.of(path, len(lines), entries)], counts
+
+
+def _key_only_lines(s: Session, source: Source, tag: str | None) -> list[tuple[str, str]]:
+    """A session's key-only records (import_db), as they were imported: their keys are no
+    problem, so no config and no tag holds them, and a golden version takes none."""
+    if source.session is None or tag is not None:
+        return []
+    q = select(KeyOnlyRecord.fdb_key, KeyOnlyRecord.entries).where(
+        KeyOnlyRecord.session == source.session
+    )
+    return [(key, f"{key}={text}") for key, text in s.execute(q)]
 
 
 # --- perf db -------------------------------------------------------------------------------------

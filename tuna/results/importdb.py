@@ -49,7 +49,7 @@ from tuna.catalog.importer import ImportReport, store_entries
 from tuna.catalog.parsing import KEY_MAX, ConvEntry, check_tag, without_cyclic_gc
 from tuna.db import Database
 from tuna.db.bulk import chunks, insert_missing, upsert_columns
-from tuna.db.models import ConvConfig, FindDb, PerfDb, Solver, TuningSession
+from tuna.db.models import ConvConfig, FindDb, KeyOnlyRecord, PerfDb, Solver, TuningSession
 from tuna.errors import DbKeyError, TunaError
 from tuna.problems.conv import ConvProblem, InvalidProblemError
 from tuna.problems.driver import to_driver_line
@@ -57,6 +57,7 @@ from tuna.problems.keys import (
     ALGORITHMS,
     find_db_key,
     is_algorithm_name,
+    is_key_form,
     is_legacy_find_entry,
     parse_find_db_key,
     parse_text_db_line,
@@ -116,10 +117,17 @@ class DbFile:
     problems: dict[str, ConvProblem] = field(default_factory=dict)  # find-db key -> problem
     perf_problems: dict[str, list[ConvProblem]] = field(default_factory=dict)  # source key ->
     bad: list[str] = field(default_factory=list)
+    # find-db records whose key is MIOpen's form but no problem: key -> entries, and why
+    key_only: dict[str, list[FindEntry]] = field(default_factory=dict)
+    key_only_reasons: dict[str, str] = field(default_factory=dict)
 
     @property
     def entries(self) -> int:
-        return sum(len(e) for e in self.find.values()) + sum(len(e) for e in self.perf.values())
+        return (
+            sum(len(e) for e in self.find.values())
+            + sum(len(e) for e in self.perf.values())
+            + sum(len(e) for e in self.key_only.values())
+        )
 
     @property
     def runtime(self) -> str | None:
@@ -179,6 +187,8 @@ def _read_text(out: DbFile, lines: Any, *, find: bool) -> None:
                 keys[key] = fdb_key
                 if fdb_key is not None:
                     out.find[fdb_key] = entries
+                elif key in out.key_only_reasons:
+                    out.key_only[key] = entries
                 continue
         if not line.strip() or line.lstrip().startswith("#"):
             continue
@@ -196,6 +206,8 @@ def _read_text(out: DbFile, lines: Any, *, find: bool) -> None:
         fdb_key = keys[key] if key in keys else _parse_key(out, key, no, perf=not find)
         keys[key] = fdb_key
         if fdb_key is None:
+            if key in out.key_only_reasons:
+                out.key_only[key] = entries
             continue
         if find:
             out.find[fdb_key] = entries
@@ -396,6 +408,9 @@ def _parse_key(out: DbFile, key: str, place: str | int, *, perf: bool) -> str | 
             return key  # resolved against the catalogue at import
         problem = parse_find_db_key(key)  # which refuses a key it would not write back as is
     except TunaError as e:
+        if not perf and is_key_form(key):  # MIOpen's key all the same: kept as written
+            out.key_only_reasons[key] = str(e)
+            return None
         where = f"{out.path}:{place}" if isinstance(place, int) else place
         out.bad.append(f"{where}: {e}")
         return None
@@ -432,6 +447,7 @@ class ImportDbReport:
     skipped: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     runtime: str | None = None
+    key_only: int = 0  # records kept by key alone (no problem Tuna can make of the key)
 
 
 def import_db_files(
@@ -561,7 +577,8 @@ def _import(
     for f in files:
         problems.update(f.problems)
     perf_keys = _resolve_perf_keys(s, files, problems, report)
-    find = _find_by_key(files)
+    find, merged = _find_by_key(files)
+    _store_key_only(s, session_id, files, report)
     perf: dict[tuple[str, str], str] = {}
     for f in files:
         for key, by_solver in f.perf.items():
@@ -605,15 +622,18 @@ def _import(
     time_col: list[float] = []
     workspace_col: list[int] = []
     algorithm_col: list[str] = []
+    order_col: list[int | None] = []
     for key in sorted(find):
         entries = find[key]
         config_col += [config_ids[key]] * len(entries)
+        order_col += [None] * len(entries) if key in merged else range(len(entries))
         for e in entries:
             solver_col.append(solver_ids[e.solver])
             time_col.append(e.time_ms)
             workspace_col.append(e.workspace)
             algorithm_col.append(e.algorithm)
     n = len(config_col)
+    _forget_import_order(s, session_id, sorted({config_ids[key] for key in find}))
     upsert_columns(
         s,
         FindDb,
@@ -627,6 +647,7 @@ def _import(
             "params": [None] * n,
             "job": [None] * n,
             "kernel": [None] * n,
+            "import_order": order_col,
         },
         ("session", "config", "solver"),
     )
@@ -647,18 +668,61 @@ def _import(
     report.find_rows, report.perf_rows = n, len(perf_items)
 
 
-def _find_by_key(files: Sequence[DbFile]) -> dict[str, list[FindEntry]]:
+def _find_by_key(files: Sequence[DbFile]) -> tuple[dict[str, list[FindEntry]], set[str]]:
     """The find entries of the files by key, one per solver: a later file's entry replaces
-    an earlier file's for the same (key, solver)."""
+    an earlier file's for the same (key, solver). And the keys of more than one file: their
+    records are no file's as written, so they keep no import order."""
     if len(files) == 1:
-        return files[0].find
-    merged: dict[str, dict[str, FindEntry]] = {}
+        return files[0].find, set()
+    by_key: dict[str, dict[str, FindEntry]] = {}
+    merged: set[str] = set()
     for f in files:
         for key, entries in f.find.items():
-            by_solver = merged.setdefault(key, {})
+            if key in by_key:
+                merged.add(key)
+            by_solver = by_key.setdefault(key, {})
             for e in entries:
                 by_solver[e.solver] = e
-    return {key: list(by_solver.values()) for key, by_solver in merged.items()}
+    return {key: list(by_solver.values()) for key, by_solver in by_key.items()}, merged
+
+
+def _forget_import_order(s: Session, session_id: int, configs: list[int]) -> None:
+    """The session's rows of ``configs`` lose their import order before new rows of those
+    configs are imported: a row the new record does not replace makes the record one no
+    file holds as written, which then exports in Tuna's order."""
+    for part in chunks(configs, 1000):
+        s.execute(
+            update(FindDb)
+            .where(
+                FindDb.session == session_id,
+                FindDb.config.in_(part),
+                FindDb.import_order.is_not(None),
+            )
+            .values(import_order=None)
+        )
+
+
+def _store_key_only(
+    s: Session, session_id: int, files: Sequence[DbFile], report: ImportDbReport
+) -> None:
+    """Upsert the files' key-only records (a later file's record replaces an earlier one's)."""
+    records: dict[str, tuple[list[FindEntry], str]] = {}
+    for f in files:
+        for key, entries in f.key_only.items():
+            records[key] = (entries, f.key_only_reasons[key])
+    keys = sorted(records)
+    upsert_columns(
+        s,
+        KeyOnlyRecord,
+        {
+            "session": [session_id] * len(keys),
+            "fdb_key": keys,
+            "entries": [";".join(e.text() for e in records[k][0]) for k in keys],
+            "reason": [records[k][1] for k in keys],
+        },
+        ("session", "fdb_key"),
+    )
+    report.key_only = len(keys)
 
 
 def _driver_line(entry: ConvEntry) -> str | None:

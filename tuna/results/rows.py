@@ -35,7 +35,7 @@ from tuna.sessions import session_info, session_row
 from tuna.sessions.history import check_not_retired
 
 _YIELD = 20_000
-_NO_LINKS = (None, None)
+_NO_LINKS = (None, None, None)
 
 
 @dataclass(frozen=True)
@@ -147,20 +147,24 @@ def _not_left_out(source: Source) -> list[ColumnElement[bool]]:
 
 
 def _link_columns(source: Source) -> list[Any]:
-    """The job of a find row and, for a golden row, its id (its frozen kernels' key)."""
+    """The job of a find row and, for a golden row, its id (its frozen kernels' key); then
+    a session's row's import order (None for a golden row)."""
     if source.golden is None:
-        return [FindDb.job, null()]
-    return [Golden.job, Golden.id]
+        return [FindDb.job, null(), FindDb.import_order]
+    return [Golden.job, Golden.id, null()]
 
 
 _FIELD, _ENTRY = "\x1f", "\x1e"  # ASCII unit and record separators
 _GROUP_CONCAT_MAX = 1 << 30
 
-FindRow = tuple[int, int, float, int, str, Any, Any]
-"""(session, solver id, time, workspace, algorithm, job, golden row) of one find row.
+FindRow = tuple[int, int, float, int, str, Any, Any, Any]
+"""(session, solver id, time, workspace, algorithm, job, golden row, import order) of one
+find row.
 
-With links, ``job`` is the job that produced the row and ``golden row`` the golden row's
-id (None for a session's rows); without, both are None.
+With links, ``job`` is the job that produced the row, ``golden row`` the golden row's id
+(None for a session's rows) and ``import order`` a session's row's place in the db record
+it was imported from (None if a job wrote it, and for a golden row); without, all three
+are None.
 """
 
 
@@ -208,10 +212,14 @@ def find_groups(
             if len(parts) != n:
                 unreadable(key, text_row)
                 continue
-            job, golden = (_int_or_none(parts[4]), _int_or_none(parts[5])) if links else _NO_LINKS
+            job, golden, order = (
+                (_int_or_none(parts[4]), _int_or_none(parts[5]), _int_or_none(parts[6]))
+                if links
+                else _NO_LINKS
+            )
             found.append(
                 (int(parts[0]), int(parts[1]), float(parts[2]), int(parts[3]), parts[-1], job,
-                 golden)
+                 golden, order)
             )  # fmt: skip
         yield config, key, found
 
