@@ -119,6 +119,18 @@ def test_a_filter_narrows_the_results_and_pages_by_id(site):
     assert [int(c[1]) for c in everything] == sorted(int(c[1]) for c in everything)
 
 
+def test_the_results_page_shows_each_rows_parameters(site):
+    client, sd, ro, _sent = site
+    from tuna.db.models import FindDb
+
+    with ro.session() as s:
+        want = {int(i): p or "—" for i, p in s.execute(
+            sa.select(FindDb.id, FindDb.params).where(FindDb.session == sd.tuned))}  # fmt: skip
+    shown = cells(client.get(f"/results?session={sd.tuned}&limit=1000").text, "results")
+    assert {int(c[0]): c[7] for c in shown} == want
+    assert any(p != "—" for p in want.values())
+
+
 @pytest.mark.parametrize(
     ("url", "status", "message"),
     [

@@ -6,6 +6,7 @@ One server and one browser for the module, on a seeded SQLite database (see
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,7 +18,11 @@ import pytest
 from tests.dashboard.conftest import Server, artifacts_dir, tuna, wait_for
 from tests.report.seed import Seeded, seed, session
 from tuna.db import open_database
+from tuna.fleet.machines import add_machine
 from tuna.jobs.load import load_jobs
+
+LONG_NAME = "a-label-that-is-one-word-" + "and-goes-on-" * 8
+"""A session label and a machine name with no space to break at (they overflowed tables)."""
 
 
 @dataclass
@@ -37,6 +42,8 @@ def site(tmp_path_factory) -> Iterator[Site]:
     sd = seed(db)
     drain = session(db, "drain", {"NOOP_SLEEP_S": "0.25"})
     load_jobs(db, drain, step="find", tag="net")
+    session(db, LONG_NAME)
+    add_machine(db, LONG_NAME[:120], arch="gfx90a", num_cu=104)
     db.dispose()
     server = Server(url, tmp / "dashboard.log", "--refresh", "1")
     yield Site(server, sd, drain, url, tmp)
@@ -75,7 +82,7 @@ def test_every_page_loads_from_the_navigation(chrome, site):
     chrome.get(site.server.base + "/")
     assert chrome.title == "Sessions · Tuna"
     rows = by_css(chrome, "#sessions tr[data-session]")
-    assert len(rows) == 5
+    assert len(rows) == 6
     assert shot(chrome, "sessions").stat().st_size > 0
     for name, title in (("Machines", "Machines"), ("Results", "Results of session"),
                         ("Sessions", "Sessions")):  # fmt: skip
@@ -99,6 +106,8 @@ def test_a_filter_narrows_the_results(chrome, site):
     chrome.get(f"{site.server.base}/results?session={site.seeded.tuned}")
     before = [r.text for r in by_css(chrome, "#results td.solver")]
     assert len(before) == 36 and len(set(before)) > 1
+    params = [c.text for c in by_css(chrome, "#results td.params")]  # the winners' parameters
+    assert len(params) == 36 and any(re.fullmatch(r"\d+x\d+", p) for p in params), params
     Select(by_css(chrome, "select[name=solver]")[0]).select_by_visible_text("NoopDirect")
     by_css(chrome, "#apply")[0].click()
     wait_for("the filtered page", lambda: "solver=NoopDirect" in chrome.current_url, timeout=20)
@@ -164,7 +173,7 @@ def test_a_typed_filter_survives_the_live_refresh(chrome, site):
     assert (
         chrome.execute_script("return document.querySelector('input[name=arch]').value") == "gfx9"
     )
-    assert len(by_css(chrome, "#sessions tr[data-session]")) == 5  # the table is still there
+    assert len(by_css(chrome, "#sessions tr[data-session]")) == 6  # the table is still there
     shot(chrome, "sessions-typed-filter")
 
 
@@ -185,3 +194,18 @@ def test_a_login_protected_dashboard_in_the_browser(chrome, site):
         shot(chrome, "sessions-logged-in")
     finally:
         server.stop()
+
+
+def test_long_names_stay_inside_the_window(chrome, site):
+    for page in ("/", "/machines", f"/results?session={site.seeded.tuned}"):
+        chrome.get(site.server.base + page)
+        widths = chrome.execute_script(
+            "const main = document.querySelector('main');"
+            "return [main.clientWidth, document.documentElement.scrollWidth, window.innerWidth,"
+            " ...Array.from(main.querySelectorAll('table'), t => t.scrollWidth)]"
+        )
+        main, page_width, window_width, *tables = widths
+        assert tables and max(tables) <= main and page_width <= window_width, (page, widths)
+    chrome.get(site.server.base + "/")
+    assert LONG_NAME in by_css(chrome, "#sessions")[0].text.replace("\n", "")
+    shot(chrome, "sessions-long-label")

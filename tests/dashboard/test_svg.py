@@ -75,3 +75,21 @@ def test_a_chart_with_nothing_that_counts_says_so():
         "no measurement counts yet"
     ]
     assert not list(root.iter(f"{NS}path"))
+
+
+def test_a_long_legend_label_is_cut_to_the_margin_with_its_full_text_as_a_title():
+    long = "strategy:annealing-with-a-very-long-descriptive-name-" + "x" * 80
+    svg = ET.fromstring(step_chart(
+        [Series(long, [(0.0, 5.0), (3.0, 2.0)], until=4.0), Series("short", [(0.0, 4.0)], 1.0)],
+        title="t", xlabel="x", ylabel="y", width=760,
+    ))  # fmt: skip
+    legends = svg.findall(f"{NS}g[@class='legend']")
+    assert [g.find(f"{NS}title").text for g in legends] == [long, "short"]
+    cut, short = (g.find(f"{NS}text") for g in legends)
+    assert short.text == "short" and cut.text.endswith("…") and long.startswith(cut.text[:-1])
+    # The text starts at x and its characters are at most CHAR_PX wide: it ends inside.
+    from tuna.dashboard.svg import CHAR_PX
+
+    assert float(cut.get("x")) + CHAR_PX * len(cut.text) <= 760
+    path = svg.find(f"{NS}path[@class='series']")
+    assert path.get("data-label") == long

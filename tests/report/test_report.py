@@ -210,3 +210,33 @@ def test_family_names_parse_back(direction, y, x, groups, name):
     assert parse_family(name) == (direction, y, x, groups)
     with pytest.raises(TunaError, match="expected DIRECTION YxX"):
         parse_family(name.replace(" ", "-"))
+
+
+def test_the_winners_parameters_are_in_the_page_its_csvs_and_pareto_json(seeded, tmp_path):
+    """A tuner's first question, "which config won, with which parameters", had no answer."""
+    db, sd = seeded
+    build_report(db, ReportOptions((sd.tuned,), tmp_path))
+    with db.session() as s:
+        rows = s.execute(select(FindDb.config, FindDb.time_ms, FindDb.params)
+                         .where(FindDb.session == sd.tuned)).all()  # fmt: skip
+    best: dict[int, tuple[float, str]] = {}
+    for config, t, params in rows:
+        if config not in best or t < best[config][0]:
+            best[config] = (t, params or "")
+    assert any(p for _t, p in best.values()), "the seed must have a tuned winner"
+    winners = read_csv(tmp_path / "winners.csv")
+    assert {int(r["config"]): r["params"] for r in winners} == {c: p for c, (_t, p) in best.items()}
+    page = (tmp_path / "index.html").read_text()
+    table = re.search(r'<table id="table-winners">(.*?)</table>', page, re.S).group(1)
+    for config, (_t, params) in best.items():
+        assert re.search(rf"<tr><td>{sd.tuned}</td><td>{config}</td>.*?<td>{re.escape(params)}"
+                         r"</td></tr>", table), config  # fmt: skip
+    speedups = read_csv(tmp_path / "figures" / "speedups.csv")
+    assert {int(r["config"]): r["best_params"] for r in speedups} == {
+        c: p for c, (_t, p) in best.items()
+    }
+    pareto = json.loads((tmp_path / "pareto.json").read_text())["problems"]
+    by_point = {(s["config"], p["time_ms"]): p["params"] for s in pareto for p in s["points"]}
+    assert {(c, float(t)): p for c, t, p in rows} == by_point
+    meta = json.loads((tmp_path / "report.json").read_text())
+    assert "winners.csv" in meta["files"] and "figures/speedups.csv" in meta["files"]

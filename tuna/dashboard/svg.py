@@ -60,6 +60,16 @@ def _fmt(v: float) -> str:
     return f"{v:.6g}"
 
 
+CHAR_PX = 7
+"""The widest a character of the charts' 11 px sans-serif font is, near enough (digits and
+most letters are 6 px; a label cut to fit at 7 px never runs past the margin)."""
+
+
+def fit(label: str, chars: int) -> str:
+    """``label`` cut to ``chars`` characters with an ellipsis (the full one is its title)."""
+    return label if len(label) <= chars else label[: max(chars - 1, 1)] + "…"
+
+
 def step_chart(
     series: Sequence[Series],
     *,
@@ -127,8 +137,10 @@ def step_chart(
                        f'data-until="{s.until:g}" d="{"".join(d)}" fill="none" '
                        f'stroke="{colour}" stroke-width="2"/>')  # fmt: skip
         ly = top + 10 + 18 * k
-        out.append(f'<g class="legend"><line x1="{left + pw + 12}" y1="{ly}" '
-                   f'x2="{left + pw + 32}" y2="{ly}" stroke="{colour}" stroke-width="2"/>'
-                   f'<text x="{left + pw + 38}" y="{ly + 4}">{e(s.label)}</text></g>')  # fmt: skip
+        shown = fit(s.label, (right - 42) // CHAR_PX)
+        out.append(f'<g class="legend"><title>{e(s.label)}</title><line x1="{left + pw + 12}" '
+                   f'y1="{ly}" x2="{left + pw + 32}" y2="{ly}" stroke="{colour}" '
+                   f'stroke-width="2"/><text x="{left + pw + 38}" y="{ly + 4}">{e(shown)}</text>'
+                   "</g>")  # fmt: skip
     out.append("</svg>")
     return "\n".join(out)

@@ -96,6 +96,10 @@ class Section:
     title: str
     figures: list[Figure] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    table: tuple[list[str], list[tuple[Any, ...]]] | None = None
+    """A table the page shows (header, rows), after the notes."""
+    data: list[str] = field(default_factory=list)
+    """Data files it wrote besides its figures' (paths relative to the report)."""
 
 
 @dataclass(frozen=True)
@@ -106,7 +110,8 @@ class Report:
 
     @property
     def files(self) -> list[str]:
-        return [f for s in self.sections for fig in s.figures for f in fig.files.values()]
+        drawn = [f for s in self.sections for fig in s.figures for f in fig.files.values()]
+        return drawn + [f for s in self.sections for f in s.data]
 
 
 # --- sections ---------------------------------------------------------------------------------
@@ -157,6 +162,7 @@ def _speedups(data: ReportData) -> Section:
                 "family",
                 "best_solver",
                 "best_ms",
+                "best_params",
                 "baseline",
                 "baseline_ms",
                 "speedup",
@@ -168,6 +174,7 @@ def _speedups(data: ReportData) -> Section:
                     u.family,
                     u.best_solver,
                     u.best_ms,
+                    u.best_params or "",
                     u.baseline,
                     u.baseline_ms,
                     round(u.speedup, 6),
@@ -177,6 +184,31 @@ def _speedups(data: ReportData) -> Section:
             log=True,
         )  # fmt: skip
     )
+    return sec
+
+
+MAX_WINNER_ROWS = 100
+"""Winners the page lists at most (``winners.csv`` holds every problem's)."""
+
+
+def _winners(data: ReportData) -> Section:
+    """Which solver won each problem, with which parameters: a tuner's first question."""
+    sec = Section("winners", "Winners: the fastest solver of each problem and its parameters")
+    best = sorted(insight.best_per_problem(data.points).values(),
+                  key=lambda p: (p.session, p.family, p.config))  # fmt: skip
+    if not best:
+        sec.notes.append("No find results in these sessions yet.")
+        return sec
+    head = ["session", "config", "family", "fdb_key", "solver", "time_ms", "workspace", "params"]
+    rows = [(p.session, p.config, p.family, p.fdb_key, p.solver, p.time_ms, p.workspace,
+             p.params or "") for p in best]  # fmt: skip
+    figures.write_csv(data.options.out / "winners.csv", head, rows)
+    sec.data.append("winners.csv")
+    shown = rows[:MAX_WINNER_ROWS]
+    sec.notes.append(f"{len(rows)} problems; winners.csv holds every one"
+                     + (f", the first {len(shown)} are listed here." if len(shown) < len(rows)
+                        else "."))  # fmt: skip
+    sec.table = (head, [(*r[:5], f"{r[5]:.4g}", *r[6:]) for r in shown])
     return sec
 
 
@@ -225,6 +257,7 @@ def pareto_sets(points: Sequence[FindPoint], take_best: int) -> list[dict[str, A
                         "solver": p.solver,
                         "time_ms": p.time_ms,
                         "workspace": p.workspace,
+                        "params": p.params,
                         "front": r.front,
                         "pareto_optimal": r.optimal,
                         "selected": r.near_optimal,
@@ -403,6 +436,7 @@ def _search_progress(data: ReportData) -> Section:
 SectionBuilder = Callable[[ReportData], Section]
 SECTIONS: list[SectionBuilder] = [
     _speedups,
+    _winners,
     _solver_wins,
     _pareto,
     _search_pareto,
@@ -457,6 +491,9 @@ h1 { font-size: 1.5em; } h2 { border-bottom: 1px solid #ccc; padding-bottom: .2e
 figure { margin: 1em 0 2em; } figure img { max-width: 100%; border: 1px solid #eee; }
 figcaption { font-size: .9em; color: #555; } .note { color: #444; }
 nav a { margin-right: 1em; }
+.wide { overflow-x: auto; } table { border-collapse: collapse; font-size: .85em; }
+th, td { padding: .2em .6em; border-bottom: 1px solid #e0e0e0; text-align: left;
+         vertical-align: top; max-width: 40em; overflow-wrap: anywhere; }
 """
 
 
@@ -483,6 +520,13 @@ def render_html(options: ReportOptions, arch_of: dict[int, str], sections: list[
     for s in sections:
         parts.append(f'<section id="{s.id}"><h2>{esc(s.title)}</h2>')
         parts += [f'<p class="note">{esc(n)}</p>' for n in s.notes]
+        if s.table is not None:
+            head, rows = s.table
+            parts.append(f'<div class="wide"><table id="table-{s.id}"><tr>'
+                         + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr>")  # fmt: skip
+            parts += ["<tr>" + "".join(f"<td>{esc(str(c))}</td>" for c in row) + "</tr>"
+                      for row in rows]  # fmt: skip
+            parts.append("</table></div>")
         for fig in s.figures:
             parts.append(
                 f'<figure id="fig-{esc(fig.name)}"><img src="{esc(fig.files["svg"])}" '

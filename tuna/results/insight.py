@@ -36,6 +36,8 @@ class FindPoint:
     solver: str
     time_ms: float
     workspace: int
+    params: str | None = None
+    """The winning candidate's parameters (``None``: the solver has none)."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,7 @@ class Speedup:
     best_ms: float
     baseline: str
     baseline_ms: float
+    best_params: str | None = None
 
     @property
     def speedup(self) -> float:
@@ -82,6 +85,7 @@ def _point_query() -> Any:
             Solver.name,
             FindDb.time_ms,
             FindDb.workspace,
+            FindDb.params,
         )
         .join(ConvConfig, ConvConfig.id == FindDb.config)
         .join(_W, _W.id == ConvConfig.weight_tensor)
@@ -101,6 +105,7 @@ def _point(r: Any) -> FindPoint:
         r.name,
         float(r.time_ms),
         int(r.workspace),
+        r.params,
     )
 
 
@@ -310,7 +315,9 @@ def speedups_vs_solver(points: Sequence[FindPoint], solver: str) -> list[Speedup
     """Each problem's best time against ``solver``'s time on it (problems it ran on)."""
     base = {(p.session, p.config): p for p in points if p.solver == solver}
     return [
-        Speedup(b.config, b.fdb_key, b.family, b.solver, b.time_ms, solver, base[k].time_ms)
+        Speedup(
+            b.config, b.fdb_key, b.family, b.solver, b.time_ms, solver, base[k].time_ms, b.params
+        )  # fmt: skip
         for k, b in best_per_problem(points).items()
         if k in base
     ]
@@ -325,8 +332,15 @@ def speedups_vs_slowest(points: Sequence[FindPoint]) -> list[Speedup]:
             slowest[k] = p
     return [
         Speedup(
-            b.config, b.fdb_key, b.family, b.solver, b.time_ms, "slowest solver", slowest[k].time_ms
-        )
+            b.config,
+            b.fdb_key,
+            b.family,
+            b.solver,
+            b.time_ms,
+            "slowest solver",
+            slowest[k].time_ms,
+            b.params,
+        )  # fmt: skip
         for k, b in best_per_problem(points).items()
     ]
 
@@ -364,7 +378,9 @@ def speedups_vs_times(
 ) -> list[Speedup]:
     """Each problem's best time against a base time of the same config (where it has one)."""
     return [
-        Speedup(b.config, b.fdb_key, b.family, b.solver, b.time_ms, name, times[b.config])
+        Speedup(
+            b.config, b.fdb_key, b.family, b.solver, b.time_ms, name, times[b.config], b.params
+        )  # fmt: skip
         for b in best_per_problem(points).values()
         if b.config in times
     ]
