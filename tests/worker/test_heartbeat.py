@@ -119,3 +119,37 @@ def test_a_lease_really_lost_is_still_reported(lite, caplog):
         beat.stop()
     alarms = [r.getMessage() for r in caplog.records if "lease lost" in r.getMessage()]
     assert alarms == [f"job {sd.jobs[0]}: lease lost by {owner}"]
+
+
+def test_a_failed_beat_is_one_warning_line_and_its_traceback_is_debug(lite, caplog):
+    """During an outage every beat fails: one line each (what failed and why), the
+    traceback only at debug level (fault runs had 27-32 tracebacks per worker log)."""
+    import socket
+
+    from tuna.db import Database
+
+    sd = seed(lite, configs=1, solvers=["NoopDirect"])
+    owner = "w:1:test"
+    jobs = states.claim_jobs(lite, sd.session, states.Phase.COMPILE, owner=owner)
+    with socket.socket() as closed:  # bound, never listening: the server is down
+        closed.bind(("127.0.0.1", 0))
+        down = Database(f"mysql+pymysql://u:pw@127.0.0.1:{closed.getsockname()[1]}/tuna")
+        caplog.set_level(logging.DEBUG, logger="tuna.worker.loop")
+        beat = _Heartbeat(down, owner, lease_seconds=60, interval=0.01)
+        beat.hold(jobs)
+        beat.start()
+        try:
+            deadline = time.monotonic() + DEADLINE_S
+            while sum(r.levelno == logging.WARNING for r in caplog.records) < 2:
+                assert time.monotonic() < deadline, "no heartbeat failure was logged"
+                time.sleep(0.01)
+        finally:
+            beat.stop()
+            down.dispose()
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert all(r.exc_info is None for r in warnings)
+    text = warnings[0].getMessage()
+    assert "\n" not in text and text.startswith(f"{owner}: heartbeat failed (")
+    assert "2003" in text and "Can't connect to MySQL server" in text
+    debug = [r for r in caplog.records if r.levelno == logging.DEBUG and r.exc_info]
+    assert debug, "the traceback is kept at debug level"

@@ -173,11 +173,17 @@ def _rollback_if_open(dbapi_conn: Any, _record: Any, state: PoolResetState) -> N
     dbapi_conn.rollback()
 
 
+def one_line_error(e: BaseException) -> str:
+    """``e`` on one line: the driver's own error for a driver error (SQLAlchemy's text adds
+    the statement and a link over several lines), else the exception's first line."""
+    orig = getattr(e, "orig", None)
+    detail = str(orig) if orig is not None else (str(e).splitlines() or [""])[0]
+    return " ".join(detail.split()) or type(e).__name__
+
+
 def describe_db_error(e: sa_exc.DBAPIError, url: URL) -> str:
     """A one-line, password-free description of a driver error."""
-    orig = getattr(e, "orig", None)
-    detail = str(orig) if orig is not None else str(e).splitlines()[0]
-    return f"{mask_url(url)}: {detail}"
+    return f"{mask_url(url)}: {one_line_error(e)}"
 
 
 class Database:

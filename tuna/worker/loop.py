@@ -57,6 +57,7 @@ from tuna.backends.base import (
     SearchWork,
 )
 from tuna.db import Database
+from tuna.db.engine import one_line_error
 from tuna.db.enums import JobState
 from tuna.db.retry import through_outages
 from tuna.jobs import claims, recording, requeue
@@ -167,8 +168,10 @@ class _Heartbeat:
                 continue
             try:
                 lost = claims.extend_leases(self.db, self.owner, jobs, self.lease_seconds)
-            except Exception:  # the database may be back by the next beat; the lease has slack
-                log.warning("%s: heartbeat failed", self.owner, exc_info=True)
+            except Exception as e:  # the database may be back by the next beat; the lease has slack
+                # One line per beat (an outage fails every beat); the traceback at debug level.
+                log.warning("%s: heartbeat failed (%s)", self.owner, one_line_error(e))
+                log.debug("%s: heartbeat failed", self.owner, exc_info=True)
                 continue
             with self._lock:
                 # A job recorded (or released) by this worker since the list was taken is
