@@ -11,6 +11,7 @@ from tuna.cli.base import (
     verbose_option,
     worker_settings_options,
 )
+from tuna.db.retry import through_outages
 from tuna.jobs import Phase
 from tuna.worker import JobLog, WorkerReport, WorkerSettings, run_worker
 from tuna.worker.stages import Stage, parse_stage, run_stages
@@ -81,7 +82,11 @@ def worker_cmd(
       tuna worker --session 3 --phase compile --then 4:compile --then 3:eval --then 4:eval
     """
     settings = settings.but(burst=burst, max_jobs=max_jobs, gpu=gpu, machine=machine_id)
-    db = database()
+    # A worker started during an outage (a database restart, a fleet started before its
+    # head) waits for it as a running worker does: a line per try, up to the patience.
+    db = through_outages(
+        database, what="worker: open the database", patience=settings.outage_patience
+    )
     try:
         if then:
             stages = [(session_id, Phase(phase)), *then]
