@@ -22,6 +22,10 @@ from sqlalchemy.exc import ArgumentError
 
 from tuna.errors import ConfigurationError
 
+# The most workers go_fish starts on one machine (-w): more is a typo, and the plans of
+# ten million of them alone took a gigabyte before anything started.
+MAX_WORKERS = 1024
+
 MYSQL_VARS = ("TUNA_DB_USER_NAME", "TUNA_DB_USER_PASSWORD", "TUNA_DB_HOSTNAME", "TUNA_DB_NAME")
 
 

@@ -149,3 +149,66 @@ def test_a_pace_setting_that_is_not_seconds_is_refused_before_anything_starts(ru
     said = "TUNA_FLEET_DRAIN_GRACE='soon': expected a number of seconds above 0, e.g. 30"
     assert said in r.output
     assert "Traceback" not in r.output
+
+
+def test_more_workers_than_anyone_could_start_is_refused_in_one_line(runner, tmp_path):
+    noop_session(runner, tmp_path)
+    r = runner.invoke(
+        main, ["go_fish", "--session", "1", "--compile", "--local", "-w", "99999999999"]
+    )
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert "99999999999 is not in the range 1<=x<=" in r.output
+
+
+def test_no_more_local_workers_start_than_there_are_jobs(runner, tmp_path):
+    (tmp_path / "three.txt").write_text(LINES.splitlines()[0])  # 3 solvers: 3 jobs
+    for args in (
+        ["import_configs", "-t", "one", "-f", str(tmp_path / "three.txt")],
+        ["session", "create", "--arch", "cpu", "--num-cu", "2", "--backend", "noop"],
+        ["load_jobs", "-t", "one", "--session", "1", "--step", "perf"],
+    ):
+        assert runner.invoke(main, args).exit_code == 0
+    r = go_fish(runner, "--session", "1", "--compile", "--local", "-w", "8")
+    assert r.exit_code == 0, r.output
+    assert "3 job(s) to work: 3 local worker(s), not 8" in r.output
+    assert "with 3 local worker(s)" in r.output
+
+
+def test_a_run_whose_every_job_errored_exits_non_zero_with_a_summary(runner, tmp_path):
+    noop_session(runner, tmp_path, "--env", "NOOP_FAIL=boom")
+    r = go_fish(runner, "--session", "1", "--compile", "--local", "-w", "2", "--max-retries", "0")
+    assert r.exit_code == 1, r.output
+    assert "  this run: errored 9" in r.output.splitlines()
+    assert "every job of this run errored (9); see the failure reasons above" in r.output
+
+
+def test_two_runs_of_one_session_and_two_sessions_log_to_their_own_files(runner, tmp_path):
+    noop_session(runner, tmp_path)
+    r = runner.invoke(
+        main, ["session", "create", "--arch", "cpu", "--num-cu", "2", "--backend", "noop"]
+    )
+    assert r.exit_code == 0
+    assert (
+        runner.invoke(
+            main, ["load_jobs", "-t", "net", "--session", "2", "--step", "perf"]
+        ).exit_code
+        == 0
+    )
+    (tmp_path / "more.txt").write_text(LINES.replace("-H 8 -W 8", "-H 9 -W 9"))
+    assert (
+        runner.invoke(
+            main, ["import_configs", "-t", "more", "-f", str(tmp_path / "more.txt")]
+        ).exit_code
+        == 0
+    )
+    logs = tmp_path / "logs"
+    for session in ("1", "2", "1"):
+        args = ("--session", session, "--compile", "--local", "-w", "1", "--log-dir", str(logs))
+        assert go_fish(runner, *args).exit_code == 0
+        load = ["load_jobs", "-t", "more", "--session", "1", "--step", "perf"]
+        assert runner.invoke(main, load).exit_code == 0  # more work for the second run
+    files = sorted(p.relative_to(logs) for p in logs.rglob("*.log"))
+    assert len(files) == 3, files
+    assert [f.parts[:2] for f in files] == [("compile", "cpu")] * 3
+    assert sorted(f.parts[3] for f in files) == ["session-1", "session-1", "session-2"]
+    assert len({f.parent for f in files}) == 3  # each run a folder of its own

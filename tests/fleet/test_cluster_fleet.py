@@ -66,7 +66,7 @@ def _duplicates(db, model, session) -> list[tuple[int, int]]:
 
 
 def _worker_logs(log_dir: Path, phase: str, arch: str, address: str) -> str:
-    logs = sorted((log_dir / phase / arch / address).glob("*.log"))
+    logs = sorted((log_dir / phase / arch / address).glob("session-*/*/*.log"))
     assert logs, f"no {phase} log from {address} under {log_dir}"
     return "\n".join(p.read_text() for p in logs)
 

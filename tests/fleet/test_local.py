@@ -58,7 +58,8 @@ def test_compile_then_run_perf_drains_the_session_with_logs_per_worker(sqlite_ur
     assert report.final.counts.by_state[JobState.COMPILED] == total == report.final.finished
     assert seen and seen[0].remaining + seen[0].finished == total
     assert sorted(p.name for p in report.logs) == ["worker-0.log", "worker-1.log"]
-    assert all(p.parent.parent.name == "cpu" and "compile" in p.parts for p in report.logs)
+    assert all(p.parts[-6:-4] == ("compile", "cpu") for p in report.logs)
+    assert {p.parts[-3] for p in report.logs} == {f"session-{sid}"}
     report = run_local(
         db,
         sid,

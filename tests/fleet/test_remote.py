@@ -50,7 +50,8 @@ def test_worker_containers_get_the_url_from_a_file_never_argv(lite, options, mon
     run._by_host[m.host].image_id = "sha256:1d"  # what `docker image inspect` said there
     slots = run._plan(HostState(m))
     assert [(s.worker, s.gpu) for s in slots] == [("eval-gpu0", 0), ("eval-gpu3", 3)]
-    assert slots[1].log == options.log_dir / "eval" / "gfx-noop" / "gpu-01" / "eval-gpu3.log"
+    host_dir = options.log_dir / "eval" / "gfx-noop" / "gpu-01"
+    assert slots[1].log == host_dir / f"session-{run.session.id}" / run.run_id / "eval-gpu3.log"
     slots[1].container = "tuna-x-eval-gpu3"
     argv = shlex.split(run._docker_run(slots[1]))
     assert "s3cret" not in " ".join(argv)

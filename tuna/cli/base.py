@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from tuna.config import load_settings
+from tuna.config import MAX_WORKERS, load_settings
 from tuna.db import Database, open_database
 from tuna.errors import TunaError
 from tuna.jobs.values import DEFAULT_LEASE_SECONDS, DEFAULT_MAX_RETRIES
@@ -132,9 +132,9 @@ def progress_bar(enabled: bool = True) -> Iterator[Callable[[str, int, int], Non
 workers_option = click.option(
     "-w",
     "--workers",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=MAX_WORKERS),
     default=None,
-    help="Worker processes (default: one per CPU core).",
+    help=f"Worker processes, at most {MAX_WORKERS} (default: one per CPU core).",
 )
 
 

@@ -540,6 +540,14 @@ def go_fish_cmd(
                 return
             if not report.drained:
                 raise click.exceptions.Exit(1)
+            if errored := report.all_errored:
+                err_console.print(
+                    f"go_fish {task.value}, session {session_id}: every job of this run "
+                    f"errored ({errored}); see the failure reasons above",
+                    markup=False,
+                    soft_wrap=True,
+                )
+                raise click.exceptions.Exit(1)
     finally:
         db.dispose()
 

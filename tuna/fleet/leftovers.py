@@ -25,10 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tuna.fleet.machines import MachineRow
+from tuna.fleet.phase import worker_log
 from tuna.fleet.ssh import Connections
 
 OWNER_FILE = "owner"
-_FIELDS = ("run", "owner", "phase", "arch", "worker")
+_FIELDS = ("run", "owner", "phase", "arch", "worker", "session")
 
 
 def _start_time(pid: int) -> str | None:
@@ -156,7 +157,7 @@ def clean_leftovers(
     """Stop, collect the logs of and remove ``left``'s containers; remove its run folders.
 
     Returns the log files written. Each log lands where the run would have put it:
-    ``<log dir>/<phase>/<arch>/<machine>/<worker>.log``.
+    :func:`tuna.fleet.phase.worker_log`.
     """
     m = left.machine
     docker = shlex.split(m.docker)
@@ -171,12 +172,14 @@ def clean_leftovers(
     for c in left.containers:
         r = conns.run(m.host, shlex.join([*docker, "logs", c.name]) + " 2>&1", timeout=60)
         labels = c.labels
-        path = (
-            log_dir
-            / (labels.get("phase") or "unknown")
-            / (labels.get("arch") or "unknown")
-            / m.label
-            / f"{labels.get('worker') or c.name}.log"
+        path = worker_log(
+            log_dir,
+            labels.get("phase") or "unknown",
+            labels.get("arch") or "unknown",
+            m.label,
+            labels.get("session") or "unknown",
+            c.run or "unknown",
+            labels.get("worker") or c.name,
         )
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a") as f:

@@ -46,8 +46,18 @@ from tuna.db.retry import through_outages
 from tuna.errors import TunaError
 from tuna.fleet.commands import worker_argv
 from tuna.fleet.dispatch import Pace, dispatch
-from tuna.fleet.phase import FishReport, Progress, Task, remaining_jobs, worker_environment
-from tuna.jobs import job_counts
+from tuna.fleet.phase import (
+    MAX_WORKERS,
+    FishReport,
+    Progress,
+    Task,
+    new_run_id,
+    remaining_jobs,
+    worker_environment,
+    worker_log,
+)
+from tuna.jobs import Phase, job_counts
+from tuna.jobs.status import search_work_waiting
 from tuna.sessions import get_session
 from tuna.worker.settings import WorkerSettings
 
@@ -101,8 +111,8 @@ def plans(stages: Sequence[StageTask], workers: int, owns: Owns) -> list[list[St
     return [compiles + (evals if i < evaluators else []) for i in range(count)]
 
 
-def log_path(log_dir: Path, task: Task, arch: str, worker: str) -> Path:
-    return log_dir / task.phase.value / arch / socket.gethostname() / f"{worker}.log"
+def log_path(log_dir: Path, task: Task, arch: str, session: int, run: str, worker: str) -> Path:
+    return worker_log(log_dir, task.phase.value, arch, socket.gethostname(), session, run, worker)
 
 
 def start_worker(argv: Sequence[str], env: dict[str, str], log: Path) -> tuple[Popen, IO[bytes]]:
@@ -144,8 +154,8 @@ class LocalWorkers:
         settings: WorkerSettings | None = None,
         stop_timeout: float = 60.0,
     ) -> None:
-        if workers < 1:
-            raise TunaError(f"-w/--workers must be at least 1, not {workers}")
+        if not 1 <= workers <= MAX_WORKERS:
+            raise TunaError(f"-w/--workers must be from 1 to {MAX_WORKERS}, not {workers}")
         if not stages:
             raise TunaError("no stage to run")
         self.db, self.log_dir, self.stop_timeout = db, log_dir, stop_timeout
@@ -159,6 +169,7 @@ class LocalWorkers:
         self.stages = watch_order(stages)
         self.plans = plans(self.stages, workers, self.backend.evaluation_owns)
         self.asked, self.settings = workers, settings
+        self.run_id = new_run_id()
         # Neither argv nor the environment (``ps eww``, /proc/PID/environ) shows the URL:
         # it goes in a file only this user can read (TUNA_DB_URL_FILE), in the scratch dir.
         self.env = {
@@ -220,6 +231,18 @@ class LocalWorkers:
             if (plan[-1] == stage if last else stage in plan) and i < len(self.procs)
         ]
 
+    def _work(self) -> int | None:
+        """The jobs the stages' sessions have left to work, in either phase (more processes
+        than that would only start to exit); None while a search is active (it proposes
+        more)."""
+        total = 0
+        for session in self.sessions:
+            if search_work_waiting(self.db, session).active_searches:
+                return None
+            counts = job_counts(self.db, session)
+            total += sum(remaining_jobs(counts, phase) for phase in Phase)
+        return total
+
     def _drained(self) -> bool:
         session, task = self.watching
         counts = through_outages(lambda: job_counts(self.db, session), what="go_fish: count")
@@ -239,6 +262,12 @@ class LocalWorkers:
     def start(self, event: Callable[[str], None]) -> int:
         """Start the processes (once: a later stage finds them running)."""
         if not self.procs:
+            work = self._work()
+            if work is not None and work < len(self.plans):
+                event(
+                    f"{work} job(s) to work: {max(1, work)} local worker(s), not {len(self.plans)}"
+                )
+                self.plans = self.plans[: max(1, work)]
             if note := self.note():
                 event(note)
             self._start()
@@ -254,7 +283,8 @@ class LocalWorkers:
         self.env["TUNA_DB_URL_FILE"] = str(url_file)
         for i, plan in enumerate(self.plans):
             session, task = plan[0]
-            path = log_path(self.log_dir, task, self.sessions[session].arch, f"worker-{i}")
+            arch = self.sessions[session].arch
+            path = log_path(self.log_dir, task, arch, session, self.run_id, f"worker-{i}")
             own = self.scratch / f"worker-{i}"
             own.mkdir()
             env = {**self.env, **self._environment(plan, own)}

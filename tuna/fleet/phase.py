@@ -7,11 +7,14 @@ Shared by go_fish on this machine (:mod:`tuna.fleet.local`) and on a fleet
 from __future__ import annotations
 
 import enum
+import secrets
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sqlalchemy import func, select
 
+from tuna.config import MAX_WORKERS as MAX_WORKERS
 from tuna.db import Database
 from tuna.db.enums import JobState, JobStep
 from tuna.db.models import Job
@@ -43,6 +46,20 @@ class Task(str, enum.Enum):
 
 
 FIND_ENFORCE = (1, 3, 4)
+
+
+def new_run_id() -> str:
+    """A go_fish run's id: when it started, and a random part (two runs in one second)."""
+    return time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+
+
+def worker_log(
+    log_dir: Path, phase: str, arch: str, host: str, session: int | str, run: str, worker: str
+) -> Path:
+    """Where a worker's log goes on the head node, for every launcher and for leftovers:
+    ``<log dir>/<phase>/<arch>/<host>/session-<S>/<run>/<worker>.log``. Two sessions of
+    one arch, and two runs of one session, never share a file."""
+    return log_dir / phase / arch / host / f"session-{session}" / run / f"{worker}.log"
 
 
 def worker_environment(find_enforce: int | None) -> dict[str, str]:
@@ -113,6 +130,14 @@ class FishReport:
     @property
     def drained(self) -> bool:
         return self.final.remaining == 0
+
+    @property
+    def all_errored(self) -> int:
+        """How many jobs errored in this run if every job it finished errored (else 0)."""
+        did = self.final.this_run()
+        errored = did.get(JobState.ERRORED, 0)
+        done = did.get(JobState.COMPILED, 0) + did.get(JobState.EVALUATED, 0)
+        return errored if done == 0 else 0
 
 
 def check_steps(db: Database, session_id: int, task: Task) -> None:

@@ -15,7 +15,8 @@ For one phase of a session, go_fish:
    A worker container that dies while work is left is replaced (a few times per slot).
 3. ends when the phase's queue is drained (or nothing can work on what is left), stops
    what still runs, gathers every container's log under
-   ``<log dir>/<phase>/<arch>/<host>/<worker>.log`` and removes the containers and files.
+   ``<log dir>/<phase>/<arch>/<host>/session-<S>/<run>/<worker>.log`` and removes the
+   containers and files.
 
 Ctrl-C stops the containers with SIGTERM: each worker finishes its current job and hands
 the rest back.
@@ -33,7 +34,6 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import re
-import secrets
 import shlex
 import threading
 import time
@@ -58,7 +58,7 @@ from tuna.fleet.dispatch import Pace, dispatch
 from tuna.fleet.fanout import HostOutcome, fan_out
 from tuna.fleet.leftovers import OWNER_FILE, clean_leftovers, find_leftovers, this_owner
 from tuna.fleet.machines import MachineRow, mark_seen
-from tuna.fleet.phase import FishReport, Progress, Task
+from tuna.fleet.phase import FishReport, Progress, Task, new_run_id, worker_log
 from tuna.fleet.ssh import Connections, Host, SshError
 from tuna.sessions import get_session
 from tuna.worker.settings import WorkerSettings
@@ -165,7 +165,7 @@ class RemoteWorkers:
         self.db, self.conns, self.task, self.opt = db, conns, task, options
         self.session = get_session(db, session_id)
         self.backend = get_backend(self.session.backend)
-        self.run_id = time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+        self.run_id = new_run_id()
         self.owner = this_owner()  # on containers and run folders: see tuna.fleet.leftovers
         self.hosts = [HostState(m) for m in machines]
         # By (address, port, user, key): two machines may share an address on other ports.
@@ -236,10 +236,13 @@ class RemoteWorkers:
 
     def _plan(self, host: HostState) -> list[Slot]:
         m = host.machine
-        arch_dir = self.opt.log_dir / self.task.phase.value / self.session.arch / m.label
+        phase, arch = self.task.phase.value, self.session.arch
 
         def slot(worker: str, gpu: int | None) -> Slot:
-            return Slot(m, worker, gpu, arch_dir / f"{worker}.log")
+            path = worker_log(
+                self.opt.log_dir, phase, arch, m.label, self.session.id, self.run_id, worker
+            )
+            return Slot(m, worker, gpu, path)
 
         if self.task.phase.value == "eval":
             return [slot(f"eval-gpu{g}", g) for g in m.gpus] or [slot("eval-0", None)]
