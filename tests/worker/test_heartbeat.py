@@ -127,10 +127,12 @@ def test_a_failed_beat_is_one_warning_line_and_its_traceback_is_debug(lite, capl
     import socket
 
     from tuna.db import Database
+    from tuna.jobs import claims
+    from tuna.jobs.values import Phase
 
     sd = seed(lite, configs=1, solvers=["NoopDirect"])
     owner = "w:1:test"
-    jobs = states.claim_jobs(lite, sd.session, states.Phase.COMPILE, owner=owner)
+    jobs = claims.claim_jobs(lite, sd.session, Phase.COMPILE, owner=owner)
     with socket.socket() as closed:  # bound, never listening: the server is down
         closed.bind(("127.0.0.1", 0))
         down = Database(f"mysql+pymysql://u:pw@127.0.0.1:{closed.getsockname()[1]}/tuna")
