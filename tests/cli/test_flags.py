@@ -194,3 +194,57 @@ def test_import_db_help_says_what_happens_to_unknown_solvers():
     out = CliRunner().invoke(main, ["import_db", "-h"]).output
     assert "no miopen backend" not in out
     assert "recorded as solvers of the session's library build" in " ".join(out.split())
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["-s", "NoopDirect", "--session_id", "2"],  # MITuna's own Jenkins order
+        ["--session_id", "2", "-s", "NoopDirect"],
+    ],
+)
+def test_load_job_s_with_a_solver_is_refused_whatever_the_order(runner, args):
+    r = runner.invoke(main, ["load_jobs", "-t", "few", "-l", "s", *args])
+    assert r.exit_code == 2, r.output
+    assert r.output.splitlines()[-1] == (
+        "Error: Invalid value for '-s' / '--session' / '--session_id': 'NoopDirect' is not a "
+        "session id (a number); MITuna's load_job -s (solvers) is --solvers in Tuna"
+    )
+
+
+def test_a_session_given_twice_is_refused_not_overridden(runner):
+    r = runner.invoke(main, ["load_jobs", "-t", "few", "--session_id", "2", "-s", "5"])
+    assert r.exit_code == 2, r.output
+    assert r.output.splitlines()[-1] == (
+        "Error: Invalid value for '-s' / '--session' / '--session_id': the session is given "
+        "twice (2, 5); give it once. MITuna's load_job -s (solvers) is --solvers in Tuna"
+    )
+
+
+BIG = "99999999999999999999"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["load_jobs", "-t", "x", "-s", BIG],
+        ["load_jobs", "-t", "x", "-s", "1", "--priority", "40000"],
+        ["export_db", "-s", "1", "-f", "--golden_v", BIG],
+        ["update_golden", "-s", "1", "--golden_v", BIG],
+        ["session", "create", "--arch", "gfx90a", "--backend", "noop", "--num-cu", "3000000000"],
+        ["machine", "add", "h", "--num-cu", BIG],
+        ["go_fish", "-s", "1", "--compile", "--local", "--claim-batch", BIG],
+        ["worker", "-s", "1", "--phase", "compile", "--claim-batch", BIG],
+    ],
+    ids=lambda a: " ".join(a[:2]) + " " + a[-2],
+)
+def test_integers_past_their_column_are_refused_in_one_line(runner, args):
+    """One range per column type, checked before the database sees it: the same answer on
+    SQLite and MariaDB (SQLite took --num-cu 3000000000, MariaDB refused it; both raised
+    tracebacks past 64 bits)."""
+    r = runner.invoke(main, args)
+    assert r.exit_code == 2, r.output
+    assert (
+        "Traceback" not in r.output and r.exception is None or isinstance(r.exception, SystemExit)
+    )
+    assert "is not in the range" in r.output.splitlines()[-1], r.output

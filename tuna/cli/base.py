@@ -149,13 +149,24 @@ verbose_option = click.option(
 )
 
 
+# One range per column type (tuna/db/tables.py), checked before the database sees a value:
+# SQLite stores any 64-bit integer where MariaDB refuses what is past the column, and both
+# raised tracebacks past 64 bits. A value past its range is refused in one line by click.
+INT_MAX = 2**31 - 1  # INTEGER columns: ids, CU counts, versions, retries
+SMALLINT_MAX = 2**15 - 1  # SMALLINT: job priority
+ID_RANGE = click.IntRange(1, INT_MAX)  # a row's id
+COUNT_RANGE = click.IntRange(0, INT_MAX)  # a count stored in (or compared with) an INT column
+INT_RANGE = click.IntRange(-INT_MAX - 1, INT_MAX)
+SMALLINT_RANGE = click.IntRange(-SMALLINT_MAX - 1, SMALLINT_MAX)
+
+
 def worker_settings_options(fn: F) -> F:
     """The options that set how workers work (:class:`WorkerSettings`), shared by ``tuna
     worker`` and ``go_fish``; the command receives them as one ``settings`` argument."""
     options = [
         click.option(
             "--claim-batch",
-            type=click.IntRange(min=1),
+            type=click.IntRange(1, INT_MAX),
             default=1,
             show_default=True,
             help="Jobs a worker claims per transaction (more is cheaper for short jobs).",
@@ -169,7 +180,7 @@ def worker_settings_options(fn: F) -> F:
         ),
         click.option(
             "--max-retries",
-            type=click.IntRange(min=0),
+            type=COUNT_RANGE,
             default=DEFAULT_MAX_RETRIES,
             show_default=True,
             help="Failed tries of a phase retried before a job errors.",
@@ -218,10 +229,11 @@ class SessionId(click.ParamType):
         if isinstance(value, int):
             return value
         try:
-            return int(value)
+            number = int(value)
         except ValueError:
             hint = f"; {self.hint}" if self.hint else ""
             self.fail(f"{value!r} is not a session id (a number){hint}", param, ctx)
+        return ID_RANGE.convert(number, param, ctx)
 
 
 def session_option(
@@ -233,15 +245,30 @@ def session_option(
     """``-s/--session/--session_id N``: how every command takes a session.
 
     ``-s`` is the session everywhere in Tuna (MITuna's ``load_job -s`` was ``--solvers``,
-    which keeps its long name); ``--session_id`` is MITuna's spelling.
+    which keeps its long name); ``--session_id`` is MITuna's spelling. Given twice, in any
+    spelling and order, it is refused: click would keep the last, and MITuna's
+    ``load_job -s SOLVER --session_id N`` would load every solver.
     """
+
+    def once(ctx: click.Context, param: click.Parameter, values: tuple[int, ...]) -> int | None:
+        if len(values) > 1:
+            more = f" {hint}" if hint else ""
+            raise click.BadParameter(
+                f"the session is given twice ({', '.join(map(str, values))}); give it once." + more,
+                ctx,
+                param,
+            )
+        return values[0] if values else None
+
     return click.option(
         "-s",
         "--session",
         "--session_id",
         "session_id",
         type=SessionId(hint),
+        multiple=True,
         required=required,
+        callback=once,
         help=help,
     )
 

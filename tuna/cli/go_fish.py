@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from tuna.cli.base import (
+    COUNT_RANGE,
     TunaCommand,
     console,
     database,
@@ -339,7 +340,7 @@ class IdList(click.ParamType):
     help="Run workers on this machine (the default while no machine is registered).",
 )
 @click.option("-a", "--arch", help="Only machines of this arch.")
-@click.option("-n", "--num_cu", "--num-cu", "num_cu", type=int, help="Only this CU count.")
+@click.option("-n", "--num_cu", "--num-cu", "num_cu", type=COUNT_RANGE, help="Only this CU count.")
 @click.option(
     "-m",
     "--machine",

@@ -14,6 +14,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from tuna.cli.base import (
+    COUNT_RANGE,
+    INT_RANGE,
     TunaCommand,
     TunaGroup,
     console,
@@ -326,7 +328,9 @@ def prune_cmd(keep_best: int, session_id: int | None, dry_run: bool, output: str
 @click.command("best", cls=TunaCommand)
 @session_option("Target this session: its arch, CUs, backend and rules.", required=False)
 @click.option("-a", "--arch", help="Target arch (without -s).")
-@click.option("-n", "--num-cu", "--num_cu", "num_cu", type=int, help="Target CUs (without -s).")
+@click.option(
+    "-n", "--num-cu", "--num_cu", "num_cu", type=COUNT_RANGE, help="Target CUs (without -s)."
+)
 @click.option("--backend", help="Target backend (without -s; default: the only one used).")
 @click.option("-t", "--tag", help="Only configs with this tag.")
 @rules_options
@@ -341,7 +345,7 @@ def prune_cmd(keep_best: int, session_id: int | None, dry_run: bool, output: str
     "--golden_v",
     "--golden-v",
     "golden_v",
-    type=int,
+    type=INT_RANGE,
     help="Instead of JSON, freeze the best rows into this new golden version, for "
     "export_db --golden_v to write MIOpen's files.",
 )

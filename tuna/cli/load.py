@@ -8,7 +8,14 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from tuna.cli.base import TunaCommand, console, database, session_option, verbose_option
+from tuna.cli.base import (
+    SMALLINT_RANGE,
+    TunaCommand,
+    console,
+    database,
+    session_option,
+    verbose_option,
+)
 from tuna.cli.strategy import (
     NONE,
     describe_strategy,
@@ -56,7 +63,9 @@ from tuna.sessions.rules import exclusion_hint
     help="Only tunable solvers.",
 )
 @click.option("-l", "--label", help="Label the jobs (e.g. a ticket or a reason).")
-@click.option("--priority", type=int, default=0, show_default=True, help="Lower runs first.")
+@click.option(
+    "--priority", type=SMALLINT_RANGE, default=0, show_default=True, help="Lower runs first."
+)
 @click.option(
     "--force",
     is_flag=True,

@@ -10,7 +10,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from tuna.cli.base import TunaGroup, console, database, emit, output_options
+from tuna.cli.base import COUNT_RANGE, TunaGroup, console, database, emit, output_options
 from tuna.errors import TunaError
 from tuna.fleet.machines import (
     DOCKER_SETTINGS,
@@ -127,7 +127,9 @@ _KEYS = ", ".join(DOCKER_SETTINGS)
 @click.option("--port", type=click.IntRange(1, 65535), default=22, show_default=True)
 @click.option("--user", help="User to log in as (default: yours).")
 @click.option("-a", "--arch", help="GPU architecture, e.g. gfx90a.")
-@click.option("-n", "--num-cu", "--num_cu", "num_cu", type=int, help="Compute units per GPU.")
+@click.option(
+    "-n", "--num-cu", "--num_cu", "num_cu", type=COUNT_RANGE, help="Compute units per GPU."
+)
 @click.option("--gpus", help="GPU indices, comma-separated (one eval worker per GPU).")
 @click.option("--key-file", help="Private key to log in with (default: your SSH agent and keys).")
 @click.option(
@@ -188,7 +190,7 @@ def add(
 
 @machine_group.command("list")
 @click.option("-a", "--arch", help="Only machines of this arch.")
-@click.option("-n", "--num-cu", "--num_cu", "num_cu", type=int, help="Only this CU count.")
+@click.option("-n", "--num-cu", "--num_cu", "num_cu", type=COUNT_RANGE, help="Only this CU count.")
 @output_options()
 def list_cmd(arch: str | None, num_cu: int | None, output: str | None) -> None:
     """List registered machines.
@@ -218,7 +220,7 @@ def list_cmd(arch: str | None, num_cu: int | None, output: str | None) -> None:
 @click.option("--port", type=click.IntRange(1, 65535))
 @click.option("--user")
 @click.option("-a", "--arch")
-@click.option("-n", "--num-cu", "--num_cu", "num_cu", type=int)
+@click.option("-n", "--num-cu", "--num_cu", "num_cu", type=COUNT_RANGE)
 @click.option("--gpus", help="GPU indices, comma-separated ('' for none).")
 @click.option("--key-file", help="Private key ('' to use the agent).")
 @click.option("--available/--unavailable", default=None, help="Whether go_fish may use it.")

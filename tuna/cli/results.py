@@ -15,6 +15,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from tuna.cli.base import (
+    COUNT_RANGE,
+    INT_RANGE,
     TunaCommand,
     console,
     database,
@@ -69,10 +71,17 @@ def print_export(report: ExportReport) -> None:
 
 @click.command("export_db", cls=TunaCommand)
 @session_option("Export this session.", required=False)
-@click.option("--golden_v", "--golden-v", "golden_v", type=int, help="Export this golden version.")
+@click.option(
+    "--golden_v", "--golden-v", "golden_v", type=INT_RANGE, help="Export this golden version."
+)
 @click.option("-a", "--arch", help="Check that the session or golden version tuned this arch.")
 @click.option(
-    "-n", "--num_cu", "--num-cu", "num_cu", type=int, help="Check that it tuned this many CUs."
+    "-n",
+    "--num_cu",
+    "--num-cu",
+    "num_cu",
+    type=COUNT_RANGE,
+    help="Check that it tuned this many CUs.",
 )
 @click.option("-f", "--find_db", "find_db", is_flag=True, help="Write the find db (.HIP.fdb.txt).")
 @click.option("-p", "--perf_db", "perf_db", is_flag=True, help="Write the perf db (.db, .db.txt).")
@@ -235,7 +244,7 @@ def print_import(report: ImportDbReport) -> None:
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @session_option("Import into this session.", required=False)
 @click.option("--arch", help="Create a session for this arch (with --num-cu, --backend).")
-@click.option("--num-cu", "--num_cu", "num_cu", type=int, help="CUs of the new session.")
+@click.option("--num-cu", "--num_cu", "num_cu", type=COUNT_RANGE, help="CUs of the new session.")
 @click.option("--backend", help="Backend of the new session (a registered one, e.g. noop).")
 @click.option(
     "--library-version",
@@ -428,13 +437,15 @@ def print_golden(report: GoldenReport) -> None:
 
 
 @click.command("update_golden", cls=TunaCommand)
-@click.option("--golden_v", "--golden-v", "golden_v", type=int, required=True, help="New version.")
+@click.option(
+    "--golden_v", "--golden-v", "golden_v", type=INT_RANGE, required=True, help="New version."
+)
 @session_option("Session whose find results the version takes.")
 @click.option(
     "--base_golden_v",
     "--base-golden-v",
     "base",
-    type=int,
+    type=INT_RANGE,
     help="Carry this version's rows forward (the new version's parent).",
 )
 @click.option(

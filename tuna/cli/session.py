@@ -8,7 +8,15 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from tuna.cli.base import TunaGroup, console, database, emit, output_options, session_option
+from tuna.cli.base import (
+    COUNT_RANGE,
+    TunaGroup,
+    console,
+    database,
+    emit,
+    output_options,
+    session_option,
+)
 from tuna.cli.history import retire_cmd, rules_cmd, rules_options, unretire_cmd
 from tuna.cli.strategy import describe_strategy, strategy_flags, strategy_options
 from tuna.errors import TunaError
@@ -42,7 +50,12 @@ def session_group() -> None:
 @session_group.command("create")
 @click.option("--arch", required=True, help="Target architecture, e.g. gfx90a.")
 @click.option(
-    "--num-cu", "--num_cu", "num_cu", type=int, required=True, help="Compute units of the target."
+    "--num-cu",
+    "--num_cu",
+    "num_cu",
+    type=COUNT_RANGE,
+    required=True,
+    help="Compute units of the target.",
 )
 @click.option("--backend", required=True, help="Backend that compiles and evaluates.")
 @click.option(
