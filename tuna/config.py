@@ -186,4 +186,10 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
             database=env["TUNA_DB_NAME"],
         )
         return Settings(url, "TUNA_DB_* variables")
+    folder = data_dir(env)
+    if folder.exists() and not folder.is_dir():
+        raise ConfigurationError(
+            f"TUNA_DATA_DIR={folder} is a file, not a folder; name a folder (it is made if "
+            "missing) or unset TUNA_DATA_DIR for your user's data folder"
+        )
     return Settings(default_sqlite_url(env), "embedded default")

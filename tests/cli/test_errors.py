@@ -138,3 +138,29 @@ def test_a_port_that_is_not_a_number_is_named(runner, monkeypatch, env, message)
     result = runner.invoke(main, ["session", "list"])
     assert result.exit_code == 1
     assert result.output == message
+
+
+def test_a_database_url_naming_a_file_that_is_not_a_database_is_one_line(
+    runner, monkeypatch, tmp_path
+):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hello\n" * 100)
+    monkeypatch.setenv("TUNA_DB_URL", f"sqlite:///{notes}")
+    result = runner.invoke(main, ["session", "list"])
+    assert result.exit_code == 1, result.output
+    assert result.output == (
+        f"Error: cannot use database sqlite:///{notes}: file is not a database; "
+        "TUNA_DB_URL must name a Tuna SQLite database, or a file that does not exist yet\n"
+    )
+
+
+def test_a_data_directory_that_is_a_file_is_one_line(bare_runner, monkeypatch, tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hello\n")
+    monkeypatch.setenv("TUNA_DATA_DIR", str(notes))
+    result = bare_runner.invoke(main, ["session", "list"])
+    assert result.exit_code == 1, result.output
+    assert result.output == (
+        f"Error: TUNA_DATA_DIR={notes} is a file, not a folder; name a folder (it is made if "
+        "missing) or unset TUNA_DATA_DIR for your user's data folder\n"
+    )

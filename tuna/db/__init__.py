@@ -38,8 +38,13 @@ def open_database(url: URL | str | None = None, *, check_schema: bool = True) ->
                     conn.commit()
             else:
                 migrate.check_revision(conn, f"database {db.url_masked}")
-    except sa_exc.OperationalError as e:
+    except sa_exc.DatabaseError as e:  # OperationalError, or SQLite's "not a database"
         db.dispose()
+        if db.is_sqlite and not isinstance(e, sa_exc.OperationalError):
+            raise DatabaseError(
+                f"cannot use database {describe_db_error(e, db.url)}; TUNA_DB_URL must name a "
+                "Tuna SQLite database, or a file that does not exist yet"
+            ) from e
         raise DatabaseError(
             f"cannot use database {describe_db_error(e, db.url)}; check that the server is "
             "running and TUNA_DB_URL (or TUNA_DB_HOSTNAME, TUNA_DB_NAME, TUNA_DB_USER_NAME, "
