@@ -7,6 +7,8 @@ import io
 import json
 import re
 
+import pytest
+
 from tuna.cli import main
 from tuna.cli.base import TunaConsole
 
@@ -112,3 +114,29 @@ def test_a_terminal_is_as_wide_as_columns_says_when_printing_not_at_import(monke
     assert console.width == 200
     console.print("x" * 150)
     assert out.getvalue() == "x" * 150 + "\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "header"),
+    [
+        (["session", "list", "--csv"], "id,arch,num_cu,"),
+        (["machine", "list", "--csv"], "id,hostname,"),
+        (["solvers", "list", "--csv"], "id,backend,name,library_id,"),
+    ],
+)
+def test_a_csv_listing_of_no_rows_still_prints_its_header(runner, argv, header):
+    """issue #24: a CSV listing with zero rows printed nothing at all, not even a header."""
+    result = runner.invoke(main, argv)
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith(header) and result.output.count("\n") == 1
+
+
+def test_a_csv_listing_of_a_sessions_nothing_still_prints_its_header(runner):
+    _session(runner)
+    for argv, header in (
+        (["history", "effort", "-s", "1", "--csv"], "key,solver,platform,"),
+        (["search", "list", "-s", "1", "--csv"], "id,session,name,state,"),
+    ):
+        result = runner.invoke(main, argv)
+        assert result.exit_code == 0, result.output
+        assert result.output.startswith(header) and result.output.count("\n") == 1, argv

@@ -220,3 +220,55 @@ def test_session_create_sets_the_runtime_an_export_names(runner, tmp_path):
     )  # fmt: skip
     assert bad.exit_code == 2 and "Traceback" not in bad.output
     assert "Invalid value for '--runtime': 'CUDA' is not one of" in bad.output
+
+
+def test_merge_db_refuses_an_output_directory_that_does_not_exist(runner, tmp_path):
+    """issue #24: ``merge_db -o /nonexistent/dir/m.fdb.txt`` created the directory."""
+    out = tmp_path / "nonexistent" / "dir" / "m.fdb.txt"
+    result = runner.invoke(
+        main,
+        ["merge_db", "-m", str(SHARED / "old_gfx90a68.HIP.fdb.txt"),
+         "-t", str(SHARED / "usr_gfx90a68.HIP.fdb.txt"), "-o", str(out)],
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert lines_of(result.output) == [
+        f"Error: -o {out}: directory {out.parent} does not exist; create it first"
+    ]
+    assert not out.parent.parent.exists()
+
+
+@pytest.mark.parametrize("version", ["-1", "0"])
+def test_update_golden_refuses_a_version_below_1(runner, seeded, version):
+    """issue #24: ``update_golden --golden_v -1`` made version -1."""
+    result = runner.invoke(main, ["update_golden", "--golden_v", version, "--session", "1"])
+    assert result.exit_code == 2, result.output
+    assert f"'--golden_v' / '--golden-v': {version} is not in the range 1<=x<=" in result.output
+
+
+def test_export_db_opencl_of_a_cpu_session_is_refused(runner, tmp_path):
+    """issue #24: ``export_db -c`` of a CPU session wrote a file silently; a find db's runtime
+    field names MIOpen's GPU runtime, which a CPU arch has not (miopen_formats.md §4.1)."""
+    f = tmp_path / "seed.fdb.txt"
+    f.write_text(FIND)
+    created = runner.invoke(
+        main, ["import_db", str(f), "--arch", "x86_64-avx2", "--num-cu", "16", "--backend", "noop"]
+    )
+    assert created.exit_code == 0, created.output
+    out = tmp_path / "out"
+    result = runner.invoke(main, ["export_db", "--session", "1", "-f", "-c", "-o", str(out)])
+    assert result.exit_code == 1, result.output
+    assert lines_of(result.output) == [
+        "Error: -c/--opencl: session 1 tuned x86_64-avx2, not a GPU: its find db is "
+        "x86_64-avx2_16.fdb.txt, with no runtime in the name (HIP and OpenCL are MIOpen's GPU "
+        "runtimes); leave out -c"
+    ]
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("where", ["/proc/x", "/proc/version/x"])
+def test_export_db_to_a_directory_it_cannot_write_is_one_line(runner, seeded, where):
+    """issue #24: ``export_db -o /proc/x`` ended in a traceback."""
+    result = runner.invoke(main, ["export_db", "--session", "1", "-f", "-o", where])
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output and len(result.output.splitlines()) == 1
+    assert result.output.startswith(f"Error: -o {where}: cannot write the files there (")

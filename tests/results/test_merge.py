@@ -37,6 +37,7 @@ def test_find_records_of_the_top_file_replace_the_whole_key(tmp_path: Path) -> N
         f"{KB}=S1:1,0,a;S2:2,0,b\n{KA}=S1:0.5,0,a;S3:0.7,0,c\n",
     )
     top = write(tmp_path / "gfx90a68.HIP.3_3_0.ufdb.txt", f"{KA}=S2:0.9,8,b\n{KC}=S4:3,0,d\n")
+    (tmp_path / "out").mkdir()  # merge_db creates no directory (issue #24)
     report = merge_db(base, top, tmp_path / "out" / "gfx90a68.HIP.fdb.txt")
     assert (tmp_path / "out" / "gfx90a68.HIP.fdb.txt").read_text() == (
         f"{KC}=S4:3,0,d\n{KA}=S2:0.9,8,b\n{KB}=S1:1,0,a;S2:2,0,b\n"

@@ -7,13 +7,14 @@ The CLI is the only layer that prints or exits. A :class:`TunaError` becomes
 from __future__ import annotations
 
 import csv
+import dataclasses
 import datetime as dt
 import enum
 import functools
 import io
 import json
 import logging
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -157,6 +158,7 @@ SMALLINT_MAX = 2**15 - 1  # SMALLINT: job priority
 ID_RANGE = click.IntRange(1, INT_MAX)  # a row's id
 COUNT_RANGE = click.IntRange(0, INT_MAX)  # a count stored in (or compared with) an INT column
 INT_RANGE = click.IntRange(-INT_MAX - 1, INT_MAX)
+VERSION_RANGE = click.IntRange(1, INT_MAX)  # a golden version: numbered from 1, an INT column
 SMALLINT_RANGE = click.IntRange(-SMALLINT_MAX - 1, SMALLINT_MAX)
 
 
@@ -295,25 +297,38 @@ def output_options(*, csv_too: bool = True) -> Callable[[F], F]:
     return decorate
 
 
-def emit(rows: list[dict[str, Any]], output: str | None, document: Any = None) -> bool:
+def emit(
+    rows: list[dict[str, Any]],
+    output: str | None,
+    document: Any = None,
+    *,
+    fields: Sequence[str] = (),
+) -> bool:
     """Print ``rows`` as JSON (``document`` instead, when given) or CSV; False for a table.
 
     Values are printed as they are: numbers stay numbers, None is JSON null / an empty CSV
-    field, dates are ISO 8601.
+    field, dates are ISO 8601. A CSV of no rows is its header alone, the columns ``fields``
+    names (a listing's rows name their own).
     """
     if output == "json":
         click.echo(json.dumps(rows if document is None else document, indent=2, default=_jsonable))
         return True
     if output == "csv":
         out = io.StringIO()
-        fields = list(rows[0]) if rows else []
-        writer = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
+        writer = csv.DictWriter(
+            out, fieldnames=list(rows[0]) if rows else list(fields), lineterminator="\n"
+        )
         writer.writeheader()
         for r in rows:
             writer.writerow({k: _csv_value(v) for k, v in r.items()})
         click.echo(out.getvalue(), nl=False)
         return True
     return False
+
+
+def columns(row_type: Any) -> list[str]:
+    """The fields of a dataclass, in order: the CSV columns of a listing of its rows."""
+    return [f.name for f in dataclasses.fields(row_type)]
 
 
 def _jsonable(value: Any) -> Any:

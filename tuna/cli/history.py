@@ -15,7 +15,7 @@ from rich.table import Table
 
 from tuna.cli.base import (
     COUNT_RANGE,
-    INT_RANGE,
+    VERSION_RANGE,
     TunaCommand,
     TunaGroup,
     console,
@@ -205,6 +205,10 @@ def history_group() -> None:
     """
 
 
+_EFFORT_COLUMNS = ("key", "solver", "platform", "platform_digest", "strategy", "measurements",
+                   "valid", "budget", "best_ms", "first", "last")  # fmt: skip
+
+
 @history_group.command("effort")
 @session_option("Count the history that counts for this session (its rules).")
 @click.option("-t", "--tag", help="Only configs with this tag.")
@@ -228,23 +232,8 @@ def effort_cmd(session_id: int, tag: str | None, output: str | None) -> None:
         rows, history = session_effort(db, session_id, tag)
     finally:
         db.dispose()
-    dicts = [
-        {
-            "key": r.key,
-            "solver": r.solver,
-            "platform": r.platform,
-            "platform_digest": r.platform_digest,
-            "strategy": r.strategy,
-            "measurements": r.measurements,
-            "valid": r.valid,
-            "budget": r.budget,
-            "best_ms": r.best_ms,
-            "first": r.first,
-            "last": r.last,
-        }
-        for r in rows
-    ]
-    if emit(dicts, output):
+    dicts = [{c: getattr(r, c) for c in _EFFORT_COLUMNS} for r in rows]
+    if emit(dicts, output, fields=_EFFORT_COLUMNS):
         return
     console.print(f"session {session_id}: {history.rules.describe()}", markup=False)
     table = Table(title="Effort", title_justify="left")
@@ -345,7 +334,7 @@ def prune_cmd(keep_best: int, session_id: int | None, dry_run: bool, output: str
     "--golden_v",
     "--golden-v",
     "golden_v",
-    type=INT_RANGE,
+    type=VERSION_RANGE,
     help="Instead of JSON, freeze the best rows into this new golden version, for "
     "export_db --golden_v to write MIOpen's files.",
 )

@@ -10,7 +10,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from tuna.cli.base import COUNT_RANGE, TunaGroup, console, database, emit, output_options
+from tuna.cli.base import COUNT_RANGE, TunaGroup, columns, console, database, emit, output_options
 from tuna.errors import TunaError
 from tuna.fleet.machines import (
     DOCKER_SETTINGS,
@@ -206,7 +206,7 @@ def list_cmd(arch: str | None, num_cu: int | None, output: str | None) -> None:
         rows = list_machines(db, arch=arch, num_cu=num_cu)
     finally:
         db.dispose()
-    if emit([dict(m.__dict__) for m in rows], output):
+    if emit([dict(m.__dict__) for m in rows], output, fields=columns(MachineRow)):
         return
     if rows:
         console.print(machine_table(rows))

@@ -17,6 +17,7 @@ from rich.table import Table
 from tuna.cli.base import (
     COUNT_RANGE,
     INT_RANGE,
+    VERSION_RANGE,
     TunaCommand,
     console,
     database,
@@ -164,7 +165,7 @@ def export_db_cmd(
     try:
         # Several kinds are written into a staging directory first and moved into place only
         # when every kind passed its checks: a refused kind leaves nothing behind.
-        with _staging(out_dir, len(kinds) > 1) as stage:
+        with _writable(out_dir), _staging(out_dir, len(kinds) > 1) as stage:
             reports = []
             for kind in kinds:
                 spec = ExportSpec(
@@ -184,6 +185,15 @@ def export_db_cmd(
         db.dispose()
     for report in reports:
         print_export(_moved(report, stage, out_dir))
+
+
+@contextmanager
+def _writable(out_dir: Path) -> Iterator[None]:
+    """An OS error writing under ``-o`` (``/proc/x``, a read-only place) as one line."""
+    try:
+        yield
+    except OSError as e:
+        raise TunaError(f"-o {out_dir}: cannot write the files there ({e.strerror or e})") from e
 
 
 @contextmanager
@@ -438,14 +448,19 @@ def print_golden(report: GoldenReport) -> None:
 
 @click.command("update_golden", cls=TunaCommand)
 @click.option(
-    "--golden_v", "--golden-v", "golden_v", type=INT_RANGE, required=True, help="New version."
+    "--golden_v",
+    "--golden-v",
+    "golden_v",
+    type=VERSION_RANGE,
+    required=True,
+    help="New version (1, 2, ...).",
 )
 @session_option("Session whose find results the version takes.")
 @click.option(
     "--base_golden_v",
     "--base-golden-v",
     "base",
-    type=INT_RANGE,
+    type=VERSION_RANGE,
     help="Carry this version's rows forward (the new version's parent).",
 )
 @click.option(

@@ -57,6 +57,12 @@ def summary_row(s: SearchSummary) -> dict[str, Any]:
     }
 
 
+SUMMARY_COLUMNS = ("id", "session", "name", "state", "backend", "searcher", "objective", "budget",
+                   "parallelism", "runs", "done", "in_flight", "valid", "builds", "builds_done",
+                   "best", "created", "finished", "reason")  # fmt: skip
+"""The keys of :func:`summary_row`: a CSV listing of no searches is this header."""
+
+
 def run_row(r: RunRow) -> dict[str, Any]:
     """A run as ``--json`` prints it (``--csv`` flattens params and stats into columns)."""
     return {
@@ -111,7 +117,7 @@ def list_cmd(session_id: int, output: str | None) -> None:
         found = query.list_searches(db, session_id)
     finally:
         db.dispose()
-    if emit([summary_row(s) for s in found], output):
+    if emit([summary_row(s) for s in found], output, fields=SUMMARY_COLUMNS):
         return
     if not found:
         console.print(f"Session {session_id} has no search yet (tuna search create adds one).",
@@ -178,7 +184,8 @@ def show_cmd(
     finally:
         db.dispose()
     if output == "csv":
-        emit(flat_rows(rows), output)
+        emit(flat_rows(rows), output, fields=("seq", "status", "build", "value", "reason",
+                                              "machine", "finished"))  # fmt: skip
         return
     document = {
         "search": summary_row(s),

@@ -8,9 +8,11 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
+from tuna.backends import SessionInfo
 from tuna.cli.base import (
     COUNT_RANGE,
     TunaGroup,
+    columns,
     console,
     database,
     emit,
@@ -199,7 +201,7 @@ def list_cmd(output: str | None) -> None:
         rows = list_sessions(db)
     finally:
         db.dispose()
-    if emit([dict(r.__dict__) for r in rows], output):
+    if emit([dict(r.__dict__) for r in rows], output, fields=columns(SessionInfo)):
         return
     table = Table(title="Sessions", title_justify="left")
     for col in ("id", "arch", "CUs", "backend", "library", "label", "strategy", "fingerprint",

@@ -69,6 +69,9 @@ def update_cmd(session_id: int) -> None:
     console.print(f"unchanged {report.unchanged}", markup=False)
 
 
+_COLUMNS = ("id", "backend", "name", "library_id", "tunable", "algorithm", "valid")
+
+
 @solvers_group.command("list")
 @click.option("--backend", help="Only this backend's solvers.")
 @session_option("Only the solvers of this session's backend.", required=False)
@@ -89,18 +92,16 @@ def list_cmd(backend: str | None, session_id: int | None, output: str | None) ->
     finally:
         db.dispose()
     listed = [
-        {
-            "id": r.id,
-            "backend": r.backend,
-            "name": r.name,
-            "library_id": r.numeric_id,
-            "tunable": r.tunable,
-            "algorithm": r.algorithm,
-            "valid": r.valid,
-        }
+        dict(
+            zip(
+                _COLUMNS,
+                (r.id, r.backend, r.name, r.numeric_id, r.tunable, r.algorithm, r.valid),
+                strict=True,
+            )
+        )  # fmt: skip
         for r in rows
     ]
-    if emit(listed, output):
+    if emit(listed, output, fields=_COLUMNS):
         return
     table = Table(title="Solvers", title_justify="left")
     for col in ("id", "backend", "name", "library id", "tunable", "algorithm", "valid"):

@@ -213,7 +213,17 @@ def export_db(db: Database, spec: ExportSpec) -> ExportReport:
 
 
 def _runtime(source: Source, spec: ExportSpec) -> str:
-    """``OpenCL`` when asked, or when every session of the source is an OpenCL one."""
+    """``OpenCL`` when asked, or when every session of the source is an OpenCL one.
+
+    Asked of a source that is no GPU's: refused, since the name's runtime field is MIOpen's
+    GPU runtime and such a find db has none (``export_file_names``)."""
+    if spec.opencl and not is_gpu_arch(source.arch):
+        name = export_file_names(db_basename(source.arch, source.num_cu), "find", gpu=False)[0]
+        raise TunaError(
+            f"-c/--opencl: {source.label} tuned {source.arch}, not a GPU: its find db is "
+            f"{name}, with no runtime in the name (HIP and OpenCL are MIOpen's GPU runtimes); "
+            "leave out -c"
+        )
     if spec.opencl:
         return "OpenCL"
     runtimes = {row.runtime or "HIP" for row in source.sessions.values()}

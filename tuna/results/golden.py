@@ -111,8 +111,15 @@ def update_golden(
     """
     if threshold < 0:
         raise TunaError(f"--threshold {threshold}: give a fraction >= 0, e.g. 0.1 for 10 %")
+    check_version(version)
     with db.session() as s:
         return _create(s, version, session_id, base, threshold, note)
+
+
+def check_version(version: int) -> None:
+    """``TunaError`` for a golden version number below 1 (versions count 1, 2, ...)."""
+    if version < 1:
+        raise TunaError(f"--golden_v {version}: golden versions are numbered from 1")
 
 
 def _exists(version: int) -> GoldenExistsError:
@@ -344,6 +351,7 @@ def golden_from_best(
 
     The chosen kernels of each row's job are frozen with it, as ``update_golden`` does.
     """
+    check_version(version)
     with db.session() as s:
         if s.get(GoldenVersion, version) is not None:
             raise _exists(version)

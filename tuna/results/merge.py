@@ -69,6 +69,8 @@ def merge_db(base: Path, top: Path, output: Path) -> MergeReport:
             raise DbFileError(f"{p}: no such file")
     if output.resolve() in (base.resolve(), top.resolve()):
         raise TunaError(f"{output}: the output would overwrite an input; choose another -o")
+    if not output.parent.is_dir():
+        raise TunaError(f"-o {output}: directory {output.parent} does not exist; create it first")
     fmt, top_fmt = file_format(base), file_format(top)
     if fmt != top_fmt:
         raise TunaError(f"cannot merge {base} ({fmt}) with {top} ({top_fmt}): not the same kind")
