@@ -63,6 +63,32 @@ class _TunaErrors:
         settings.setdefault("help_option_names", HELP_OPTION_NAMES)
         super().__init__(*args, context_settings=settings, **kwargs)  # type: ignore[call-arg]
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """MITuna's flags that Tuna does not take name what to type instead
+        (:mod:`tuna.cli.mituna`), rather than click's guess at a Tuna flag."""
+        from tuna.cli.mituna import instead, subcommand_form
+
+        name = ctx.command.name or ""
+
+        if ctx.info_name == "go_fish" and (form := subcommand_form(args)):
+            raise click.UsageError(
+                f"MITuna's `go_fish.py miopen {form.split()[0]}` is a command of its own in "
+                f"Tuna: type `{form}`",
+                ctx,
+            )
+        try:
+            return super().parse_args(ctx, args)  # type: ignore[misc]
+        except click.NoSuchOption as e:
+            if pointer := instead(name, e.option_name):
+                raise click.UsageError(
+                    f"{e.option_name} is MITuna's; in Tuna: {pointer}", ctx
+                ) from None
+            raise
+        except click.BadOptionUsage as e:  # e.g. "-s requires an argument": MITuna's switch
+            if pointer := instead(name, e.option_name, differs=True):
+                raise click.UsageError(f"{e.message.rstrip('.')}: {pointer}", ctx) from None
+            raise
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)  # type: ignore[misc]
