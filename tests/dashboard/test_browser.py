@@ -96,6 +96,17 @@ def test_every_page_loads_from_the_navigation(chrome, site):
     cells = [c.text for c in by_css(chrome, "#failures td")]
     assert cells == ["errored", "boom (gave up after 4 tries)", "36"]
     shot(chrome, "session-failures")
+    by_css(chrome, "#failures a")[0].click()  # the reason drills down to its jobs
+    wait_for("the failed jobs", lambda: chrome.title.startswith("Failed jobs"), timeout=20)
+    assert len(by_css(chrome, "#failed-jobs td.solver")) == 36
+    shot(chrome, "session-failed-jobs")
+    first = by_css(chrome, "#failed-jobs a")[0]
+    job = first.text
+    first.click()
+    wait_for("the job page", lambda: chrome.title.startswith(f"Job {job}"), timeout=20)
+    assert by_css(chrome, "#state")[0].text == "errored" and by_css(chrome, "#solver")[0].text
+    assert "boom" in by_css(chrome, "#reason")[0].text
+    shot(chrome, "job")
     chrome.get(f"{site.server.base}/results?session=oops")
     assert by_css(chrome, "#message")[0].text == "session='oops' is not an integer"
 

@@ -15,8 +15,9 @@ with warnings.catch_warnings():  # Starlette 1.x would rather use httpx2; httpx 
 
 from tests.dashboard.conftest import LIVE_JS, scripts
 from tests.dashboard.test_app import cells
-from tests.report.seed import seeded_database
-from tests.searches.seed import seed_searches
+from tests.report.seed import seeded_database, session
+from tests.searches.seed import add_build, add_run, add_search, seed_searches
+from tests.support.seed import open_test_db
 from tuna.dashboard import create_app
 from tuna.dashboard.app import PAGES, DashboardSettings
 from tuna.dashboard.readonly import open_readonly
@@ -132,3 +133,27 @@ def test_bad_query_parameters_are_a_400_that_names_them(site, path, status, mess
     r = client.get(path.format(serve=sd.serve))
     assert r.status_code == status
     assert message in html.unescape(r.text) and "Traceback" not in r.text
+
+
+def test_a_strategy_rounds_candidates_are_shown_once_not_on_every_run_row(tmp_path):
+    """A strategy search's run rows each repeated the round's whole candidate list."""
+    url = f"sqlite:///{tmp_path / 'tuna.db'}"
+    db = open_test_db(url)
+    sid = session(db, "strategy")
+    search = add_search(db, sid, "anneal", {"stat": "time_ms", "goal": "min"})
+    candidates = [f"{t},{u},1,1,1,1,1" for t in (1, 2, 4, 8, 16) for u in (1, 2, 4)]
+    build = add_build(db, search, {"round": 0, "candidates": candidates}, built=True)
+    for seq, c in enumerate(candidates[:6]):
+        add_run(db, search, seq, {"round": 0, "candidates": candidates, "candidate": c}, build)
+    db.dispose()
+    ro = open_readonly(url)
+    client = TestClient(create_app(ro), base_url="http://localhost")
+    html = client.get(f"/searches/{search}").text
+    rows = cells(html, "runs")
+    assert len(rows) == 6
+    assert all(r[2] == "round=0 candidates=[15 values]" for r in rows), rows[0]
+    assert html.count(candidates[-1]) == 0
+    by_build = client.get(f"/searches/{search}?build={build}").text
+    assert by_build.count(candidates[-1]) == 1  # the full list once, above the runs
+    assert f'href="/searches/{search}?build={build}"' in html
+    ro.dispose()

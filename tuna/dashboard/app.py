@@ -18,6 +18,7 @@ so far as inline SVG (:mod:`tuna.dashboard.svg`), one line per search or strateg
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -40,7 +41,7 @@ from tuna.dashboard.params import BadRequest
 from tuna.db import Database
 from tuna.db.enums import JobState
 from tuna.errors import NotFoundError, TunaError
-from tuna.jobs import activity
+from tuna.jobs import activity, detail
 from tuna.jobs.status import JobCounts, job_counts
 from tuna.results import insight
 from tuna.searches import query as searches
@@ -122,6 +123,7 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
     )
     templates.env.filters["ago"] = _ago
     templates.env.filters["duration"] = _duration
+    templates.env.filters["brief"] = brief
 
     def render(
         request: Request, name: str, title: str, live: bool = True, status: int = 200,
@@ -270,6 +272,30 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
                       build=build, order=order, limit=limit, next_after=next_after,
                       statuses=searches.RUN_STATUSES)  # fmt: skip
 
+    @page
+    def job_page(request: Request) -> Response:
+        params.known(request.query_params, set())
+        job = detail.job_detail(db, params.path_id(request.path_params["job"], "job"))
+        live = job.state in activity.RUNNING
+        return render(request, "job.html", f"Job {job.id}", live, j=job)
+
+    @page
+    def failures_page(request: Request) -> Response:
+        q = request.query_params
+        params.known(q, {"state", "reason", "after"})
+        sid = params.path_id(request.path_params["sid"], "session")
+        summary = activity.session_summary(db, sid)
+        state = JobState(params.choice(q, "state", FAILED_STATES) or JobState.ERRORED.value)
+        reason = q.get("reason")
+        if reason is not None and len(reason) > 65536:
+            raise BadRequest("reason is longer than 65536 characters")
+        after = params.integer(q, "after", 0)
+        assert after is not None
+        rows = detail.failed_jobs(db, sid, state, reason, after=after, limit=FAILED_PAGE)
+        return render(request, "failures.html", f"Failed jobs of session {sid}", False,
+                      session=summary, rows=rows, state=state, reason=reason,
+                      next_after=rows[-1].id if len(rows) == FAILED_PAGE else None)  # fmt: skip
+
     def report_file(request: Request) -> Response:
         found = None
         if cfg.reports is not None:
@@ -302,6 +328,8 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
     routes: list[Any] = [
         Route("/", sessions_page),
         Route("/sessions/{sid:int}", session_page),
+        Route("/sessions/{sid:int}/failures", failures_page),
+        Route("/jobs/{job:int}", job_page),
         Route("/machines", machines_page),
         Route("/results", results_page),
         Route("/searches", searches_page),
@@ -329,6 +357,8 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
     return app
 
 
+FAILED_STATES = (JobState.ERRORED.value, JobState.NOT_APPLICABLE.value)
+FAILED_PAGE = 100
 MAX_DOTS = 2000
 """Measurements drawn as dots at most (the latest); the step line always has every step."""
 
@@ -341,6 +371,19 @@ def best_so_far_series(label: str, curve: searches.Curve) -> svg.Series:
         until=float(curve.measurements),
         dots=[(float(x), y) for x, y in curve.recent],
     )
+
+
+BRIEF_ITEMS = 4
+BRIEF_CHARS = 60
+
+
+def brief(value: Any) -> str:
+    """A parameter's value as a runs table shows it: a list of more than a few values (a
+    strategy round's candidates, repeated on every run of the round) as its length."""
+    if isinstance(value, list | tuple) and len(value) > BRIEF_ITEMS:
+        return f"[{len(value)} values]"
+    text = json.dumps(value) if isinstance(value, list | tuple | dict) else str(value)
+    return text if len(text) <= BRIEF_CHARS else text[: BRIEF_CHARS - 1] + "…"
 
 
 def _ago(when: dt.datetime | None, now: dt.datetime) -> str:
