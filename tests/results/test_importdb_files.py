@@ -4,6 +4,11 @@ whole (issue #12): ``tuna/results/importdb.py`` and its round trip through ``exp
 from __future__ import annotations
 
 import dataclasses
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -37,6 +42,7 @@ from tuna.results.importdb import (
     lock_name,
     read_db_file,
 )
+from tuna.sessions import SessionSpec
 
 from .seed import add_configs, find_rows, make_session, perf_rows, run_noop
 
@@ -168,7 +174,7 @@ def test_a_failed_import_changes_nothing(db: Database, monkeypatch: pytest.Monke
     # a new session made for a failed import goes again
     with pytest.raises(RuntimeError, match="injected"):
         import_db_new_session(
-            db, lambda: make_session(db, backend="miopen"),
+            db, SessionSpec(arch="gfx90a", num_cu=104, backend="miopen"),
             [read_db_file(MIOPEN_DATA / "old_gfx90a68.HIP.fdb.txt")],
         )  # fmt: skip
     assert counts(db) == before
@@ -506,3 +512,106 @@ def test_a_key_miopen_wrote_that_is_no_problem_is_kept_by_key_and_anything_else_
         f.write_text(f"{bad}={entries}\n")
         with pytest.raises(DbFileRefusedError, match="find-db key"):
             import_db_files(db, sid, [read_db_file(f)])
+
+
+def test_a_second_import_on_sqlite_waits_and_says_so(lite: Database) -> None:
+    """issue #24: a second import_db on SQLite failed after 41 s with "database is locked",
+    where MariaDB's says what it waits for. A writer holds the lock; the import says it
+    waits, writes nothing meanwhile, and goes through once the lock is free."""
+    sid = make_session(lite, backend="miopen")
+    files = [read_db_file(MIOPEN_DATA / "old_gfx90a68.HIP.fdb.txt")]
+    path = lite.engine.url.database
+    assert path is not None
+    said: list[str] = []
+    result: list[object] = []
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+
+    def second() -> None:
+        try:
+            result.append(import_db_files(lite, sid, files, waiting=said.append))
+        except Exception as e:  # noqa: BLE001 - reported below
+            result.append(e)
+
+    t = threading.Thread(target=second)
+    t.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not said:
+            assert time.monotonic() < deadline, "the second import never said it waits"
+            assert t.is_alive(), result
+            time.sleep(0.05)
+        assert said == [
+            "waiting for another import_db (or another writer) to finish: it holds the write "
+            f"lock of the SQLite database {path}; nothing is written until it has"
+        ]
+        time.sleep(0.5)  # still waiting, not failed
+        assert t.is_alive() and not result
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    t.join(60)
+    assert not t.is_alive()
+    assert not isinstance(result[0], Exception), result
+    assert counts(lite)["find_db"] > 0
+    # with a limit, an import that cannot get the lock gives up saying so
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(TunaError, match=r"gave up after 0.5 s waiting for the write lock"):
+            import_db_files(lite, sid, files, lock_wait_s=0.5)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
+@pytest.mark.mysql
+def test_an_import_killed_with_sigkill_leaves_nothing(mysql_url: str, tmp_path: Path) -> None:
+    """issue #24: ``kill -9`` of ``import_db --arch ...`` on MariaDB left an empty session and
+    its solver rows: the session was committed before the import's transaction began."""
+    from tuna.db import migrate, open_database
+    from tuna.db.engine import make_engine
+
+    engine = make_engine(mysql_url)
+    with engine.begin() as conn:
+        migrate.upgrade(conn)
+    db = open_database(mysql_url)
+    # a file large enough that the import's transaction lasts a while: the real sample's
+    # records for 60 batch sizes
+    lines = (MIOPEN_DATA / "gfx90a68.HIP.fdb.sample.txt").read_text().splitlines()
+    big = tmp_path / "gfx90a68.HIP.fdb.txt"
+    with big.open("w") as f:
+        for n in range(1000, 1060):
+            for line in lines:
+                key, rest = line.split("=", 1)
+                fields = key.split("-")
+                fields[7 if "x" in fields[3] else 9] = str(n)  # the batch size
+                f.write("-".join(fields) + "=" + rest + "\n")
+    before = counts(db)
+    env = {**os.environ, "TUNA_DB_URL": mysql_url}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tuna.cli", "import_db", str(big), "--arch", "gfx90a",
+         "--num-cu", "104", "--backend", "miopen"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        with engine.connect() as conn:
+            name = lock_name(conn.scalar(text("SELECT DATABASE()")))
+            deadline = time.monotonic() + 120
+            while conn.scalar(text("SELECT IS_USED_LOCK(:n)"), {"n": name}) is None:
+                assert proc.poll() is None, proc.communicate()[0]
+                assert time.monotonic() < deadline, "the import never took its lock"
+                time.sleep(0.02)
+            time.sleep(0.5)  # well inside its transaction
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(30)
+            while conn.scalar(text("SELECT IS_USED_LOCK(:n)"), {"n": name}) is not None:
+                assert time.monotonic() < deadline, "the killed import's lock stayed"
+                time.sleep(0.05)
+        assert proc.returncode == -signal.SIGKILL
+        assert counts(db) == before
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        db.dispose()
+        engine.dispose()

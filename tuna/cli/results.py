@@ -37,7 +37,7 @@ from tuna.results.importdb import (
     read_db_file,
 )
 from tuna.results.merge import MergeReport, merge_db
-from tuna.sessions import SessionSpec, create_session
+from tuna.sessions import SessionSpec
 
 # --- export_db -----------------------------------------------------------------------------------
 
@@ -330,7 +330,7 @@ def import_db_cmd(
             )
             report = import_db_new_session(
                 db,
-                lambda: create_session(db, spec).id,
+                spec,
                 parsed,
                 tag=tag,
                 skip_bad=skip_bad,

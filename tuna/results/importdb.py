@@ -20,7 +20,8 @@ database, so SQLite and MySQL refuse the same records).
   the session exports; for another backend they get ``valid = 0`` and a warning.
 * Rows are upserted: a file's row replaces the session's row for the same (config,
   solver), and with several files the later file wins. Imported rows link no job.
-* Everything is written in one transaction: a refused or failed import changes nothing.
+* Everything is written in one transaction, the new session's row too when the import
+  creates it: a refused, failed or killed import changes nothing.
   On MySQL, imports into one database take turns on the named lock
   ``tuna.import_db.<database>`` (two at once would wait on each other's new catalogue rows
   until one timed out); the second says what it waits for. Imports into other databases
@@ -36,12 +37,14 @@ import functools
 import hashlib
 import logging
 import re
+import sqlite3
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import delete, func, select, text, update
+from sqlalchemy import func, select, text, update
 from sqlalchemy.orm import Session
 
 from tuna.backends import LibraryQueries, backend_names, get_backend
@@ -72,7 +75,7 @@ from tuna.results.formats import (
     parse_find_entry,
     perf_key_of_columns,
 )
-from tuna.sessions import session_row
+from tuna.sessions import SessionSpec, add_session, session_row
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +96,7 @@ def lock_name(database: str) -> str:
 
 
 LOCK_WAIT_S = 3600
+SQLITE_POLL_S = 0.25  # each try for SQLite's write lock waits this long for it
 
 # Column bounds, the same on every database (checked here, so SQLite refuses what MySQL would).
 NAME_MAX = 128  # solver.name
@@ -461,6 +465,33 @@ def import_db_files(
     lock_wait_s: float = LOCK_WAIT_S,
 ) -> ImportDbReport:
     """Import parsed db files into session ``session_id`` (see the module's docstring)."""
+    return _import_db(db, session_id, files, tag, skip_bad, waiting, lock_wait_s)
+
+
+def import_db_new_session(
+    db: Database,
+    spec: SessionSpec,
+    files: Sequence[DbFile],
+    *,
+    tag: str | None = None,
+    skip_bad: bool = False,
+    waiting: Waiting | None = None,
+    lock_wait_s: float = LOCK_WAIT_S,
+) -> ImportDbReport:
+    """Create a session of ``spec`` and import into it, in the import's one transaction: a
+    refused, failed or killed import leaves no session (and none of its solver rows)."""
+    return _import_db(db, spec, files, tag, skip_bad, waiting, lock_wait_s)
+
+
+def _import_db(
+    db: Database,
+    into: int | SessionSpec,
+    files: Sequence[DbFile],
+    tag: str | None,
+    skip_bad: bool,
+    waiting: Waiting | None,
+    lock_wait_s: float,
+) -> ImportDbReport:
     bad = [b for f in files for b in f.bad]
     if bad and not skip_bad:
         raise DbFileRefusedError(bad)
@@ -471,13 +502,14 @@ def import_db_files(
             "the files are of both MIOpen runtimes (HIP and OpenCL); import each into its "
             "own session"
         )
-    report = ImportDbReport(session_id, list(files), skipped=bad)
     runtime = runtimes.pop() if runtimes else None
     with (
         _import_lock(db, waiting, lock_wait_s),
         db.session(immediate=True) as s,
         without_cyclic_gc(),
     ):
+        session_id = into if isinstance(into, int) else add_session(s, into).id
+        report = ImportDbReport(session_id, list(files), skipped=bad)
         _import(s, report, files, tag, runtime)
     for w in report.warnings:  # the report carries them to the caller, who shows them
         log.info("import_db session %d: %s", session_id, w)
@@ -488,32 +520,11 @@ def import_db_files(
     return report
 
 
-def import_db_new_session(
-    db: Database, create: Callable[[], int], files: Sequence[DbFile], **kwargs: Any
-) -> ImportDbReport:
-    """Create a session with ``create`` (returns its id), then import into it; when the
-    import fails, the session is deleted again (it holds nothing yet), so a refused import
-    leaves nothing behind."""
-    bad = [b for f in files for b in f.bad]
-    if bad and not kwargs.get("skip_bad"):
-        raise DbFileRefusedError(bad)
-    session_id = create()
-    try:
-        return import_db_files(db, session_id, files, **kwargs)
-    except BaseException:
-        _delete_empty_session(db, session_id)
-        raise
-
-
-def _delete_empty_session(db: Database, session_id: int) -> None:
-    with db.session() as s:
-        if s.scalar(select(func.count()).where(FindDb.session == session_id)) == 0:
-            s.execute(delete(TuningSession).where(TuningSession.id == session_id))
-
-
 class _import_lock:  # noqa: N801 - a context manager used like a function
-    """MySQL's named lock :func:`lock_name`, held on a connection of its own; nothing on
-    SQLite, whose write lock (an immediate transaction) serialises imports already."""
+    """MySQL's named lock :func:`lock_name`, held on a connection of its own. On SQLite,
+    whose write lock (the import's immediate transaction) serialises imports already, a
+    wait for that lock, said as MySQL's is: the import's own BEGIN IMMEDIATE gave up after
+    its busy timeout with "database is locked" and said nothing while it waited."""
 
     def __init__(self, db: Database, waiting: Waiting | None, wait_s: float) -> None:
         self.db, self.waiting, self.wait_s = db, waiting, wait_s
@@ -522,6 +533,7 @@ class _import_lock:  # noqa: N801 - a context manager used like a function
 
     def __enter__(self) -> None:
         if self.db.is_sqlite:
+            self._wait_for_sqlite()
             return
         self.conn = self.db.engine.connect()
         name = self.name = lock_name(str(self.conn.scalar(text("SELECT DATABASE()"))))
@@ -551,6 +563,43 @@ class _import_lock:  # noqa: N801 - a context manager used like a function
                 self.conn.execute(text("SELECT RELEASE_LOCK(:n)"), {"n": self.name})
             finally:
                 self.conn.close()
+
+    def _wait_for_sqlite(self) -> None:
+        """Return once the database's write lock is free (another writer may take it before
+        the import's BEGIN IMMEDIATE: that waits the engine's busy timeout as before)."""
+        path = self.db.engine.url.database
+        if not path or path == ":memory:":
+            return
+        deadline = time.monotonic() + self.wait_s
+        said = False
+        probe = sqlite3.connect(path, timeout=SQLITE_POLL_S, isolation_level=None)
+        try:
+            while True:
+                try:
+                    probe.execute("BEGIN IMMEDIATE")
+                    probe.execute("ROLLBACK")
+                    return
+                except sqlite3.OperationalError as e:
+                    if "locked" not in str(e) and "busy" not in str(e):
+                        raise TunaError(f"SQLite database {path}: {e}") from e
+                if not said:
+                    said = True
+                    message = (
+                        f"waiting for another import_db (or another writer) to finish: it "
+                        f"holds the write lock of the SQLite database {path}; nothing is "
+                        "written until it has"
+                    )
+                    log.info("import_db: %s", message)
+                    if self.waiting is not None:
+                        self.waiting(message)
+                if time.monotonic() >= deadline:
+                    raise TunaError(
+                        f"gave up after {self.wait_s:g} s waiting for the write lock of the "
+                        f"SQLite database {path}; nothing was imported. Run it again when "
+                        "the other writer has finished."
+                    )
+        finally:
+            probe.close()
 
 
 def _import(

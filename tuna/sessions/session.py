@@ -210,6 +210,13 @@ def list_solvers(db: Database, backend: str | None = None) -> list[SolverRow]:
 
 def create_session(db: Database, spec: SessionSpec) -> SessionInfo:
     """Record a new session (and its backend's solvers); returns it with its id."""
+    with db.session() as session:
+        return add_session(session, spec)
+
+
+def add_session(session: OrmSession, spec: SessionSpec) -> SessionInfo:
+    """:func:`create_session` in the caller's transaction (an import that creates its session
+    commits both or neither)."""
     from tuna.db.models import TuningSession
 
     if spec.num_cu <= 0:
@@ -217,13 +224,12 @@ def create_session(db: Database, spec: SessionSpec) -> SessionInfo:
     if spec.runtime is not None and spec.runtime not in RUNTIMES:
         raise TunaError(f"--runtime: runtime {spec.runtime!r} is not one of {', '.join(RUNTIMES)}")
     get_backend(spec.backend)  # unknown backend: a clear error naming the known ones
-    with db.session() as session:
-        sync_solvers(session, spec.backend)
-        row = TuningSession(**asdict(spec), fingerprint=fingerprint(spec))
-        session.add(row)
-        session.flush()
-        session.refresh(row)
-        return session_info(row)
+    sync_solvers(session, spec.backend)
+    row = TuningSession(**asdict(spec), fingerprint=fingerprint(spec))
+    session.add(row)
+    session.flush()
+    session.refresh(row)
+    return session_info(row)
 
 
 def session_row(s: OrmSession, session_id: int) -> TuningSession:
