@@ -270,3 +270,23 @@ def test_concurrent_writers_of_one_key_store_the_fastest(db):
         with db.session() as s:  # the next trial starts slower than this one's best
             s.execute(FindDb.__table__.delete())
             s.execute(PerfDb.__table__.delete())
+
+
+def test_a_batch_with_a_result_and_a_measuring_only_outcome_of_its_key_keeps_the_perf_row(db):
+    """A strategy's round (measurements, no rows) recorded with its final job in one batch:
+    the final job's perf row is written (the stress test caught it missing)."""
+    from tuna.jobs.results import write_eval_results
+
+    sd = seed(db, configs=1, solvers=["NoopTunable"])
+    job = ClaimedJob(
+        sd.jobs[0],
+        1,
+        Phase.EVAL,
+        sd.session,
+        sd.configs[0],
+        sd.solvers["NoopTunable"],
+        JobStep.PERF,
+    )
+    with db.transaction() as conn:
+        write_eval_results(conn, [(job, timed("fast", 0.5)), (job, EvalOutcome())])
+    assert stored(db, sd.configs[0]) == ((0.5, "fast", job.id), "fast")

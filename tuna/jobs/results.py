@@ -264,8 +264,8 @@ def write_eval_results(conn: Connection, done: Sequence[tuple[ClaimedJob, EvalOu
             continue  # one batch, two results of a key: the faster is the one stored
         if outcome.perf is not None:
             perf[key] = {**base, "params": outcome.perf.params, "job": job.id, "kernel": kernel}
-        else:
-            perf.pop(key, None)
+        elif f is not None:
+            perf.pop(key, None)  # a faster find row without a perf row: none goes with it
         if f is not None:
             find[key] = {
                 **base,
@@ -328,7 +328,9 @@ def _stored_by(conn: Connection, find: Mapping[_Key, Mapping[str, Any]]) -> set[
                 FindDb.job,
                 FindDb.time_ms,
                 FindDb.params,
-            ).where(tuple_(FindDb.session, FindDb.config, FindDb.solver).in_(list(chunk)))
+            )
+            .where(tuple_(FindDb.session, FindDb.config, FindDb.solver).in_(list(chunk)))
+            .with_for_update()  # InnoDB: the rows as they are now, not this snapshot's
         ):
             key = (r.session, r.config, r.solver)
             mine = find.get(key)
