@@ -122,11 +122,12 @@ def test_progress_is_saved_while_held_and_refused_once_the_lease_is_lost(db):
     assert _counts(db) == [(job.session, job.config, "", 1, 1)]
 
 
-def test_measured_before_is_per_session_problem_solver_and_platform_latest_first(db):
+def test_measured_before_is_per_session_problem_solver_and_platform_fastest_kept(db):
     here, there = _platform(db, "here"), _platform(db, "there")
     a, b = _eval_jobs(db, 2)
     save_progress(db, "w", a, [M("x", 2.0, True), M("y", None, False, "crashed")], MeasuredOn(here))
     save_progress(db, "w", a, [M("x", 1.5, True)], MeasuredOn(here))  # measured again
+    save_progress(db, "w", a, [M("x", 4.0, True)], MeasuredOn(here))  # and again, disturbed
     save_progress(db, "w", a, [M("z", 9.0, True)], MeasuredOn(there))
     save_progress(db, "w", b, [M("w", 3.0, True)], MeasuredOn(here))
     with db.transaction() as conn:
@@ -136,7 +137,7 @@ def test_measured_before_is_per_session_problem_solver_and_platform_latest_first
     assert found == {(a.config, a.solver): (M("x", 1.5, True), M("y", None, False, "crashed"))}
     assert other_session == {} and nothing == {}
     with db.session() as s:
-        assert s.scalar(select(func.count()).select_from(Measurement)) == 5
+        assert s.scalar(select(func.count()).select_from(Measurement)) == 6
 
 
 def test_a_record_made_with_the_next_claim_writes_the_measurements_too(db):

@@ -220,7 +220,8 @@ def measured_before(
     conn: Connection, session: int, platform: int, pairs: Iterable[tuple[int, int]]
 ) -> dict[tuple[int, int], tuple[Measured, ...]]:
     """(config, solver) -> what was measured for it in ``session`` on ``platform``, one per
-    candidate (the latest, where one was measured twice); pairs with none are left out."""
+    candidate (where one was measured twice: the fastest valid, as the find/perf rows keep
+    the fastest, else the latest); pairs with none are left out."""
     wanted = set(pairs)
     if not wanted:
         return {}
@@ -236,10 +237,20 @@ def measured_before(
         }
         for r in conn.execute(_before(), params):
             if (r.config, r.solver) in wanted:
-                found[(r.config, r.solver)][r.params] = Measured(
-                    r.params, r.time_ms, bool(r.valid), r.reason, r.strategy
-                )
+                kept = found[(r.config, r.solver)]
+                m = Measured(r.params, r.time_ms, bool(r.valid), r.reason, r.strategy)
+                if _stands_for(m, kept.get(r.params)):
+                    kept[r.params] = m
     return {pair: tuple(by_params.values()) for pair, by_params in found.items()}
+
+
+def _stands_for(m: Measured, than: Measured | None) -> bool:
+    """Whether ``m`` stands for its candidate rather than ``than`` (see measured_before)."""
+    if than is None:
+        return True
+    if m.valid and m.time_ms is not None:
+        return not (than.valid and than.time_ms is not None) or m.time_ms < than.time_ms
+    return not than.valid
 
 
 @functools.cache

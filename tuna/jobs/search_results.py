@@ -9,8 +9,8 @@
   search's landing order (``landed``, below);
 * a strategy's **round** (a perf job of a (config, solver) linked to the round's
   ``search_build``: :mod:`tuna.searches.strategy`) fills its ``search_run`` rows from the
-  ``measurement`` rows of its candidates (the latest of each in the session, timed by this
-  job or reused from before), and its final validation job just ends its build row;
+  ``measurement`` rows of its candidates (the fastest valid of each in the session, timed
+  by this job or reused from before), and its final validation job just ends its build row;
 * a build or run job that **gave up** (errored past its retries, or its lease expired too
   often) ends its build or Run the same way, invalid with the job's reason, so a search
   never waits for a job that will not come back.
@@ -423,8 +423,7 @@ def store_rounds(
         params = conn.execute(
             select(SearchBuild.params).where(SearchBuild.id == job.search_build)
         ).scalar_one()
-        first = int(params.get("round") or 0)  # a round's seqs follow on from its first
-        texts = {first + i: text for i, text in enumerate(params.get("candidates") or [])}
+        texts = round_candidates(params)
         pending = conn.execute(
             select(SearchRun.id, SearchRun.seq, SearchRun.search)
             .where(SearchRun.build == job.search_build, SearchRun.valid.is_(None))
@@ -432,7 +431,7 @@ def store_rounds(
             .with_for_update()
         ).all()
         landed = _landing(conn, pending)
-        latest: dict[str, Any] = {}
+        best: dict[str, Any] = {}
         if pending:
             for m in conn.execute(
                 select(
@@ -446,10 +445,11 @@ def store_rounds(
                 )
                 .order_by(Measurement.id)
             ):
-                latest[m.params] = m
+                if _better(m, best.get(m.params)):
+                    best[m.params] = m
         tally: _Tally = defaultdict(lambda: [0, 0, 0])
         for run_id, seq, search in pending:
-            found = latest.get(texts.get(seq, ""))
+            found = best.get(texts.get(seq, ""))
             if found is None:
                 values: dict[str, Any] = {"valid": False, "reason": "not measured by its round"}
             elif found.valid and found.time_ms is not None:
@@ -475,6 +475,29 @@ def store_rounds(
             .where(SearchBuild.id == job.search_build)
             .values(valid=True, reason=None, finished=db_now())
         )
+
+
+def _better(m: Any, than: Any) -> bool:
+    """Whether measurement ``m`` stands for its candidate rather than ``than`` (None: none
+    yet): the fastest valid one (a timing disturbed makes a candidate slower, never faster),
+    else the latest."""
+    if than is None:
+        return True
+    if m.valid and m.time_ms is not None:
+        return not (than.valid and than.time_ms is not None) or m.time_ms < than.time_ms
+    return not than.valid
+
+
+def round_candidates(params: Mapping[str, Any]) -> dict[int, str]:
+    """A round's ``search_build.params`` as run seq -> candidate text: the ``seqs`` stored
+    beside the ``candidates``, one each. A round stored before the seqs were (no ``seqs``)
+    took consecutive seqs from its ``round``."""
+    candidates = list(params.get("candidates") or [])
+    seqs = params.get("seqs")
+    if seqs is None:
+        first = int(params.get("round") or 0)
+        seqs = range(first, first + len(candidates))
+    return {int(seq): str(text) for seq, text in zip(seqs, candidates, strict=True)}
 
 
 def _machine(conn: Connection, job: int) -> Any:

@@ -450,8 +450,10 @@ class SearchDriver:
         if self.strategy:  # the whole round: one build, one job
             texts = [self._text(p.point) for _, p in todo]
             seqs = [seq for seq, _ in todo]
-            round_build = self._insert_round(
-                conn, build_key_hash([("round", seqs[0])]), {"round": seqs[0], "candidates": texts}
+            round_build = self._insert_round(  # each candidate with its run's seq
+                conn,
+                build_key_hash([("round", seqs[0])]),
+                {"round": seqs[0], "seqs": seqs, "candidates": texts},
             )
         elif self.builds:
             tuples = {}
