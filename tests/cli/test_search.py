@@ -194,3 +194,25 @@ def test_search_runs_summary_line_is_the_read_sides_summary(seeded):
     # seq 3 printed more but says INVALID; seq 4 crashed; 6 and 7 are in flight
     assert line == (f"search {sd.serve} 'serve': active; 6/8 runs finished (1 invalid), 4 builds; "
                     "best throughput=250 at batch=4 threads=2 (run 5)")  # fmt: skip
+
+
+def test_a_strategy_search_needs_no_name_as_its_help_example_shows(runner, tmp_path):
+    """`tuna search create -s 3 --strategy model ... --config 12 --solver CpuGemm1x1` from
+    its own --help failed with "Missing option '--name'"; a strategy search has a default."""
+    from tuna.cli import main as tuna
+
+    lines = tmp_path / "n.txt"
+    lines.write_text("MIOpenDriver conv -n 1 -c 16 -H 8 -W 8 -k 16 -y 1 -x 1 -F 1\n")
+    for args in (
+        ["import_configs", "-t", "t", "-f", str(lines)],
+        ["session", "create", "--arch", "cpu", "--num-cu", "1", "--backend", "cpuconv"],
+    ):
+        assert runner.invoke(tuna, args).exit_code == 0
+    args = ["search", "create", "-s", "1", "--strategy", "random", "--config", "1"]
+    r = runner.invoke(tuna, [*args, "--solver", "CpuGemm1x1", "--budget", "8"])
+    assert r.exit_code == 0, r.output
+    assert r.output.startswith("search 1 'random CpuGemm1x1 config 1' in session 1: random")
+    r = runner.invoke(
+        tuna, ["search", "create", "p.py", "-s", "1", "--run", "x", "--objective", "t"]
+    )
+    assert r.exit_code == 1 and "--name" in r.output

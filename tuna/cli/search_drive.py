@@ -24,14 +24,18 @@ from tuna.errors import TunaError
 from tuna.searchers import load_base_config
 from tuna.searches import SearchRequest, SessionSearches, check_request, create_search, query
 from tuna.searches.query import RunRow, SearchSummary
-from tuna.searches.strategy import StrategyRequest, create_strategy_search
+from tuna.searches.strategy import StrategyRequest, create_strategy_search, search_name
 
 
 @click.command("create", cls=TunaCommand)
 @click.argument("params", type=click.Path(dir_okay=False, path_type=Path), required=False)
 @click.argument("assignments", nargs=-1, metavar="[KEY=VALUE]...")
 @session_option("Session the search belongs to.")
-@click.option("--name", required=True, help="The search's name, unique in its session.")
+@click.option(
+    "--name",
+    help="The search's name, unique in its session (with --strategy, default "
+    "'STRATEGY SOLVER config ID').",
+)
 @click.option(
     "--base",
     "base_file",
@@ -82,7 +86,7 @@ def create_cmd(
     params: Path,
     assignments: tuple[str, ...],
     session_id: int,
-    name: str,
+    name: str | None,
     base_file: Path | None,
     searcher: str | None,
     stat: str,
@@ -140,9 +144,9 @@ def create_cmd(
     if flags.given():
         _create_strategy(session_id, name, config_id, solver, flags, params, run_cmd, stat)
         return
-    if params is None or run_cmd is None or stat is None:
+    if params is None or run_cmd is None or stat is None or name is None:
         raise TunaError(
-            "give the parameter file, --run and --objective (or --strategy NAME with "
+            "give the parameter file, --name, --run and --objective (or --strategy NAME with "
             "--config and --solver)"
         )
     if config_id is not None or solver is not None:
@@ -210,7 +214,7 @@ def create_cmd(
 
 def _create_strategy(
     session_id: int,
-    name: str,
+    name: str | None,
     config_id: int | None,
     solver: str | None,
     flags: StrategyFlags,
@@ -244,7 +248,8 @@ def _create_strategy(
     for note in notes:
         console.print(note, markup=False)
     console.print(
-        f"search {search_id} {name!r} in session {session_id}: {flags.strategy} over "
+        f"search {search_id} {search_name(request)!r} in session {session_id}: "
+        f"{flags.strategy} over "
         f"{solver} on config {config_id}; run it with `go_fish -s {session_id} --run_perf` or "
         f"`tuna search run -s {session_id}` beside an evaluate worker",
         markup=False,
