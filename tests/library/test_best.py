@@ -4,7 +4,7 @@ import pytest
 
 from tests.support.history import ARCH, NUM_CU, add_find, make_configs, session
 from tuna.errors import NotFoundError, TunaError
-from tuna.library.best import best_configs, best_report, target_history
+from tuna.library.best import best_configs, best_report, target_history, why_none
 from tuna.sessions.history import retire, set_rules
 from tuna.sessions.rules import HistoryRules, parse_max_age
 
@@ -92,3 +92,32 @@ def test_ties_go_to_the_solver_miopen_orders_first(db):
         history = target_history(s, session=a, rules=HistoryRules(library="any"))
         found = best_configs(s, history, [h.configs[0]])
     assert found[h.configs[0]].solver == "NoopDirect"  # numeric id 1 before 2
+
+
+def test_best_applies_the_sessions_platform_rules_as_effort_and_load_jobs_do(db):
+    """Issue #24: with a rule user.cooling=liquid, `tuna best -s N` and the library returned
+    a time measured on an air-cooled platform; a find row counts when its time was measured
+    on a platform that counts (a row with no such measurement, e.g. imported, does not)."""
+    import tuna.library
+    from tests.support.history import add_measurements, add_platform
+
+    h = make_configs(db)
+    a, b = session(db), session(db)
+    liquid = add_platform(db, {"user": {"cooling": "liquid"}})
+    air = add_platform(db, {"user": {"cooling": "air"}})
+    direct, tunable = h.solvers["NoopDirect"], h.solvers["NoopTunable"]
+    add_measurements(db, a, h.configs[0], direct, [2.0], platform=liquid)
+    add_find(db, a, h.configs[0], direct, 2.0, params="p0")
+    add_measurements(db, b, h.configs[0], tunable, [1.0], platform=air)
+    add_find(db, b, h.configs[0], tunable, 1.0, params="p0")
+    add_find(db, b, h.configs[1], tunable, 0.5, params="imported")  # measured nowhere known
+    assert sorted(x.time_ms for x in best_report(db, session=a).best) == [0.5, 1.0]  # no rule
+    set_rules(db, a, HistoryRules(platform={"user.cooling": "liquid"}))
+    assert [(x.session, x.time_ms) for x in best_report(db, session=a).best] == [(a, 2.0)]
+    with tuna.library.open(db.url.render_as_string(hide_password=False), session=a) as lib:
+        found = lib.best(h.keys[0])
+        assert found is not None and (found.session, found.time_ms) == (a, 2.0)
+        assert lib.best(h.keys[1]) is None
+    with db.session() as s:
+        history = target_history(s, session=a)
+        assert why_none(s, history, [h.configs[1]]) == {"platform user.cooling": 1}

@@ -17,12 +17,20 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import and_, func, select
+from sqlalchemy import ColumnElement, and_, exists, func, select
 from sqlalchemy.orm import Session as OrmSession
 
 from tuna.db import Database
 from tuna.db.bulk import chunks
-from tuna.db.models import ConfigTag, ConvConfig, FindDb, PerfDb, Solver, TuningSession
+from tuna.db.models import (
+    ConfigTag,
+    ConvConfig,
+    FindDb,
+    Measurement,
+    PerfDb,
+    Solver,
+    TuningSession,
+)
 from tuna.errors import NotFoundError, TunaError
 from tuna.sessions.history import Eligibility, Target, eligibility, rules_of
 from tuna.sessions.rules import HistoryRules, exclusion_hint
@@ -140,11 +148,30 @@ def _rows(
         .outerjoin(p, and_(p.session == f.session, p.config == f.config, p.solver == f.solver))
         .where(*history.where(f.session, f.created))
     )
+    if history.platforms is not None:
+        q = q.where(measured_on_counting_platform(history, f, p))
     if config_ids is None:
         yield from s.execute(q)
         return
     for part in chunks(sorted(config_ids), _CONFIGS_PER_QUERY):
         yield from s.execute(q.where(f.config.in_(part)))
+
+
+def measured_on_counting_platform(history: Eligibility, f: Any, p: Any) -> ColumnElement[bool]:
+    """A find row (``f``, its perf row ``p``) counts under platform rules when its time was
+    measured on a platform that counts: a valid measurement of its session, problem, solver
+    and parameters with that time. A row with none (imported, or measured before
+    measurements were kept) does not: where it ran is not known."""
+    m = Measurement
+    return exists().where(
+        m.session == f.session,
+        m.config == f.config,
+        m.solver == f.solver,
+        m.params == func.coalesce(f.params, p.params, ""),
+        m.time_ms == f.time_ms,
+        m.valid,
+        m.platform.in_(history.platforms or ()),
+    )
 
 
 def _solver_rank(s: OrmSession) -> dict[int, int]:
@@ -157,24 +184,36 @@ def why_none(
     s: OrmSession, history: Eligibility, config_ids: Sequence[int] | None = None
 ) -> Counter[str]:
     """Rule -> find rows of the asked configs it excluded (``no find rows`` when none exist)."""
-    f = FindDb
-    q = select(f.session, f.created)
+    f, p = FindDb, PerfDb
+    q: Any = select(f.session, f.created)
+    if history.platforms is not None:
+        q = select(f.session, f.created, measured_on_counting_platform(history, f, p)).outerjoin(
+            p, and_(p.session == f.session, p.config == f.config, p.solver == f.solver)
+        )
     reasons: Counter[str] = Counter()
     parts: list[Sequence[int] | None] = (
         [None] if config_ids is None else list(chunks(sorted(config_ids), _CONFIGS_PER_QUERY))
     )
     for part in parts:
         query = q if part is None else q.where(f.config.in_(part))
-        for session, created in s.execute(query):
+        for row in s.execute(query):
+            session, created, on_platform = row[0], row[1], row[2:]
             if session in history.excluded:
                 reasons[history.excluded[session]] += 1
             elif not history.counts(session, created):
                 reasons["max_age"] += 1
             elif session not in history.sessions:
                 reasons["not a session of the target"] += 1
+            elif on_platform and not on_platform[0]:
+                reasons[_platform_rule(history)] += 1
     if not reasons:
         reasons["no find rows"] = 0
     return reasons
+
+
+def _platform_rule(history: Eligibility) -> str:
+    """How the platform rule names itself (``platform user.cooling``, as effort says)."""
+    return "platform " + ",".join(sorted(history.rules.platform or {}))
 
 
 # --- a target, its history and its report --------------------------------------------------------
