@@ -6,7 +6,7 @@
     report, dashboard   beside cli at the top: read through the services
     services    catalog, sessions, jobs, results, worker, fleet, library, searches: import
                 each other without cycles, and anything below
-    backends/   never touch the database
+    backends/   never touch the database; only backends/ (and its registry) name a backend
     problems/, searchers/  pure: nothing of Tuna but the error tree
     search      the alias parameter files import tuna.searchers by: above everything
     db/         models, engines, dialect code
@@ -161,6 +161,76 @@ def test_services_import_each_other_without_cycles() -> None:
     for start in sorted(graph):
         cycle = cycle_from(start, [start])
         assert cycle is None, "services import each other in a cycle: " + " -> ".join(cycle)
+
+
+#: What of ``tuna/backends/`` is not one backend: the contract, the registry, shared parts.
+BACKEND_COMMONS = {"__init__", "base", "artifact"}
+
+
+def named_backends(root: Path = TUNA) -> set[str]:
+    """The backends of ``tuna/backends/``: its packages and modules but the common ones."""
+    return {
+        p.name.removesuffix(".py")
+        for p in (root / "backends").iterdir()
+        if (p.suffix == ".py" or (p / "__init__.py").is_file())
+        and p.name.removesuffix(".py") not in BACKEND_COMMONS
+    }
+
+
+def backend_imports(root: Path = TUNA) -> list[str]:
+    """Every import of a named backend by a module outside ``tuna/backends/``."""
+    named = named_backends(root)
+    bad = []
+    for path in _sources(root):
+        if _top(path, root) == "backends":
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            modules: list[str] = []
+            if isinstance(node, ast.Import):
+                modules = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                modules = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            for module in modules:
+                parts = module.split(".")
+                if parts[:2] == ["tuna", "backends"] and len(parts) > 2 and parts[2] in named:
+                    where = f"{path.relative_to(root.parent)}:{getattr(node, 'lineno', 0)}"
+                    bad.append(f"{where} imports {'.'.join(parts[:3])}")
+                    break
+    return bad
+
+
+def test_only_the_backends_name_a_backend() -> None:
+    """Services see a backend through the contract (``tuna/backends/base.py``) and the
+    registry (``get_backend``), never by importing it: a new backend is a new folder."""
+    assert {"cpuconv", "miopen", "bench", "noop"} <= named_backends()
+    bad = backend_imports()
+    assert not bad, "name a backend only in tuna/backends/:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from tuna.backends.cpuconv import solvers\n",
+        "def f():\n    import tuna.backends.noop\n",
+        "from tuna.backends import bench\n",
+        "from tuna.backends.miopen.solvers import BY_NAME\n",
+    ],
+)
+def test_the_check_sees_a_service_naming_a_backend(source: str, tmp_path: Path) -> None:
+    root = tmp_path / "tuna"
+    for backend in ("cpuconv/__init__.py", "noop.py", "bench/__init__.py", "miopen/__init__.py"):
+        (root / "backends" / backend).parent.mkdir(parents=True, exist_ok=True)
+        (root / "backends" / backend).write_text("")
+    (root / "backends" / "base.py").write_text("")
+    (root / "searches").mkdir()
+    (root / "searches" / "strategy.py").write_text(
+        "from tuna.backends import get_backend\nfrom tuna.backends.base import Backend\n"
+    )
+    assert backend_imports(root) == []
+    (root / "searches" / "x.py").write_text(source)
+    (bad,) = backend_imports(root)
+    assert bad.startswith("tuna/searches/x.py:"), bad
 
 
 def test_the_cli_does_not_touch_sqlalchemy() -> None:

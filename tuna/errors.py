@@ -84,3 +84,8 @@ class NotFoundError(TunaError):
 
 class MissingExtraError(TunaError):
     """Raised when a command needs an optional dependency (an extra) that is not installed."""
+
+
+class BackendError(TunaError):
+    """Raised when a backend cannot do what it was asked: its library's helper failed, a
+    kernel or benchmark did not build, a search's settings are not ones it runs."""

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tuna.backends import CompileOutcome, EvalOutcome, JobWork, SessionInfo
+from tuna.backends import CompileOutcome, EvalOutcome, JobWork, SessionInfo, TuningSpace
 from tuna.backends.noop import NoopBackend
 from tuna.problems.conv import ConvProblem
 
@@ -59,8 +59,30 @@ def test_solvers_and_tuning_space():
     b = NoopBackend()
     tunable = [s.name for s in b.solvers() if s.tunable]
     assert tunable == ["NoopTunable"]
-    assert len(b.tuning_space(problem(), "NoopTunable")) == 9
-    assert b.tuning_space(problem(), "NoopDirect") == []
+    space = b.tuning_space(problem(), "NoopTunable")
+    assert space.names == ("M", "N") and len(space) == 9 and space.features
+    assert b.parse_params("NoopTunable", space.candidates[0]) == {"M": 1, "N": 8}
+    assert b.tuning_space(problem(), "NoopDirect") == TuningSpace()
+    assert b.tuning_space(problem(groups=2), "NoopTunable") == TuningSpace()
+
+
+def test_a_strategy_round_times_its_candidates_and_only_the_final_job_chooses():
+    b = NoopBackend()
+    mine = ("1,8", "4,32")
+    built = b.compile(work("NoopTunable", problem(), candidates=mine))
+    kw = dict(kernels=built.kernels, payload=built.payload, strategy="random", budget=4)
+    round_ = b.evaluate(work("NoopTunable", problem(), "eval", choose=False, **kw))
+    assert round_.ok and round_.perf is None and round_.find is None
+    assert [(m.params, m.strategy, m.budget) for m in round_.measurements] == [
+        ("1,8", "random", 4),
+        ("4,32", "random", 4),
+    ]
+    final = b.evaluate(work("NoopTunable", problem(), "eval", measured=round_.measurements, **kw))
+    best = min(round_.measurements, key=lambda m: m.time_ms)
+    assert final.measurements == ()  # measured before: reused, not timed again
+    assert (final.perf.params, final.find.time_ms) == (best.params, best.time_ms)
+    bad = b.compile(work("NoopTunable", problem(), candidates=("1x8",)))
+    assert not bad.ok and "bad candidate" in bad.reason
 
 
 def test_compile_then_evaluate_is_deterministic():
@@ -69,7 +91,7 @@ def test_compile_then_evaluate_is_deterministic():
     assert c1 == b.compile(work("NoopTunable", problem()))
     assert c1.ok and len(c1.kernels) == 1
     params = json.loads(c1.payload)["params"]
-    assert params in b.tuning_space(problem(), "NoopTunable")
+    assert params in b.tuning_space(problem(), "NoopTunable").candidates
     ev = b.evaluate(work("NoopTunable", problem(), "eval", kernels=c1.kernels, payload=c1.payload))
     assert ev.ok and ev.perf.params == params and ev.find.algorithm == "implicit_gemm"
     assert [(m.params, m.time_ms, m.valid) for m in ev.measurements] == [

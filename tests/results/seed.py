@@ -118,6 +118,7 @@ class WideBackend(NoopBackend):
     """A test backend with six solvers that all apply to every problem (for the top-4 rule)."""
 
     name = "results-wide"
+    declares_spaces = False  # no tunable solver
 
     def solvers(self) -> list[SolverInfo]:
         return [SolverInfo(f"Wide{c}", algorithm="direct") for c in "ABCDEF"]

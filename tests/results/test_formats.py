@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.support.data import MIOPEN_DATA
+from tuna.backends.miopen.solvers import SOLVERS as MIOPEN_SOLVERS
 from tuna.errors import DbKeyError
 from tuna.results.dbfiles import (
     KernDbWriter,
@@ -100,7 +101,8 @@ def test_real_find_line_reads_and_writes_back() -> None:
         13714688,
         "miopenConvolutionBwdDataAlgoImplicitGEMM",
     )
-    assert find_db_line(record.key, by_time(record.entries)) == REAL_FIND
+    miopen_ids = {s.name: s.numeric_id for s in MIOPEN_SOLVERS if s.numeric_id is not None}
+    assert find_db_line(record.key, by_time(record.entries, miopen_ids)) == REAL_FIND
 
 
 def test_real_perf_line_reads_and_writes_back() -> None:
@@ -153,8 +155,10 @@ def test_bad_find_records_are_reported_with_their_line(line: str, reason: str) -
 def test_times_are_written_with_six_significant_digits() -> None:
     e = [FindEntry("B", 1234567.0, 0, "a"), FindEntry("A", 0.0001234567, 1, "a")]
     assert find_db_line("K", e) == "K=B:1.23457e+06,0,a;A:0.000123457,1,a"
-    ties = by_time([FindEntry("B", 1.0, 0, "a"), FindEntry("A", 1.0, 0, "a")])
-    assert [x.solver for x in ties] == ["A", "B"]
+    tied = [FindEntry("B", 1.0, 0, "a"), FindEntry("C", 1.0, 0, "a"), FindEntry("A", 1.0, 0, "a")]
+    assert [x.solver for x in by_time(tied, {})] == ["A", "B", "C"]
+    # the library's solver ids first, then the names it lacks
+    assert [x.solver for x in by_time(tied, {"C": 1, "B": 2})] == ["C", "B", "A"]
 
 
 @given(

@@ -14,8 +14,8 @@ import pytest
 from sqlalchemy import delete, select
 
 from tests.searches.helpers import bench_session, new_search, runs
+from tuna.backends.artifact import pack
 from tuna.backends.base import BuildOutcome, RunOutcome
-from tuna.backends.bench.artifact import pack
 from tuna.db import Database
 from tuna.db.enums import JobStep
 from tuna.db.models import Job, SearchRun

@@ -23,6 +23,7 @@ from tuna.backends.base import (
     PerfResult,
     SessionInfo,
     SolverInfo,
+    TuningSpace,
 )
 from tuna.errors import TunaError
 from tuna.problems.conv import ConvProblem
@@ -41,8 +42,10 @@ __all__ = [
     "PerfResult",
     "SessionInfo",
     "SolverInfo",
+    "TuningSpace",
     "UnknownBackendError",
     "backend_names",
+    "backends_with_spaces",
     "get_backend",
     "register_backend",
 ]
@@ -107,6 +110,12 @@ def register_backend(name: str, factory: Callable[[], Backend]) -> None:
 def backend_names() -> list[str]:
     """The names :func:`get_backend` knows, sorted."""
     return sorted({*_BUILT_IN, *_registered})
+
+
+def backends_with_spaces() -> list[str]:
+    """The names of the backends whose tunable solvers declare a tuning space (a search
+    strategy works on them: ``Backend.declares_spaces``), sorted. Imports every backend."""
+    return [name for name in backend_names() if get_backend(name).declares_spaces]
 
 
 def get_backend(name: str) -> Backend:

@@ -1,10 +1,17 @@
-"""The backend protocol: what "compile" and "evaluate" mean for one kernel library.
+"""The backend contract: what "compile" and "evaluate" mean for one kernel library.
 
 A backend answers, for its library: which solvers exist (:meth:`Backend.solvers`), which
 apply to a problem (:meth:`Backend.applicability`), what a tunable solver's parameter space
-is (:meth:`Backend.tuning_space`), how to build a job's candidates without a device
-(:meth:`Backend.compile`, the compile phase) and how to check and time them on the device
-(:meth:`Backend.evaluate`, the evaluate phase).
+is (:meth:`Backend.tuning_space`, a :class:`TuningSpace` with the features a cost model
+reads), how to build a job's candidates without a device (:meth:`Backend.compile`, the
+compile phase), how to check and time them on the device (:meth:`Backend.evaluate`, the
+evaluate phase) and what that timing must own (:meth:`Backend.owns`). A backend that runs
+searches over benchmarks also checks a search's settings (:meth:`Backend.check_spec`), says
+whether its runs need a build (:meth:`Backend.needs_build`) and builds and runs them.
+
+This module is the whole contract: services see a backend only through it and the registry
+(:mod:`tuna.backends`), never by importing one, so a new backend is a new folder under
+``tuna/backends/`` and one line of the registry.
 
 Backends never touch the database. The worker hands them a :class:`JobWork` built from the
 database (the problem, the session, what the compile phase produced) and records the
@@ -20,10 +27,11 @@ from __future__ import annotations
 import abc
 import datetime as dt
 import enum
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
+from tuna.errors import BackendError
 from tuna.problems.conv import ConvProblem
 
 
@@ -35,6 +43,25 @@ class SolverInfo:
     tunable: bool = False
     numeric_id: int | None = None
     algorithm: str | None = None
+
+
+@dataclass(frozen=True)
+class TuningSpace:
+    """A tunable solver's parameter space on one problem: what a search strategy searches.
+
+    ``names`` are the parameters, in the order a candidate writes its values;
+    ``candidates`` every valid candidate as a perf-db row holds its parameters, its integer
+    values comma-separated in ``names``' order (``"4,1,8"``), distinct and in a fixed
+    order; ``features`` the problem's numbers a cost model reads, by name
+    (:meth:`Backend.problem_features`). Empty (no candidates): nothing to search.
+    """
+
+    names: tuple[str, ...] = ()
+    candidates: tuple[str, ...] = ()
+    features: Mapping[str, float] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.candidates)
 
 
 RUNTIMES = ("HIP", "OpenCL")
@@ -307,14 +334,25 @@ class Backend(abc.ABC):
     * They must be safe to repeat: a job whose worker died is run again, possibly on
       another host, and only the write of the run that still holds the lease counts.
     * :meth:`compile` must not need the device; :meth:`evaluate` may, and then gets what
-      :attr:`evaluation_owns` declares to itself (the worker holds a lock around it).
+      :meth:`owns` declares to itself (the worker holds a lock around it).
+    * A time limit is enforced from outside: the worker may kill the process running
+      :meth:`compile`, :meth:`evaluate`, :meth:`build` or :meth:`run` (a backend that
+      runs native code keeps nothing it needs only in that process).
+    * A backend that declares spaces (:attr:`declares_spaces`) can be searched by every
+      strategy (:mod:`tuna.searches.strategy`): :meth:`tuning_space` gives each tunable
+      solver's candidates; :meth:`compile` builds ``JobWork.candidates`` when they are
+      given instead of its own choice; :meth:`evaluate` times them, reusing what
+      ``JobWork.measured`` holds, reports every candidate timed in
+      ``EvalOutcome.measurements`` (with ``JobWork.strategy`` and ``budget``) and, when
+      ``JobWork.choose`` is False, writes no perf-db or find-db row.
     """
 
     name: ClassVar[str]
     evaluation_owns: ClassVar[Owns] = Owns.NOTHING
-    """What an evaluation must own (:class:`Owns`); the worker takes it before
-    :meth:`evaluate` and gives it back after, so timings never overlap where they would
-    disturb each other."""
+    """What an evaluation must own (:class:`Owns`) unless :meth:`owns` says otherwise."""
+    declares_spaces: ClassVar[bool] = False
+    """True when :meth:`tuning_space` gives the space of every tunable solver (see the
+    contract above): a strategy search then works on this backend."""
 
     @abc.abstractmethod
     def solvers(self) -> list[SolverInfo]:
@@ -324,10 +362,6 @@ class Backend(abc.ABC):
     def applicability(self, problem: ConvProblem, solver: str) -> str | None:
         """None when ``solver`` applies to ``problem``, otherwise the reason it does not."""
 
-    def tuning_space(self, problem: ConvProblem, solver: str) -> list[str]:
-        """The candidate parameter strings of a tunable solver (empty for the others)."""
-        return []
-
     @abc.abstractmethod
     def compile(self, work: JobWork) -> CompileOutcome:
         """Build the job's kernels (every candidate, for a tunable solver's perf step)."""
@@ -336,7 +370,63 @@ class Backend(abc.ABC):
     def evaluate(self, work: JobWork) -> EvalOutcome:
         """Check and time the job's compiled kernels; pick the best parameters."""
 
-    # -- Searches (issue #15): a backend that runs benchmarks overrides these -------------
+    def owns(self, work: JobWork | SearchWork) -> Owns:
+        """What the device phase of ``work`` (an :meth:`evaluate`, a search's :meth:`run`)
+        must have to itself; the worker takes it before and gives it back after, so timings
+        never overlap where they would disturb each other. The compile phase owns nothing."""
+        return self.evaluation_owns
+
+    # -- The tuning space of a tunable solver (search strategies, cost models) ----------
+
+    def tuning_space(self, problem: ConvProblem, solver: str) -> TuningSpace:
+        """The space of tunable ``solver`` on ``problem``, with the problem's features
+        (:meth:`problem_features`); empty for a solver that is not tunable or does not
+        apply."""
+        return TuningSpace()
+
+    def problem_features(self, problem: ConvProblem, solver: str) -> dict[str, float]:
+        """The numbers of ``problem`` that decide which candidates of ``solver`` are fast,
+        by name, for a cost model (which knows nothing of convolutions). None by default."""
+        return {}
+
+    def candidate_features(
+        self, features: Mapping[str, float], params: Mapping[str, Any]
+    ) -> dict[str, float]:
+        """What a candidate's parameter values mean on a problem (``features`` from
+        :meth:`problem_features`), for a cost model: ratios of a parameter and a problem
+        size that a tree cannot form itself. None by default."""
+        return {}
+
+    def parse_params(self, solver: str, text: str) -> dict[str, int]:
+        """A candidate's parameter string (a perf-db row's) as values by name; raises
+        ``ValueError`` saying what is wrong when it is not one of ``solver``'s. A string of
+        an older space may be read into today's names."""
+        raise ValueError(f"backend {self.name} reads no parameters of {solver}")
+
+    # -- Searches over benchmarks (issue #15): a backend that runs them overrides these ---
+
+    def check_spec(
+        self, spec: Mapping[str, Any], parameters: Sequence[str], runtime: Collection[str]
+    ) -> None:
+        """Raise a :class:`~tuna.errors.BackendError` saying what is wrong unless ``spec``
+        (a search's backend settings, ``search.spec``) is one this backend runs, for
+        configs with ``parameters``; ``runtime`` are those that change per run without a
+        rebuild. Nothing is stored before this passes."""
+        raise BackendError(
+            f"backend {self.name!r} runs no searches over benchmarks; name a backend that "
+            "does (tuna search create --backend)"
+        )
+
+    def needs_build(self, spec: Mapping[str, Any]) -> bool:
+        """True when a search's runs need a build job first (its artifact reaches each run
+        as ``SearchWork.build_dir``)."""
+        return False
+
+    def search_sources(self, spec: Mapping[str, Any]) -> bytes | None:
+        """The sources a search's builds start from, packed
+        (:func:`tuna.backends.artifact.pack`) to reach any build machine through the
+        database; a build gets them unpacked as ``SearchWork.build_dir``. None: none."""
+        return None
 
     def build(self, work: SearchWork) -> BuildOutcome:
         """Build one build tuple of a search (compile phase); see :class:`BuildOutcome`."""

@@ -7,6 +7,11 @@ derived from a hash of the problem, so every run gives the same results. Evaluat
 the kernel it compiled as the solution's (``EvalOutcome.kernels``), as a real backend does,
 and reports the one candidate it "timed" as a measurement.
 
+``NoopTunable`` declares a small tuning space (a tile ``M,N``, 9 candidates), so a search
+strategy runs on this backend as on a real one: a round's job "builds" the candidates it is
+given (``JobWork.candidates``) and "times" each (a hash of problem and candidate), reusing
+what was measured before, and only the final job (``choose``) writes perf and find rows.
+
 Test knobs, as fields of an instance or as the session's environment (which reaches a
 worker in another process): ``sleep_s`` / ``NOOP_SLEEP_S`` sleeps in every phase;
 ``fail`` / ``NOOP_FAIL`` reports every phase as failed with that reason; ``crash`` raises
@@ -33,6 +38,7 @@ from tuna.backends.base import (
     Measurement,
     PerfResult,
     SolverInfo,
+    TuningSpace,
 )
 from tuna.problems.conv import ConvProblem
 
@@ -43,7 +49,8 @@ SOLVERS: tuple[SolverInfo, ...] = (
     SolverInfo("NoopTunable", tunable=True, numeric_id=4, algorithm="implicit_gemm"),
 )
 _BY_NAME = {s.name: s for s in SOLVERS}
-_TILES = tuple(f"{m}x{n}" for m in (1, 2, 4) for n in (8, 16, 32))
+_TILE = ("M", "N")
+_TILES = tuple(f"{m},{n}" for m in (1, 2, 4) for n in (8, 16, 32))
 
 
 def _kernel_name(solver: str) -> str:
@@ -63,6 +70,7 @@ class NoopBackend(Backend):
     log_path: Path | None = None
 
     name = "noop"
+    declares_spaces = True
 
     def solvers(self) -> list[SolverInfo]:
         return list(SOLVERS)
@@ -80,8 +88,25 @@ class NoopBackend(Backend):
             return "grouped convolution"
         return None
 
-    def tuning_space(self, problem: ConvProblem, solver: str) -> list[str]:
-        return list(_TILES) if solver in _BY_NAME and _BY_NAME[solver].tunable else []
+    def tuning_space(self, problem: ConvProblem, solver: str) -> TuningSpace:
+        if solver not in _BY_NAME or not _BY_NAME[solver].tunable:
+            return TuningSpace()
+        if self.applicability(problem, solver) is not None:
+            return TuningSpace()
+        return TuningSpace(_TILE, _TILES, self.problem_features(problem, solver))
+
+    def problem_features(self, problem: ConvProblem, solver: str) -> dict[str, float]:
+        return {"c": float(problem.in_channels), "k": float(problem.out_channels)}
+
+    def parse_params(self, solver: str, text: str) -> dict[str, int]:
+        if solver not in _BY_NAME or not _BY_NAME[solver].tunable:
+            if text:
+                raise ValueError(f"{solver} takes no parameters, not {text!r}")
+            return {}
+        values = text.split(",")
+        if len(values) != len(_TILE) or not all(v.isdigit() for v in values):
+            raise ValueError(f"{solver} parameters {text!r} are not M,N")
+        return dict(zip(_TILE, (int(v) for v in values), strict=True))
 
     def compile(self, work: JobWork) -> CompileOutcome:
         self._enter(work)
@@ -91,15 +116,26 @@ class NoopBackend(Backend):
         reason = self.applicability(work.problem, work.solver)
         if reason is not None:
             return CompileOutcome.inapplicable(reason)
-        space = self.tuning_space(work.problem, work.solver)
+        space = self.tuning_space(work.problem, work.solver).candidates
         best = space[_digest(work.problem, work.solver, "tile") % len(space)] if space else None
         kernel = KernelBinary(
             name=_kernel_name(work.solver),
             args=f"-DSOLVER={work.solver}",
             binary=f"noop kernel {work.solver}".encode(),
         )
-        payload = json.dumps({"solver": work.solver, "params": best, "candidates": len(space)})
-        return CompileOutcome(kernels=(kernel,), payload=payload)
+        compiled: dict[str, object] = {
+            "solver": work.solver,
+            "params": best,
+            "candidates": len(space),
+        }
+        if work.candidates is not None:  # a search strategy's round: exactly these
+            try:
+                for params in work.candidates:
+                    self.parse_params(work.solver, params)
+            except ValueError as e:
+                return CompileOutcome.failed(f"bad candidate: {e}")
+            compiled["measure"] = list(work.candidates)
+        return CompileOutcome(kernels=(kernel,), payload=json.dumps(compiled))
 
     def evaluate(self, work: JobWork) -> EvalOutcome:
         self._enter(work)
@@ -109,6 +145,8 @@ class NoopBackend(Backend):
         if not work.kernels or work.payload is None:
             return EvalOutcome.failed("nothing compiled for this job")
         compiled = json.loads(work.payload)
+        if "measure" in compiled:
+            return self._measure(work, compiled["measure"])
         time_ms = 0.01 + (_digest(work.problem, work.solver, "time") % 100_000) / 1000
         params = compiled.get("params")
         find = FindResult(
@@ -124,6 +162,32 @@ class NoopBackend(Backend):
             kernels=own,
             measurements=(Measurement(params or "", time_ms, True),),
         )
+
+    def _measure(self, work: JobWork, candidates: list[str]) -> EvalOutcome:
+        """A strategy's candidates timed (those measured before reused), the fastest chosen
+        when the job chooses."""
+        before = {m.params: m for m in work.measured if m.params in candidates}
+        fresh = tuple(
+            Measurement(
+                p,
+                0.01 + (_digest(work.problem, work.solver, "time", p) % 100_000) / 1000,
+                True,
+                strategy=work.strategy,
+                budget=work.budget,
+            )
+            for p in candidates
+            if p not in before
+        )
+        if not work.choose:
+            return EvalOutcome(measurements=fresh)
+        timed = [m for m in (*before.values(), *fresh) if m.valid and m.time_ms is not None]
+        if not timed:
+            return EvalOutcome(ok=False, reason="no candidate was valid", measurements=fresh)
+        best = min(timed, key=lambda m: (m.time_ms or 0.0, m.params))
+        algorithm = _BY_NAME[work.solver].algorithm or "unknown"
+        find = FindResult(best.time_ms or 0.0, 0, algorithm, best.params)
+        own = tuple(k for k in work.kernels if k.name == _kernel_name(work.solver))
+        return EvalOutcome(perf=PerfResult(best.params), find=find, kernels=own, measurements=fresh)
 
     def _enter(self, work: JobWork) -> None:
         log_path = self.log_path or work.session.environment.get("NOOP_LOG")

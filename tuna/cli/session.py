@@ -135,15 +135,15 @@ def create(
       tuna session create --arch x86_64 --num-cu 1 --backend cpuconv \\
           --strategy model --transfer --budget 10% --patience 32
     """
+    from tuna.backends import backends_with_spaces
     from tuna.platforms import read_user_platform
-    from tuna.searches.strategy import BACKENDS
 
     flags = strategy_flags(strategy, budget_text, patience, seed, round_size, transfer)
     if not flags.given() and (budget_text, seed, round_size) != (None, None, None):
         raise TunaError("--budget, --seed and --round-size go with --strategy NAME")
-    if flags.given() and backend not in BACKENDS:
+    if flags.given() and backend not in (spaces := backends_with_spaces()):
         raise TunaError(
-            f"--strategy: strategies search the spaces of {', '.join(BACKENDS)}, not of "
+            f"--strategy: strategies search the spaces of {', '.join(spaces)}, not of "
             f"--backend {backend}"
         )
 

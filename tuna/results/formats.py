@@ -18,12 +18,11 @@ import bz2
 import hashlib
 import math
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 from tuna.backends.base import RUNTIMES
-from tuna.backends.miopen.solvers import BY_NAME as MIOPEN_SOLVERS
 from tuna.errors import DbKeyError, TunaError
 from tuna.problems.keys import (
     PERF_DB_COLUMNS,
@@ -190,16 +189,16 @@ def find_db_line(key: str, entries: Iterable[FindEntry]) -> str:
     return key + "=" + ";".join(e.text() for e in entries)
 
 
-def by_time(entries: Iterable[FindEntry]) -> list[FindEntry]:
-    """Fastest first; equal times ordered as MIOpen orders them, by its numeric solver id
-    (a name MIOpen's catalogue lacks comes after the known ones, by name), as an export does."""
-    return sorted(entries, key=_time_then_solver_id)
+def by_time(entries: Iterable[FindEntry], solver_ids: Mapping[str, int]) -> list[FindEntry]:
+    """Fastest first; equal times ordered as MIOpen orders them, by the library's numeric
+    solver id (``solver_ids``, by name; a name it lacks comes after the known ones, by
+    name), as an export does."""
 
+    def time_then_solver_id(e: FindEntry) -> tuple[float, bool, int, str]:
+        sid = solver_ids.get(e.solver)
+        return (e.time_ms, sid is None, sid or 0, e.solver)
 
-def _time_then_solver_id(e: FindEntry) -> tuple[float, bool, int, str]:
-    known = MIOPEN_SOLVERS.get(e.solver)
-    sid = known.numeric_id if known is not None and known.numeric_id is not None else None
-    return (e.time_ms, sid is None, sid or 0, e.solver)
+    return sorted(entries, key=time_then_solver_id)
 
 
 def parse_find_entry(entry_id: str, values: str) -> FindEntry:

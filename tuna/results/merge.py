@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tuna.backends import get_backend
 from tuna.errors import TunaError
 from tuna.results.dbfiles import (
     KernDbWriter,
@@ -45,6 +46,9 @@ from tuna.results.formats import (
 )
 
 log = logging.getLogger(__name__)
+
+#: The backend whose library writes these files: its solvers' numeric ids order equal times.
+LIBRARY = "miopen"
 
 
 @dataclass(frozen=True)
@@ -105,7 +109,8 @@ def _merge_find(base: Path, top: Path, output: Path) -> MergeReport:
     replaced = sum(1 for r in top_records if r.key in merged)
     merged.update({r.key: r.entries for r in top_records})
     keys = sorted(merged)
-    write_text_lines(output, (find_db_line(k, by_time(merged[k])) for k in keys))
+    ids = {s.name: s.numeric_id for s in get_backend(LIBRARY).solvers() if s.numeric_id is not None}
+    write_text_lines(output, (find_db_line(k, by_time(merged[k], ids)) for k in keys))
     return MergeReport(
         "find-text",
         output,

@@ -19,9 +19,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from tuna.backends.bench.artifact import DEFAULT_MAX_BYTES, pack
-from tuna.backends.bench.backend import spec_from_dict
-from tuna.backends.bench.templates import BenchError
+from tuna.backends import get_backend
 from tuna.db import Database
 from tuna.db.models import Search, TuningSession
 from tuna.errors import TunaError
@@ -112,24 +110,13 @@ def check_request(request: SearchRequest) -> Checked:
         raise SearchError(f"budget {request.budget}: give at least 1 run, or no budget")
     if request.parallelism < 1:
         raise SearchError(f"parallelism {request.parallelism}: give at least 1")
-    if request.backend != "bench":
-        raise SearchError(f"backend {request.backend!r}: searches run on the bench backend")
+    backend = get_backend(request.backend)
     try:
         json.dumps(dict(request.base))
     except (TypeError, ValueError) as e:
         raise SearchError(f"the base config is not JSON data: {e}") from e
     space = load_space(request.space_file, request.space_text)
-    spec = spec_from_dict(request.spec)
-    known = [*request.base, *space.names]
-    spec.check(known)
-    if spec.build is not None:
-        runtime = [n for n in spec.build.names() if n in space.runtime_params]
-        if runtime:
-            raise BenchError(
-                f"build command {spec.build.text!r} names runtime-only parameter(s) "
-                f"{', '.join(map(repr, runtime))}: one build serves every runtime value; move "
-                "them to the run command, or drop them from META_get_no_rebuild_params"
-            )
+    backend.check_spec(request.spec, [*request.base, *space.names], space.runtime_params)
     searcher = make_searcher(request.searcher, space)
     plan = dry_run(space, searcher, request.base)
     if not plan.proposals:
@@ -157,9 +144,8 @@ def create_search(db: Database, request: SearchRequest) -> int:
                 f"(search {taken}); choose another name, or `tuna search run` to resume it"
             )
         spec = dict(request.spec)
-        if spec.get("source_dir"):  # the sources travel to the build machines as an artifact
-            cap = int(spec.get("artifact_max_bytes") or DEFAULT_MAX_BYTES)
-            blob = pack(Path(spec["source_dir"]), cap)
+        blob = get_backend(request.backend).search_sources(spec)
+        if blob is not None:  # the sources travel to the build machines as an artifact
             store_artifact(s.connection(), blob)
             spec["source_artifact"] = artifact_digest(blob)
         required = list(spec.get("required_stats") or [])

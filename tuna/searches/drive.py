@@ -38,7 +38,7 @@ from typing import Any
 
 from sqlalchemy import Connection, func, insert, select, update
 
-from tuna.backends.bench.backend import needs_build
+from tuna.backends import get_backend
 from tuna.db import Database
 from tuna.db.clock import db_now
 from tuna.db.models import Search, SearchBuild, SearchRun
@@ -115,6 +115,7 @@ class SearchDriver:
             self.spec = dict(row.spec)
             self.base = dict(row.base)
             self.expression = row.searcher
+            backend = row.backend
             self.objective = Objective(
                 row.objective["stat"], row.objective.get("goal", "min"), row.objective.get("valid")
             )
@@ -122,13 +123,13 @@ class SearchDriver:
         self.strategy = is_strategy(self.spec)
         self.solver: int | None = None
         if self.strategy:  # a tunable solver's space (tuna.searches.strategy)
-            self.candidates = candidate_space(db, self.spec)
+            self.candidates = candidate_space(db, self.session, self.spec)
             self.space = self.candidates.parameter_space()
             self.solver = solver_id(db, self.session, str(self.spec["solver"]))
             self.builds = False
         else:
             self.space = load_space(space_file, space_text)
-            self.builds = needs_build(self.spec)
+            self.builds = get_backend(backend).needs_build(self.spec)
         self.proposer: Proposer | None = None
         self.rounds: RoundProposer | None = None
         self.round: list[_Slot] = []  # the dynamic searcher's round in flight

@@ -7,6 +7,7 @@ any other, run by the one driver (:mod:`tuna.searches.drive`): its rows are a ``
 ``search_build`` per **round**. A round is one job of the session's backend — a ``perf``
 job of the (config, solver) whose compile phase builds exactly the round's candidates (for
 cpuconv: one set of shared objects holding them all) and whose evaluate phase times them;
+any backend that declares its tuning spaces (``Backend.declares_spaces``) runs them;
 every candidate timed is a ``measurement`` row, and the round's ``search_run`` rows are
 filled from them in the same fenced transaction (:mod:`tuna.jobs.search_results`).
 
@@ -35,8 +36,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session as OrmSession
 
-from tuna.backends.cpuconv import solvers as cpuconv_solvers
-from tuna.backends.cpuconv.features import candidate_features, problem_features
+from tuna.backends import Backend, backends_with_spaces, get_backend
 from tuna.catalog.records import configs_with_tensors, conv_problem
 from tuna.db import Database
 from tuna.db.models import ConvConfig, Measurement, Search, Solver, TuningSession
@@ -60,8 +60,6 @@ KIND = "strategy"
 OBJECTIVE = Objective("time_ms", "min")
 #: The best measured candidates the final job measures (or reuses) and chooses among.
 FINAL_CANDIDATES = 3
-#: The backends whose spaces a strategy searches (their parameter names and features).
-BACKENDS = ("cpuconv",)
 
 
 @dataclass(frozen=True)
@@ -131,20 +129,39 @@ class Problem:
     features: dict[str, float]
 
 
-def problem_space(problem: ConvProblem, solver: str, source: str) -> Problem:
-    """The candidates of ``solver`` on ``problem`` (cpuconv's enumeration)."""
-    spec = cpuconv_solvers.SPECS.get(solver)
-    if spec is None:
+def tunable_solvers(backend: Backend) -> list[str]:
+    """The solvers of ``backend`` a strategy can search, sorted (none where it declares no
+    spaces)."""
+    if not backend.declares_spaces:
+        return []
+    return sorted(s.name for s in backend.solvers() if s.tunable)
+
+
+def searched_backend(name: str, refused: str) -> Backend:
+    """The backend called ``name``; ``refused`` (``f"... tunes {name}"``) starts the error
+    when it declares no spaces a strategy can search."""
+    backend = get_backend(name)
+    if not backend.declares_spaces:
+        raise SearchError(
+            f"{refused}; strategies search the spaces of {', '.join(backends_with_spaces())}"
+        )
+    return backend
+
+
+def problem_space(backend: Backend, problem: ConvProblem, solver: str, source: str) -> Problem:
+    """The candidates of ``solver`` on ``problem``, as ``backend`` declares them."""
+    tunable = tunable_solvers(backend)
+    if solver not in tunable:
         raise SearchError(
             f"solver {solver!r} has no tunable space a strategy can search; the tunable "
-            f"solvers are {', '.join(sorted(cpuconv_solvers.SPECS))}"
+            f"solvers are {', '.join(tunable)}"
         )
-    why = cpuconv_solvers.applicability(problem, solver)
+    why = backend.applicability(problem, solver)
     if why is not None:
         raise SearchError(f"{source}: {solver} does not apply: {why}")
-    candidates = cpuconv_solvers.tuning_space(problem, solver)
-    space = CandidateSpace.from_strings(spec.names, candidates, source=source)
-    return Problem(problem, space, problem_features(problem, solver))
+    declared = backend.tuning_space(problem, solver)
+    space = CandidateSpace.from_strings(declared.names, declared.candidates, source=source)
+    return Problem(problem, space, dict(declared.features))
 
 
 def _problems(s: OrmSession, config_ids: Sequence[int] | None) -> dict[int, ConvProblem]:
@@ -190,8 +207,8 @@ def strategy_history(
     solver_id = s.scalar(
         select(Solver.id).where(Solver.name == solver, Solver.backend == info.backend)
     )
-    spec = cpuconv_solvers.SPECS.get(solver)
-    if solver_id is None or spec is None:
+    backend = get_backend(info.backend)
+    if solver_id is None or solver not in tunable_solvers(backend):
         return []
     rows: dict[int, list[tuple[str, float]]] = defaultdict(list)
     found = counting_measurements(
@@ -200,20 +217,23 @@ def strategy_history(
     for cfg, params, time_ms, _valid in found:
         if time_ms is not None and time_ms > 0:
             rows[cfg].append((params, float(time_ms)))
-    problems = _problems(s, list(rows))
+    problems = _problems(s, [*rows, config])
+    if config not in problems:
+        return []
+    names = backend.tuning_space(problems[config], solver).names
     out: list[HistoryEntry] = []
     for cfg, measured in rows.items():
         problem = problems.get(cfg)
         if problem is None:
             continue
-        features = problem_features(problem, solver)
+        features = backend.problem_features(problem, solver)
         latest = dict(measured)  # one per candidate: the latest
         for params, t in latest.items():
-            try:  # parse_params also reads the shorter strings of before a space grew
-                values = cpuconv_solvers.parse_params(solver, params)
+            try:  # parse_params may read the shorter strings of before a space grew
+                values = backend.parse_params(solver, params)
             except ValueError:
                 continue
-            if tuple(values) != spec.names:
+            if tuple(values) != names:
                 continue
             out.append((features, dict(values), t))
     return out
@@ -250,17 +270,25 @@ def is_strategy(spec: Mapping[str, Any]) -> bool:
     return spec.get("kind") == KIND
 
 
-def load_problem(s: OrmSession, config: int, solver: str) -> Problem:
+def load_problem(s: OrmSession, backend: Backend, config: int, solver: str) -> Problem:
     problem = _problems(s, [config]).get(config)
     if problem is None:
-        raise SearchError(f"config {config} does not exist or is not a problem cpuconv runs")
-    return problem_space(problem, solver, f"{solver} on config {config}")
+        raise SearchError(f"config {config} does not exist or is not a problem {backend.name} runs")
+    return problem_space(backend, problem, solver, f"{solver} on config {config}")
+
+
+def _session_backend(s: OrmSession, session_id: int) -> Backend:
+    name = s.scalar(select(TuningSession.backend).where(TuningSession.id == session_id))
+    if name is None:
+        raise TunaError(f"session {session_id} does not exist; `tuna session list` shows them")
+    return searched_backend(name, f"session {session_id} tunes {name}")
 
 
 def make_searcher_for(db: Database, session_id: int, spec: Mapping[str, Any]) -> RoundSearcher:
     """The strategy of a stored strategy search, with its history as it was at creation."""
     with db.session() as s:
-        p = load_problem(s, int(spec["config"]), str(spec["solver"]))
+        backend = _session_backend(s, session_id)
+        p = load_problem(s, backend, int(spec["config"]), str(spec["solver"]))
         history: list[HistoryEntry] = []
         if spec["strategy"] == "model":
             history = strategy_history(
@@ -278,7 +306,7 @@ def make_searcher_for(db: Database, session_id: int, spec: Mapping[str, Any]) ->
             "features": p.features,
             "history": history,
             "transfer": bool(spec.get("transfer")),
-            "derive": candidate_features,
+            "derive": backend.candidate_features,
         }
     return make_strategy(
         str(spec["strategy"]),
@@ -302,9 +330,10 @@ def solver_id(db: Database, session_id: int, solver: str) -> int:
     return int(found)
 
 
-def candidate_space(db: Database, spec: Mapping[str, Any]) -> CandidateSpace:
+def candidate_space(db: Database, session_id: int, spec: Mapping[str, Any]) -> CandidateSpace:
     with db.session() as s:
-        return load_problem(s, int(spec["config"]), str(spec["solver"])).space
+        backend = _session_backend(s, session_id)
+        return load_problem(s, backend, int(spec["config"]), str(spec["solver"])).space
 
 
 def create_strategy_search(
@@ -323,12 +352,8 @@ def create_strategy_search(
             raise TunaError(
                 f"session {request.session} does not exist; `tuna session list` shows them"
             )
-        if sess.backend not in BACKENDS:
-            raise SearchError(
-                f"session {request.session} tunes {sess.backend}; strategies search the "
-                f"spaces of {', '.join(BACKENDS)}"
-            )
-        p = load_problem(s, request.config, request.solver)
+        backend = searched_backend(sess.backend, f"session {request.session} tunes {sess.backend}")
+        p = load_problem(s, backend, request.config, request.solver)
         count = resolve_budget(request.budget, len(p.space))
         taken = s.execute(
             select(Search.id).where(Search.session == request.session, Search.name == name)
@@ -361,7 +386,7 @@ def create_strategy_search(
                 features=p.features,
                 history=history,
                 transfer=request.transfer,
-                derive=candidate_features,
+                derive=backend.candidate_features,
             )
             if notes is not None:
                 notes += [f"{name}: {note}" for note in getattr(model, "notes", ())]
@@ -416,24 +441,25 @@ def load_strategy_searches(
     if (tag is None) == (not all_configs):
         raise TunaError("give exactly one of -t TAG or --all_configs")
     check_strategy_options(strategy, budget, patience, transfer)
-    tunable = sorted(cpuconv_solvers.SPECS)
-    if solvers:
-        unknown = sorted(set(solvers) - set(tunable))
-        if unknown:
-            raise SearchError(
-                f"solver(s) {', '.join(unknown)}: a strategy searches a tunable solver's "
-                f"space; the tunable solvers are {', '.join(tunable)}"
-            )
-        tunable = [s for s in tunable if s in solvers]
     with db.session() as s:
-        backend = s.scalar(select(TuningSession.backend).where(TuningSession.id == session_id))
-        if backend is None:
+        name = s.scalar(select(TuningSession.backend).where(TuningSession.id == session_id))
+        if name is None:
             raise TunaError(f"session {session_id} does not exist; `tuna session list` shows them")
-        if backend not in BACKENDS:
+        backend = get_backend(name)
+        if not backend.declares_spaces:
             raise SearchError(
-                f"session {session_id} tunes {backend}; strategies search the spaces of "
-                f"{', '.join(BACKENDS)} (leave --strategy out to queue its jobs)"
+                f"session {session_id} tunes {name}; strategies search the spaces of "
+                f"{', '.join(backends_with_spaces())} (leave --strategy out to queue its jobs)"
             )
+        tunable = tunable_solvers(backend)
+        if solvers:
+            unknown = sorted(set(solvers) - set(tunable))
+            if unknown:
+                raise SearchError(
+                    f"solver(s) {', '.join(unknown)}: a strategy searches a tunable solver's "
+                    f"space; the tunable solvers are {', '.join(tunable)}"
+                )
+            tunable = [n for n in tunable if n in solvers]
         rows = [(cfg.id, x, w, cfg) for cfg, x, w in s.execute(configs_with_tensors(tag))]
         problems = {}
         for cid, x, w, cfg in rows:
@@ -448,11 +474,7 @@ def load_strategy_searches(
     todo: list[StrategyRequest] = []
     for cid, problem in problems.items():
         for solver in tunable:
-            why = (
-                problem
-                if isinstance(problem, str)
-                else cpuconv_solvers.applicability(problem, solver)
-            )
+            why = problem if isinstance(problem, str) else backend.applicability(problem, solver)
             if why is not None:
                 out.not_applicable[why if isinstance(problem, str) else solver] += 1
                 continue
@@ -463,7 +485,7 @@ def load_strategy_searches(
                 out.already += 1
                 continue
             # every pair's budget is checked before anything is stored
-            space = problem_space(problem, solver, f"{solver} on config {cid}").space
+            space = problem_space(backend, problem, solver, f"{solver} on config {cid}").space
             resolve_budget(budget, len(space))
             todo.append(request)
     out.created = [create_strategy_search(db, request, out.notes) for request in todo]

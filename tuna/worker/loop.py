@@ -440,7 +440,7 @@ class Worker:
             if job.phase is Phase.COMPILE:  # an evaluate worker compiles a strategy's rounds
                 outcome = self.backend.compile(work)
             else:
-                owns = self.backend.evaluation_owns
+                owns = self.backend.owns(work)
                 with owning(owns, self.settings.gpu, owner=self.owner) as waited:
                     self.report.waited_seconds += waited
                     outcome = self.backend.evaluate(work)
@@ -474,9 +474,7 @@ class Worker:
             backend = self._search_backend(self.searches.backend_of(work.search_id))
             if work.step == "build":
                 return backend.build(work)
-            from tuna.backends.bench.backend import run_owns
-
-            with owning(run_owns(work.spec), self.settings.gpu, owner=self.owner) as waited:
+            with owning(backend.owns(work), self.settings.gpu, owner=self.owner) as waited:
                 self.report.waited_seconds += waited
                 return backend.run(work)
         except Exception as e:  # the worker's trouble, not the benchmark's: retried

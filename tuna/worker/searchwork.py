@@ -18,8 +18,8 @@ from typing import Any
 
 from sqlalchemy import select
 
+from tuna.backends.artifact import unpack
 from tuna.backends.base import SearchWork
-from tuna.backends.bench.artifact import unpack
 from tuna.db import Database, tables
 from tuna.jobs.values import ClaimedJob
 

@@ -38,7 +38,11 @@ def test_registered_as_cpuconv():
     b = get_backend("cpuconv")
     assert isinstance(b, CpuConvBackend) and b.name == "cpuconv"
     assert [s.name for s in b.solvers()] == [s.name for s in sv.SOLVERS]
-    assert b.tuning_space(P, sv.IM2COL) == sv.tuning_space(P, sv.IM2COL)
+    space = b.tuning_space(P, sv.IM2COL)
+    assert list(space.candidates) == sv.tuning_space(P, sv.IM2COL)
+    assert space.names == sv.SPECS[sv.IM2COL].names
+    assert space.features == b.problem_features(P, sv.IM2COL) and "gemm_m" in space.features
+    assert b.tuning_space(P, sv.NAIVE).candidates == ()
     assert b.default_params(P, sv.WINOGRAD) == "1,1,4,16,1"
 
 

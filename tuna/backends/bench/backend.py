@@ -2,7 +2,7 @@
 
 A search's build job calls :meth:`BenchBackend.build`: the build command runs in a per-job
 scratch directory (:func:`~tuna.backends.bench.execute.build`) and the directory comes back
-packed (:mod:`~tuna.backends.bench.artifact`) for the database. A run job calls
+packed (:mod:`~tuna.backends.artifact`) for the database. A run job calls
 :meth:`BenchBackend.run` with its build's artifact already unpacked by the worker (cached
 per worker by digest): the run command runs on a fresh copy with the search's timeout and
 its stats are parsed (:mod:`~tuna.backends.bench.stats`). A failed build, a non-zero exit,
@@ -30,11 +30,12 @@ machine would disturb each other); the worker takes it around the run.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from tuna.backends.artifact import DEFAULT_MAX_BYTES, ArtifactTooLarge, pack
 from tuna.backends.base import (
     Backend,
     BuildOutcome,
@@ -46,7 +47,6 @@ from tuna.backends.base import (
     SearchWork,
     SolverInfo,
 )
-from tuna.backends.bench.artifact import DEFAULT_MAX_BYTES, pack
 from tuna.backends.bench.execute import BenchSpec, BuildResult, build, new_scratch, run
 from tuna.backends.bench.stats import StatsFormat
 from tuna.backends.bench.templates import BenchError, CommandTemplate
@@ -110,11 +110,6 @@ def spec_to_dict(
     }
 
 
-def needs_build(spec: Mapping[str, Any]) -> bool:
-    """True when a search's runs need a build job: a build command or sources to ship."""
-    return bool(spec.get("build") or spec.get("source_dir"))
-
-
 def run_owns(spec: Mapping[str, Any]) -> Owns:
     try:
         return Owns(spec.get("owns", Owns.MACHINE.value))
@@ -138,6 +133,34 @@ class BenchBackend(Backend):
     def compile(self, work: JobWork) -> CompileOutcome:
         return CompileOutcome.failed("the bench backend runs searches, not convolution jobs")
 
+    def owns(self, work: JobWork | SearchWork) -> Owns:
+        return run_owns(work.spec) if isinstance(work, SearchWork) else Owns.NOTHING
+
+    def check_spec(
+        self, spec: Mapping[str, Any], parameters: Sequence[str], runtime: Collection[str]
+    ) -> None:
+        bench = spec_from_dict(spec)
+        bench.check(list(parameters))
+        if bench.build is not None:
+            named = [n for n in bench.build.names() if n in runtime]
+            if named:
+                raise BenchError(
+                    f"build command {bench.build.text!r} names runtime-only parameter(s) "
+                    f"{', '.join(map(repr, named))}: one build serves every runtime value; "
+                    "move them to the run command, or drop them from "
+                    "META_get_no_rebuild_params"
+                )
+
+    def needs_build(self, spec: Mapping[str, Any]) -> bool:
+        """A build command, or sources to ship to the build machines."""
+        return bool(spec.get("build") or spec.get("source_dir"))
+
+    def search_sources(self, spec: Mapping[str, Any]) -> bytes | None:
+        if not spec.get("source_dir"):
+            return None
+        cap = int(spec.get("artifact_max_bytes") or DEFAULT_MAX_BYTES)
+        return pack(Path(spec["source_dir"]), cap)
+
     def evaluate(self, work: JobWork) -> EvalOutcome:
         return EvalOutcome.failed("the bench backend runs searches, not convolution jobs")
 
@@ -153,7 +176,7 @@ class BenchBackend(Backend):
             cap = int(work.spec.get("artifact_max_bytes", DEFAULT_MAX_BYTES))
             try:
                 return BuildOutcome(artifact=pack(built.directory, cap))
-            except BenchError as e:
+            except ArtifactTooLarge as e:
                 return BuildOutcome(failure=str(e))
         finally:
             shutil.rmtree(scratch, ignore_errors=True)

@@ -21,10 +21,10 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tuna.errors import TunaError
+from tuna.errors import BackendError
 
 
-class BenchError(TunaError):
+class BenchError(BackendError):
     """Raised when a bench search is set up wrong (a template, a stats format, a directory)."""
 
 

@@ -48,6 +48,7 @@ import json
 import logging
 import random
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,9 +64,11 @@ from tuna.backends.base import (
     Owns,
     PerfResult,
     SolverInfo,
+    TuningSpace,
 )
 from tuna.backends.cpuconv import build, isolate, run
 from tuna.backends.cpuconv import solvers as sv
+from tuna.backends.cpuconv.features import candidate_features, problem_features
 from tuna.problems.conv import ConvProblem
 
 log = logging.getLogger(__name__)
@@ -125,6 +128,7 @@ class CpuConvBackend(Backend):
     # Timing uses every core (candidates run threads): two timings at once on one machine
     # slow each other down by up to 3x and pick wrong winners.
     evaluation_owns = Owns.MACHINE
+    declares_spaces = True
 
     def solvers(self) -> list[SolverInfo]:
         return list(sv.SOLVERS)
@@ -132,8 +136,23 @@ class CpuConvBackend(Backend):
     def applicability(self, problem: ConvProblem, solver: str) -> str | None:
         return sv.applicability(problem, solver)
 
-    def tuning_space(self, problem: ConvProblem, solver: str) -> list[str]:
-        return sv.tuning_space(problem, solver)
+    def tuning_space(self, problem: ConvProblem, solver: str) -> TuningSpace:
+        spec = sv.SPECS.get(solver)
+        candidates = sv.tuning_space(problem, solver)
+        if spec is None or not candidates:
+            return TuningSpace()
+        return TuningSpace(spec.names, tuple(candidates), self.problem_features(problem, solver))
+
+    def problem_features(self, problem: ConvProblem, solver: str) -> dict[str, float]:
+        return problem_features(problem, solver)
+
+    def candidate_features(
+        self, features: Mapping[str, float], params: Mapping[str, Any]
+    ) -> dict[str, float]:
+        return candidate_features(features, params)
+
+    def parse_params(self, solver: str, text: str) -> dict[str, int]:
+        return sv.parse_params(solver, text)
 
     def default_params(self, problem: ConvProblem, solver: str) -> str:
         """The untuned parameters of ``solver`` on ``problem`` (``""``: it has none)."""

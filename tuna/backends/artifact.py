@@ -1,4 +1,5 @@
-"""A build directory as bytes and back: what a search stores in ``artifact``.
+"""A build directory as bytes and back: what a search stores in ``artifact`` (any backend's
+builds, and a search's sources).
 
 The bytes are a gzip-compressed tar of the directory, made reproducible (names sorted,
 times, owners and modes normalised, no gzip time stamp) so that identical builds give
@@ -15,12 +16,17 @@ import os
 import tarfile
 from pathlib import Path
 
-from tuna.backends.bench.templates import BenchError
+from tuna.errors import BackendError
 
 DEFAULT_MAX_BYTES = 12 * 1024 * 1024  # under MariaDB's default max_allowed_packet (16 MiB)
 
 
-class ArtifactTooLarge(BenchError):
+class ArtifactError(BackendError):
+    """Raised when an artifact cannot be packed or unpacked as it is (its member would land
+    outside its directory)."""
+
+
+class ArtifactTooLarge(ArtifactError):
     """Raised when a build directory packs to more than its cap."""
 
 
@@ -71,7 +77,7 @@ def _check_member(member: tarfile.TarInfo, directory: Path) -> None:
             link = (target.parent / member.linkname).resolve()
             if link.is_relative_to(root):
                 return
-        raise BenchError(f"artifact member {member.name!r} would land outside its directory")
+        raise ArtifactError(f"artifact member {member.name!r} would land outside its directory")
 
 
 def _walk(directory: Path) -> list[Path]:
