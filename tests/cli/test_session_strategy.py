@@ -89,7 +89,7 @@ def test_a_session_without_a_strategy_loads_perf_jobs_as_before(cli):
         (["--budget", "16"], "Error: --budget, --seed and --round-size go with --strategy NAME"),
         (["--patience", "4"], "Error: --transfer and --patience go with --strategy NAME"),
         (["--strategy", "random", "--backend", "miopen"],
-         "Error: --strategy: strategies search the spaces of cpuconv, noop, not of --backend "
+         "Error: --strategy: strategies search the spaces of cpuconv, cuda, noop, not of --backend "
          "miopen"),
     ],
 )  # fmt: skip

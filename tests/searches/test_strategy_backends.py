@@ -38,7 +38,7 @@ def runner(tmp_path, monkeypatch) -> CliRunner:
 
 
 def test_every_backend_that_declares_spaces_gives_each_tunable_solver_one() -> None:
-    assert {"cpuconv", "noop"} <= set(backends_with_spaces())
+    assert {"cpuconv", "cuda", "noop"} <= set(backends_with_spaces())
     assert "miopen" not in backends_with_spaces()  # its spaces are fin's, not declared
     problem = ConvProblem(
         spatial_dim=2, batchsize=1, in_channels=16, out_channels=16, in_size=(8, 8),

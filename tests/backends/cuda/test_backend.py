@@ -44,8 +44,10 @@ def test_registered_as_cuda():
     assert isinstance(b, CudaBackend) and b.evaluation_owns is Owns.DEVICE
     assert [s.name for s in b.solvers()] == [sv.IGEMM, sv.GEMM1X1]
     assert all(s.tunable for s in b.solvers())
-    assert b.tuning_space(MEDIUM, sv.IGEMM) == sv.space_params(MEDIUM, sv.IGEMM)
-    assert b.tuning_space(MEDIUM, sv.GEMM1X1) == []  # 3x3
+    space = b.tuning_space(MEDIUM, sv.IGEMM)
+    assert list(space.candidates) == sv.space_params(MEDIUM, sv.IGEMM)
+    assert space.names == sv.NAMES and space.features == b.problem_features(MEDIUM, sv.IGEMM)
+    assert b.tuning_space(MEDIUM, sv.GEMM1X1).candidates == ()  # 3x3
     assert (
         b.applicability(MEDIUM, sv.GEMM1X1)
         == f"{sv.GEMM1X1} needs a 1x1 filter, stride 1 and no padding"

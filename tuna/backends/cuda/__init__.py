@@ -65,11 +65,13 @@ from tuna.backends.base import (
     PerfResult,
     SessionInfo,
     SolverInfo,
+    TuningSpace,
 )
 from tuna.backends.cuda import compile as cc
 from tuna.backends.cuda import evaluate as ev
 from tuna.backends.cuda import occupancy as occ
 from tuna.backends.cuda import solvers as sv
+from tuna.backends.cuda.features import candidate_features, problem_features
 from tuna.errors import TunaError
 from tuna.problems.conv import ConvProblem
 
@@ -134,6 +136,7 @@ class CudaBackend(Backend):
     name = "cuda"
     # One evaluation per GPU: two timings on one GPU disturb each other.
     evaluation_owns = Owns.DEVICE
+    declares_spaces = True
 
     def solvers(self) -> list[SolverInfo]:
         return list(sv.SOLVERS)
@@ -141,8 +144,22 @@ class CudaBackend(Backend):
     def applicability(self, problem: ConvProblem, solver: str) -> str | None:
         return sv.applicability(problem, solver)
 
-    def tuning_space(self, problem: ConvProblem, solver: str) -> list[str]:
-        return sv.tuning_space(problem, solver)
+    def tuning_space(self, problem: ConvProblem, solver: str) -> TuningSpace:
+        candidates = sv.tuning_space(problem, solver)
+        if not candidates:
+            return TuningSpace()
+        return TuningSpace(sv.NAMES, tuple(candidates), self.problem_features(problem, solver))
+
+    def problem_features(self, problem: ConvProblem, solver: str) -> dict[str, float]:
+        return problem_features(problem, solver)
+
+    def candidate_features(
+        self, features: Mapping[str, float], params: Mapping[str, Any]
+    ) -> dict[str, float]:
+        return candidate_features(features, params)
+
+    def parse_params(self, solver: str, text: str) -> dict[str, int]:
+        return sv.parse_params(solver, text)
 
     def default_params(self, problem: ConvProblem, solver: str) -> str:
         return sv.default_params(problem, solver)
