@@ -212,3 +212,28 @@ def test_two_runs_of_one_session_and_two_sessions_log_to_their_own_files(runner,
     assert [f.parts[:2] for f in files] == [("compile", "cpu")] * 3
     assert sorted(f.parts[3] for f in files) == ["session-1", "session-1", "session-2"]
     assert len({f.parent for f in files}) == 3  # each run a folder of its own
+
+
+def test_two_go_fish_on_one_session_each_count_what_their_own_workers_did(runner, tmp_path):
+    """Both printed "this run: compiled 9" (the session's growth) where their workers did,
+    say, 5 and 4: each counts its own workers' jobs, and logs to its own folder."""
+    noop_session(runner, tmp_path, "--env", "NOOP_SLEEP_S=0.3")
+    env = {**os.environ, "NO_COLOR": "1", "TERM": "dumb"}
+    cmd = [sys.executable, "-m", "tuna.cli", "go_fish", "-s", "1", "--compile", "--local"]
+    runs = [
+        subprocess.Popen(
+            [*cmd, "-w", "1", "--log-dir", str(tmp_path / "logs")],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outs = [p.communicate(timeout=120)[0] for p in runs]
+    did = []
+    for out in outs:
+        line = next(ln for ln in out.splitlines() if ln.startswith("  this run: "))
+        did.append(0 if line.endswith("nothing") else int(line.rsplit(" ", 1)[1]))
+    assert sum(did) == 9, outs
+    assert len(list((tmp_path / "logs").rglob("worker-0.log"))) == 2

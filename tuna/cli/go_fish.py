@@ -88,7 +88,7 @@ def print_summary(r: FishReport) -> None:
         markup=False,
         soft_wrap=True,
     )
-    did = r.final.this_run()
+    did = r.this_run()
     console.print(
         "  this run: " + (", ".join(f"{st.value} {n}" for st, n in did.items()) or "nothing"),
         markup=False,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import click
 
 from tuna.cli.base import (
@@ -41,6 +44,12 @@ def print_worker_report(r: WorkerReport) -> None:
 @click.option("--max-jobs", type=click.IntRange(min=1), help="Exit after claiming N jobs.")
 @click.option("--gpu", type=int, help="GPU index this worker uses (recorded on its jobs).")
 @click.option(
+    "--report-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    hidden=True,
+    help="Also write what the worker did as JSON here (go_fish counts its own workers' jobs).",
+)
+@click.option(
     "--machine",
     "machine_id",
     type=int,
@@ -64,6 +73,7 @@ def worker_cmd(
     burst: bool,
     max_jobs: int | None,
     gpu: int | None,
+    report_file: Path | None,
     machine_id: int | None,
     then: list[Stage],
     settings: WorkerSettings,
@@ -97,6 +107,8 @@ def worker_cmd(
         db.dispose()
     for report in reports:
         print_worker_report(report)
+    if report_file is not None:
+        report_file.write_text(json.dumps([r.as_dict() for r in reports]))
 
 
 def _stage(text: str) -> Stage:

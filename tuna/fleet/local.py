@@ -24,7 +24,9 @@ SIGTERM, and each finishes its current job and hands the rest back. The dispatch
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import json
 import logging
 import os
 import shutil
@@ -53,6 +55,7 @@ from tuna.fleet.phase import (
     Task,
     new_run_id,
     remaining_jobs,
+    reported_done,
     worker_environment,
     worker_log,
 )
@@ -81,6 +84,7 @@ LOCAL_PROGRAM = (sys.executable, "-m", "tuna.cli")
 SCRATCH_PREFIX = "tuna-go_fish-"
 
 StageTask = tuple[int, Task]
+REPORT_FILE = "report.json"  # in a worker's scratch folder: what it did, written as it exits
 
 # What names the database in a worker's environment; go_fish hands it over in a file instead.
 DB_VARIABLES = frozenset({"TUNA_DB_URL", "TUNA_DB_URL_FILE", *MYSQL_VARS})
@@ -181,6 +185,7 @@ class LocalWorkers:
         self.files: list[IO[bytes]] = []
         self.logs: list[Path] = []
         self.scratch: Path | None = None
+        self.reports: dict[int, list[dict[str, object]]] = {}
 
     def argv(self, plan: Sequence[StageTask]) -> list[str]:
         (session, task), rest = plan[0], plan[1:]
@@ -288,7 +293,8 @@ class LocalWorkers:
             own = self.scratch / f"worker-{i}"
             own.mkdir()
             env = {**self.env, **self._environment(plan, own)}
-            proc, out = start_worker(self.argv(plan), env, path)
+            argv = [*self.argv(plan), "--report-file", str(own / REPORT_FILE)]
+            proc, out = start_worker(argv, env, path)
             self.procs.append(proc)
             self.files.append(out)
             self.logs.append(path)
@@ -320,8 +326,22 @@ class LocalWorkers:
         else:
             self.close()
 
+    def _reports(self, i: int) -> list[dict[str, object]] | None:
+        """What process ``i`` reported (read once it exited; None if it wrote nothing)."""
+        if i not in self.reports and self.scratch and self.procs[i].poll() is not None:
+            path = self.scratch / f"worker-{i}" / REPORT_FILE
+            with contextlib.suppress(OSError, ValueError):
+                self.reports[i] = json.loads(path.read_text())
+        return self.reports.get(i)
+
     def fill(self, report: FishReport, since: dt.datetime) -> None:
         mine = self.working(self.watching)
+        # Counted from this run's own workers: another go_fish on the session moves the
+        # session's counts too (two runs each printed the other's jobs as their own).
+        told = [self._reports(i) for i in mine]
+        if mine and all(t is not None for t in told):
+            session, task = self.watching
+            report.did = reported_done([r for t in told for r in t or []], session, task.phase)
         report.workers = len(mine)
         report.exit_codes = [c for i in mine if (c := self.procs[i].returncode) is not None]
         report.logs = [self.logs[i] for i in mine]
@@ -350,6 +370,8 @@ class LocalWorkers:
         for f in self.files:
             f.close()
         self.files.clear()
+        for i in range(len(self.procs)):
+            self._reports(i)  # before the scratch folder goes
         if self.scratch:
             shutil.rmtree(self.scratch, ignore_errors=True)
             self.scratch = None

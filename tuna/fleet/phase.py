@@ -112,6 +112,17 @@ class Progress:
         return self.remaining / self.rate if self.rate > 0 else None
 
 
+def reported_done(
+    reports: list[dict[str, object]], session: int, phase: Phase
+) -> dict[JobState, int]:
+    """What workers' reports (``tuna worker --report-file``) say they did in one stage."""
+    done = JobState.COMPILED if phase is Phase.COMPILE else JobState.EVALUATED
+    keys = {done: "done", JobState.ERRORED: "errored", JobState.NOT_APPLICABLE: "not_applicable"}
+    mine = [r for r in reports if r["session"] == session and r["phase"] == phase.value]
+    totals = {st: sum(int(str(r[key])) for r in mine) for st, key in keys.items()}
+    return {st: n for st, n in totals.items() if n}
+
+
 @dataclass
 class FishReport:
     session: int
@@ -126,6 +137,13 @@ class FishReport:
     lost_hosts: dict[str, str] = field(default_factory=dict)  # host -> why, if ever lost
     events: list[str] = field(default_factory=list)  # what happened to machines and workers
     description: str = "worker(s)"  # how the summary names the workers
+    # What this run's own workers reported doing, where each reported (None: not known, and
+    # :meth:`this_run` falls back on the session's counts, which other runs move too).
+    did: dict[JobState, int] | None = None
+
+    def this_run(self) -> dict[JobState, int]:
+        """Jobs this run finished, by the state they ended in."""
+        return self.did if self.did is not None else self.final.this_run()
 
     @property
     def drained(self) -> bool:
@@ -134,7 +152,7 @@ class FishReport:
     @property
     def all_errored(self) -> int:
         """How many jobs errored in this run if every job it finished errored (else 0)."""
-        did = self.final.this_run()
+        did = self.this_run()
         errored = did.get(JobState.ERRORED, 0)
         done = did.get(JobState.COMPILED, 0) + did.get(JobState.EVALUATED, 0)
         return errored if done == 0 else 0

@@ -118,6 +118,10 @@ class WorkerReport:
     seconds: float = 0.0
     stopped: str = ""
 
+    def as_dict(self) -> dict[str, Any]:
+        """The report as JSON values (``phase`` by its name)."""
+        return {**dataclasses.asdict(self), "phase": self.phase.value}
+
 
 class _Abort(BaseException):
     """A second stop signal while the backend runs: abandon the job (it is handed back)."""
