@@ -729,3 +729,11 @@ SELECT g.id AS id, v.created AS insert_ts, v.created AS update_ts, 1 AS valid,
 
 UPDATE alembic_version SET version_num='0020' WHERE alembic_version.version_num = '0019';
 
+-- Running upgrade 0020 -> 0021
+
+ALTER TABLE job ADD COLUMN leases_lost INTEGER NOT NULL DEFAULT '0';
+
+ALTER TABLE job ADD COLUMN tries_failed INTEGER NOT NULL DEFAULT '0';
+
+UPDATE alembic_version SET version_num='0021' WHERE alembic_version.version_num = '0020';
+

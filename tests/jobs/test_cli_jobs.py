@@ -58,6 +58,7 @@ def test_status_counts_jobs_by_state_and_failures_by_reason(setup):
         "│ not_applicable │    1 │",
         "└────────────────┴──────┘",
         "1 in-flight job(s) have an expired lease; a worker's reaper will return them",
+        "Over the jobs' lives: 0 lease(s) lost, 1 failed try (1 job)",
         "Why jobs failed",
         "┏━━━━━━━━━━━━━━━━┳━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┓",
         "┃ state          ┃ jobs ┃ reason                                      ┃",
@@ -66,6 +67,22 @@ def test_status_counts_jobs_by_state_and_failures_by_reason(setup):
         "│ not_applicable │    1 │ filter is not 1x1                           │",
         "└────────────────┴──────┴─────────────────────────────────────────────┘",
     ]
+
+
+def test_status_shows_lost_leases_after_the_phase_completed(setup):
+    """A completed phase clears a job's retries and reason; the lost leases still show."""
+    from tuna.jobs import reap_expired
+
+    db, sd = setup
+    expire_leases(db)
+    assert len(reap_expired(db).returned) == 1  # the job left in compile_start
+    [job] = claim_jobs(db, sd.session, Phase.COMPILE, owner="w2")
+    record_outcome(db, "w2", job, CompileOutcome())
+    assert job_row(db, job.id).retries == 0
+    result = invoke("jobs", "status", "--session", str(sd.session))
+    assert "Over the jobs' lives: 1 lease(s) lost, 1 failed try (2 jobs)" in result.output
+    result = invoke("jobs", "status", "--session", str(sd.session), "--json")
+    assert '"leases_lost": 1' in result.output and '"tries_failed": 1' in result.output
 
 
 def test_status_of_an_unknown_session_is_an_error(setup):

@@ -38,3 +38,24 @@ def test_job_counts_by_state_with_failure_reasons(db):
         (S.ERRORED, "x (gave up after 1 try)", 2),
         (S.NOT_APPLICABLE, "not 1x1", 1),
     ]
+
+
+def test_lost_leases_and_failed_tries_outlive_the_phase_lifetime(db):
+    """A completed phase clears ``retries`` and ``reason``; the job's lifetime counts of lost
+    leases and failed tries stay, for `tuna jobs status`."""
+    from tuna.jobs import reap_expired
+    from tuna.jobs.status import retry_history
+
+    sd = seed(db, configs=2, solvers=["NoopDirect"])
+    first = claim_jobs(db, sd.session, Phase.COMPILE, owner="w1", limit=2)
+    expire_leases(db)
+    assert len(reap_expired(db).returned) == 2  # both leases lost once
+    [job] = claim_jobs(db, sd.session, Phase.COMPILE, owner="w2")
+    record_outcome(db, "w2", job, CompileOutcome.failed("cc crashed"))  # a failed try
+    for _ in range(2):
+        [job] = claim_jobs(db, sd.session, Phase.COMPILE, owner="w3")
+        record_outcome(db, "w3", job, CompileOutcome(payload="{}"))
+    c = job_counts(db, sd.session)
+    assert c.by_state[S.COMPILED] == 2 and len(first) == 2
+    history = retry_history(db, sd.session)
+    assert (history.leases_lost, history.tries_failed, history.jobs) == (2, 1, 2)

@@ -20,6 +20,7 @@ from tuna.cli.base import (
 )
 from tuna.db.enums import JobState
 from tuna.jobs import JobCounts, JobFilter, job_counts, requeue_jobs, reset_jobs
+from tuna.jobs.status import RetryHistory, retry_history
 from tuna.sessions import get_session
 
 STATE_NAMES = [s.value for s in JobState]
@@ -38,7 +39,16 @@ def jobs_group() -> None:
     """
 
 
-def print_counts(c: JobCounts) -> None:
+def history_line(h: RetryHistory) -> str:
+    tries = "try" if h.tries_failed == 1 else "tries"
+    jobs = "job" if h.jobs == 1 else "jobs"
+    return (
+        f"Over the jobs' lives: {h.leases_lost} lease(s) lost, {h.tries_failed} failed "
+        f"{tries} ({h.jobs} {jobs})"
+    )
+
+
+def print_counts(c: JobCounts, h: RetryHistory | None = None) -> None:
     table = Table(title=f"Session {c.session}: {c.total} jobs", title_justify="left")
     table.add_column("state")
     table.add_column("jobs", justify="right")
@@ -50,6 +60,8 @@ def print_counts(c: JobCounts) -> None:
             f"{c.expired} in-flight job(s) have an expired lease; "
             "a worker's reaper will return them"
         )
+    if h is not None and h.jobs:  # retries and reasons are cleared when a phase completes
+        console.print(history_line(h), markup=False)
     if c.reasons:
         reasons = Table(title="Why jobs failed", title_justify="left")
         reasons.add_column("state")
@@ -67,6 +79,9 @@ def print_counts(c: JobCounts) -> None:
 def status(session_id: int, output: str | None) -> None:
     """Count a session's jobs by state and group the failures by reason.
 
+    Also the leases lost and the tries that failed over the jobs' lives: a job's retries
+    and reason are its current phase's, cleared when the phase completes.
+
     --csv prints the counts by state; --json prints everything.
 
     \b
@@ -77,6 +92,7 @@ def status(session_id: int, output: str | None) -> None:
     db = database()
     try:
         counts = job_counts(db, session_id)
+        history = retry_history(db, session_id)
     finally:
         db.dispose()
     # dict(state=...): a JSON field, not a job's state (the state-machine guard greps for those)
@@ -86,10 +102,12 @@ def status(session_id: int, output: str | None) -> None:
         "total": counts.total,
         "by_state": {s.value: n for s, n in counts.by_state.items()},
         "expired_leases": counts.expired,
+        "leases_lost": history.leases_lost,
+        "tries_failed": history.tries_failed,
         "failures": [dict(state=s.value, reason=reason, jobs=n) for s, reason, n in counts.reasons],
     }
     if not emit(rows, output, document):
-        print_counts(counts)
+        print_counts(counts, history)
 
 
 def _filter_options(default_states: str) -> Callable[[F], F]:

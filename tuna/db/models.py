@@ -195,6 +195,8 @@ class Job(Base):
     created: Mapped[dt.datetime]
     search_build: Mapped[int | None]
     search_run: Mapped[int | None]
+    leases_lost: Mapped[int]
+    tries_failed: Mapped[int]
 
 
 class KernelCache(Base):

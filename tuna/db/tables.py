@@ -318,6 +318,9 @@ job = Table(
     Column("created", DateTime, server_default=text("CURRENT_TIMESTAMP"), nullable=False),
     Column("search_build", ForeignKey("search_build.id")),
     Column("search_run", ForeignKey("search_run.id")),
+    # Over the job's life, never cleared (``retries`` is the current phase's): migration 0021.
+    Column("leases_lost", Integer, default=0, server_default="0", nullable=False),
+    Column("tries_failed", Integer, default=0, server_default="0", nullable=False),
     UniqueConstraint("session", "config", "solver", "step"),
     Index("ix_job_claim", "session", "state", "priority", "id"),
     Index("ix_job_lease", "state", "lease_expires"),

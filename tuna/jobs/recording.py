@@ -150,9 +150,9 @@ def record_and_claim(
 
 
 @functools.cache
-def _retries_for_update() -> Select[int, JobState, int, int]:
+def _retries_for_update() -> Select[int, JobState, int, int, int]:
     return (
-        select(Job.id, Job.state, Job.attempt, Job.retries)
+        select(Job.id, Job.state, Job.attempt, Job.retries, Job.tries_failed)
         .where(Job.id.in_(bindparam("ids", expanding=True)))
         .order_by(Job.id)
         .with_for_update()
@@ -190,6 +190,7 @@ def _record(
             to, values = after_failure(
                 job.phase, row.retries, outcome.reason or "failed", max_retries
             )
+            values["tries_failed"] = row.tries_failed + 1  # kept after the phase completes
             changes.append((job.id, job.attempt, job.phase.running, to, values))
     for job, outcome in settled:
         if outcome.ok:

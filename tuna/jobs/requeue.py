@@ -65,6 +65,7 @@ def reap_expired(
                         Job.id,
                         Job.attempt,
                         Job.retries,
+                        Job.leases_lost,
                         Job.lease_owner,
                         Job.search_build,
                         Job.search_run,
@@ -78,6 +79,7 @@ def reap_expired(
                 for r in conn.execute(q):
                     reason = f"lease expired; last owner {r.lease_owner}"
                     to, values = after_failure(phase, r.retries, reason, max_retries)
+                    values["leases_lost"] = r.leases_lost + 1  # kept after the phase completes
                     changes.append((r.id, r.attempt, phase.running, to, values))
                     if to is S.ERRORED:
                         searched.append((r.search_build, r.search_run, values["reason"]))

@@ -111,3 +111,26 @@ def job_counts(db: Database, session_id: int, *, top_reasons: int = 20) -> JobCo
             )
         ]
     return JobCounts(session_id, by_state, int(expired), reasons)
+
+
+@dataclass(frozen=True)
+class RetryHistory:
+    """A session's lost leases and failed tries over its jobs' lives (``retries`` is only
+    the current phase's, cleared when a phase completes)."""
+
+    leases_lost: int
+    tries_failed: int
+    jobs: int  # jobs with either
+
+
+def retry_history(db: Database, session_id: int) -> RetryHistory:
+    """Totals of ``job.leases_lost`` and ``job.tries_failed`` over the session's jobs."""
+    with db.transaction() as conn:
+        row = conn.execute(
+            select(
+                func.coalesce(func.sum(Job.leases_lost), 0),
+                func.coalesce(func.sum(Job.tries_failed), 0),
+                func.count(),
+            ).where(Job.session == session_id, (Job.leases_lost > 0) | (Job.tries_failed > 0))
+        ).one()
+    return RetryHistory(int(row[0]), int(row[1]), int(row[2]))
