@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build Tuna's worker image (docker/Dockerfile.worker) from this checkout, with no registry needed.
 #
-#   bin/build_docker.sh [--tag T] [--base B] [--refresh-base] [--python PY] [--examples]
+#   bin/build_docker.sh [--tag T] [--base B] [--refresh-base] [--python PY] [--examples] [--cuda]
 #   bin/build_docker.sh --rootfs-only          # only make (or find) the cached base rootfs; print its path
 #   bin/build_docker.sh --base-only            # only import tuna-base:local into the engine
 #
@@ -19,7 +19,7 @@ ROOTFS_FORMAT=1 # bump when the way the rootfs is made changes, so old cached ta
 
 usage() {
     cat <<'EOF'
-usage: bin/build_docker.sh [--tag T] [--base B] [--refresh-base] [--python PY] [--examples]
+usage: bin/build_docker.sh [--tag T] [--base B] [--refresh-base] [--python PY] [--examples] [--cuda]
        bin/build_docker.sh --rootfs-only [--refresh-base]
        bin/build_docker.sh --base-only [--refresh-base]
 
@@ -40,6 +40,10 @@ dependencies installed under /opt/tuna/pylib, a `tuna` command, Python 3.11 and 
                    sysbench). With tuna-base:local their .deb files (those the base lacks) are
                    fetched here with apt-get, cached beside the rootfs, and installed from those files
                    in the (still offline) build; another base installs them with apt-get.
+  --cuda           the CUDA worker image (default tag tuna-worker-cuda:latest): also the cuda
+                   extra's wheels (cuda-bindings, NVIDIA's NVRTC), so its workers compile cubins
+                   with no CUDA install and evaluate them on the host's GPUs (go_fish runs them with
+                   `--gpus device=N`; the driver, libcuda, comes from the host). Still offline.
   -h, --help       this help
 
 Environment:
@@ -62,13 +66,14 @@ die() {
     exit 1
 }
 
-TAG=tuna-worker:latest
+TAG=""
 BASE=$LOCAL_BASE
 REFRESH=0
 ROOTFS_ONLY=0
 BASE_ONLY=0
 PYTHON=""
 EXAMPLES=0
+EXTRAS=""
 while (($#)); do
     case $1 in
     --tag) TAG=${2:?--tag needs a value}; shift 2 ;;
@@ -78,10 +83,14 @@ while (($#)); do
     --rootfs-only) ROOTFS_ONLY=1; shift ;;
     --base-only) BASE_ONLY=1; shift ;;
     --examples) EXAMPLES=1; shift ;;
+    --cuda) EXTRAS=cuda; shift ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; exit 2 ;;
     esac
 done
+if [[ -z $TAG ]]; then
+    TAG=tuna-worker${EXTRAS:+-$EXTRAS}:latest
+fi
 
 # --- base rootfs (cached) -----------------------------------------------------------------------------------
 
@@ -321,13 +330,15 @@ python_tags+=(--platform manylinux2014_x86_64 --platform manylinux2010_x86_64 --
 # cached set is kept when the index gains newer versions; --refresh-base makes it again.
 ensure_deps() { # -> prints the directory
     local deps key dir lock constraint
-    deps=$("$PYTHON" - "$REPO/pyproject.toml" <<'PY'
+    deps=$("$PYTHON" - "$REPO/pyproject.toml" $EXTRAS <<'PY'
 import sys
 try:
     import tomllib
 except ImportError:  # Python 3.10
     from pip._vendor import tomli as tomllib
-print("\n".join(tomllib.load(open(sys.argv[1], "rb"))["project"]["dependencies"]))
+project = tomllib.load(open(sys.argv[1], "rb"))["project"]
+extras = [d for e in sys.argv[2:] for d in project["optional-dependencies"][e]]
+print("\n".join(project["dependencies"] + extras))
 PY
     ) || die "cannot read project.dependencies from $REPO/pyproject.toml"
     key=$({
