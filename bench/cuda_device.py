@@ -7,12 +7,13 @@ evaluated by ``tuna worker``, the strategy search by ``go_fish``). Subcommands:
   does), cuda-bindings, NVRTC, PyTorch with cuDNN, CuPy.
 * ``layers``: ResNet-50's distinct forward layers at batch 32, as MIOpenDriver lines.
 * ``compare --db URL --session N``: per layer, the fastest candidate the session's search
-  found (its find-db rows), recompiled and timed again on the GPU beside the solver's default
-  parameters, cuDNN (PyTorch, FP32: ``allow_tf32 = False``, ``benchmark = True``) and, for
-  1x1 layers, cuBLAS (CuPy, FP32), in turns (tuned, cuDNN, cuBLAS, again, ``--turns`` times;
-  the median of each counts). Prints per layer: tuned ms, cuDNN ms, ratio, TFLOP/s and % of
-  the FP32 peak (66.9 TFLOP/s, H100 SXM). With ``--dry-run`` (no GPU) it prints the
-  session's results and skips the timings, saying so.
+  found (its fastest valid measurement, the search finished or not), recompiled and timed
+  again on the GPU beside the solver's default parameters, cuDNN (PyTorch, FP32:
+  ``allow_tf32 = False``, ``benchmark = True``) and, for 1x1 layers, cuBLAS (CuPy, FP32), in
+  turns (tuned, cuDNN, cuBLAS, again, ``--turns`` times; the median of each counts). Prints
+  per layer: tuned ms, cuDNN ms, ratio, TFLOP/s and % of the FP32 peak (66.9 TFLOP/s, H100
+  SXM). With ``--dry-run`` (no GPU) it prints the session's results and skips the timings.
+* ``compile-rate``: candidates compiled a minute on this host (CPU time and wall).
 """
 
 from __future__ import annotations
@@ -112,12 +113,13 @@ def cmd_versions(args: argparse.Namespace) -> None:
 
 
 def results(db: str, session: int) -> list[tuple[ConvProblem, str, str, float]]:
-    """(problem, solver, params, time_ms) of the session's fastest solver per layer."""
+    """(problem, solver, params, time_ms) of the fastest valid measurement per layer: what
+    the searches found so far, finished or not."""
     path = db.removeprefix("sqlite:///")
     rows = sqlite3.connect(path).execute(
-        "SELECT c.driver, s.solver, f.params, f.time_ms FROM find_db f "
-        "JOIN conv_config c ON c.id = f.config JOIN solver s ON s.id = f.solver "
-        "WHERE f.session = ? ORDER BY c.id, f.time_ms",
+        "SELECT c.driver, s.name, m.params, m.time_ms FROM measurement m "
+        "JOIN conv_config c ON c.id = m.config JOIN solver s ON s.id = m.solver "
+        "WHERE m.session = ? AND m.valid ORDER BY c.id, m.time_ms",
         (session,),
     )
     best: dict[str, tuple[ConvProblem, str, str, float]] = {}

@@ -108,7 +108,8 @@ run() { # [COUNT] [ENV...]
     bench layers --count "$count" >"$WORK/layers.txt"
     new_db "$WORK/tuned.sqlite"
     session "$WORK/layers.txt" CUDA_REPEATS=10 CUDA_WARMUP_MS=5 "$@"
-    tuna load_jobs -t resnet50-b32 -s 1 --strategy "$STRATEGY" --budget "$BUDGET" | tail -n 2
+    tuna load_jobs -t resnet50-b32 -s 1 --strategy "$STRATEGY" --budget "$BUDGET" --round-size 16 |
+        tail -n 2
     t=$SECONDS
     limit=$SEARCH_LIMIT_S
     timeout --signal=TERM "$limit" "$PY" -m tuna.cli go_fish -s 1 --run_perf --local -w "$(nproc)" |
