@@ -452,3 +452,19 @@ class Backend(abc.ABC):
         """Environment for one worker process of ``phase`` (e.g. per-worker cache paths
         under ``scratch``, a directory private to that worker, and device selection)."""
         return {}
+
+    # -- The machine an evaluation runs on ------------------------------------------------
+
+    def evaluation_blocked(self, session: SessionInfo) -> str | None:
+        """Why this machine cannot run ``session``'s evaluate phase at all (no driver, no
+        device, another device than the session targets), in one line; None when it can.
+        Asked before an evaluation worker claims anything (it then refuses to start, and
+        go_fish to start it), so the jobs stay compiled for a machine that can."""
+        return None
+
+    def platform_facts(self, session: SessionInfo) -> dict[str, Any]:
+        """What this backend knows of the device its evaluations run on (a GPU, its driver,
+        the compiler), added under the backend's name to the platform an evaluation worker
+        records, so that history rules can select on it (``cuda.gpu.name=...``). None by
+        default."""
+        return {}

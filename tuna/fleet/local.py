@@ -170,6 +170,17 @@ class LocalWorkers:
                 f"one set of workers works sessions of one backend, not {', '.join(sorted(names))}"
             )
         self.backend = get_backend(names.pop())
+        for sid, task in stages:
+            blocked = (
+                None
+                if task is Task.COMPILE
+                else self.backend.evaluation_blocked(self.sessions[sid])
+            )
+            if blocked is not None:
+                raise TunaError(
+                    f"session {sid}: its evaluate phase cannot run on this machine: {blocked} "
+                    "(its jobs stay compiled: evaluate them where it can)"
+                )
         self.stages = watch_order(stages)
         self.plans = plans(self.stages, workers, self.backend.evaluation_owns)
         self.asked, self.settings = workers, settings

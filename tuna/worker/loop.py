@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import logging
 import os
 import random
@@ -55,11 +56,13 @@ from tuna.backends.base import (
     Outcome,
     RunOutcome,
     SearchWork,
+    SessionInfo,
 )
 from tuna.db import Database
 from tuna.db.engine import one_line_error
 from tuna.db.enums import JobState
 from tuna.db.retry import through_outages
+from tuna.errors import TunaError
 from tuna.jobs import claims, recording, requeue
 from tuna.jobs.measurements import MeasuredOn, save_progress
 from tuna.jobs.status import count_jobs, search_work_waiting
@@ -85,6 +88,22 @@ SEARCH_PATIENCE_S = 30.0
 """How long a burst evaluate worker waits for an active search's driver to propose more."""
 SEARCH_IDLE_S = 0.02
 """How long it sleeps between claims meanwhile."""
+
+
+class EvaluationBlockedError(TunaError):
+    """Raised when an evaluation worker starts where its backend cannot evaluate (no driver,
+    no device): nothing is claimed, the jobs stay compiled for a machine that can."""
+
+
+def _platform_facts(backend: Backend, session: SessionInfo) -> dict[str, Any]:
+    """This machine's facts with the backend's own (its device's), under its name."""
+    from tuna.platforms.collect import collect
+
+    facts = collect()
+    extra = backend.platform_facts(session)
+    if extra:
+        facts[backend.name] = extra
+    return facts
 
 
 def make_owner() -> str:
@@ -220,9 +239,15 @@ class Worker:
         # stored when its first jobs are loaded (never on the claim path).
         self._probe: Probe | None = None
         if phase is Phase.EVAL:
+            blocked = self.backend.evaluation_blocked(session)
+            if blocked is not None:
+                raise EvaluationBlockedError(
+                    f"session {session_id}: its evaluate phase cannot run on this machine: "
+                    f"{blocked}"
+                )
             from tuna.platforms.collect import Probe  # stdlib's platform, subprocess: eval only
 
-            self._probe = Probe()
+            self._probe = Probe(functools.partial(_platform_facts, self.backend, session))
         self._measured_on: MeasuredOn | None = None
         self._searches: SearchLoader | None = None  # made on the first search job
         self._search_backends: dict[str, Backend] = {session.backend: self.backend}

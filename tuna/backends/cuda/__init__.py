@@ -71,6 +71,7 @@ from tuna.backends.cuda import compile as cc
 from tuna.backends.cuda import evaluate as ev
 from tuna.backends.cuda import occupancy as occ
 from tuna.backends.cuda import solvers as sv
+from tuna.backends.cuda.device import GpuFacts
 from tuna.backends.cuda.features import candidate_features, problem_features
 from tuna.errors import TunaError
 from tuna.problems.conv import ConvProblem
@@ -137,6 +138,9 @@ class CudaBackend(Backend):
     # One evaluation per GPU: two timings on one GPU disturb each other.
     evaluation_owns = Owns.DEVICE
     declares_spaces = True
+
+    def __init__(self) -> None:
+        self._gpu: GpuFacts | str | None = None
 
     def solvers(self) -> list[SolverInfo]:
         return list(sv.SOLVERS)
@@ -356,6 +360,40 @@ class CudaBackend(Backend):
         )
 
     # -- where evaluations run ------------------------------------------------------------------
+
+    def gpu(self, session: SessionInfo) -> GpuFacts | str:
+        """The facts of the GPU this process's evaluations run on (read once, in a child
+        process: this one never opens CUDA), or why there is none; the fake's with
+        ``CUDA_FAKE_GPU``."""
+        if self._gpu is None:
+            if Knobs.of(session.environment).fake_gpu:
+                from tuna.backends.cuda.fake import fake_facts
+
+                self._gpu = fake_facts(session.environment)
+            else:
+                from tuna.backends.cuda import device
+
+                self._gpu = ev.probe(device.facts)
+        return self._gpu
+
+    def evaluation_blocked(self, session: SessionInfo) -> str | None:
+        facts = self.gpu(session)
+        if isinstance(facts, str):
+            return facts
+        if facts.arch != session.arch:
+            return (
+                f"its GPU ({facts.name}) is {facts.arch}, the session tunes {session.arch}: "
+                "evaluate on a GPU of the session's arch"
+            )
+        return None
+
+    def platform_facts(self, session: SessionInfo) -> dict[str, Any]:
+        facts: dict[str, Any] = {"gpu": ev.describe(self.gpu(session))}
+        try:
+            facts["compiler"] = cc.find_compiler(Knobs.of(session.environment).compiler).label
+        except cc.CompilerUnavailableError as e:
+            facts["compiler"] = str(e)
+        return facts
 
     def container_args(self, phase: str, gpu: int | None) -> list[str]:
         if phase == "eval" and gpu is not None:
