@@ -79,7 +79,7 @@ def test_search_list_of_a_session_without_searches_and_of_a_missing_one(seeded):
     r = runner.invoke(main, ["search", "list", "-s", str(sd.session + 100)])
     assert r.exit_code == 1
     assert r.output == (f"Error: session {sd.session + 100} does not exist; `tuna session list` "
-                        "shows them\n")  # fmt: skip
+                        "shows the sessions\n")  # fmt: skip
     create = runner.invoke(main, ["session", "create", "--arch", "x", "--num-cu", "1",
                                   "--backend", "noop", "-l", "bare"])  # fmt: skip
     assert create.exit_code == 0, create.output

@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import select
 
 from tests.searches.helpers import bench_session, new_search
+from tests.support.seed import make_session
 from tests.support.wait import wait_until
 from tuna.backends.base import Owns
 from tuna.catalog.importer import import_configs, read_lines
@@ -235,8 +236,8 @@ def test_one_evaluation_worker_per_device_an_evaluation_owns_and_compiles_side_b
     assert evaluation_workers(Owns.DEVICE, 8) == 1  # local workers name no GPU: one lock
     assert evaluation_workers(Owns.NOTHING, 8) == 8
     import_configs(db, read_lines(LINES), tag="net")
-    cpu = create_session(db, SessionSpec(arch="cpu", num_cu=2, backend="cpuconv")).id
-    noop = create_session(db, SessionSpec(arch="cpu", num_cu=2, backend="noop")).id
+    cpu = make_session(db, arch="cpu", num_cu=2, backend="cpuconv")
+    noop = make_session(db, arch="cpu", num_cu=2, backend="noop")
 
     def workers(session: int, task: Task) -> int:
         return len(

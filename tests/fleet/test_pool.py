@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from tests.support.seed import make_session
 from tuna.catalog.importer import import_configs, read_lines
 from tuna.db.enums import JobState
 from tuna.errors import TunaError
@@ -14,7 +15,6 @@ from tuna.fleet.phase import Progress, Task
 from tuna.fleet.pool import run_local_stages
 from tuna.jobs import job_counts
 from tuna.jobs.load import load_jobs
-from tuna.sessions import SessionSpec, create_session
 
 LINES = "\n".join(
     f"MIOpenDriver conv -n 2 -c {c} -H 8 -W 8 -k 8 -y 3 -x 3 -p 1 -q 1 -F 1" for c in (4, 8, 16)
@@ -25,8 +25,7 @@ def sessions(db, backend: str, n: int = 2, env: dict[str, str] | None = None) ->
     import_configs(db, read_lines(LINES), tag="net")
     out = []
     for _ in range(n):
-        spec = SessionSpec(arch="cpu", num_cu=2, backend=backend, environment=env or {})
-        sid = create_session(db, spec).id
+        sid = make_session(db, arch="cpu", num_cu=2, backend=backend, environment=env or {})
         load_jobs(db, sid, step="perf", tag="net", force=True)
         out.append(sid)
     return out
@@ -59,7 +58,7 @@ def test_every_process_compiles_and_one_per_owned_device_then_evaluates(db, tmp_
 
 def test_a_pool_takes_sessions_of_one_backend(db, tmp_path):
     [cpu] = sessions(db, "cpuconv", 1)
-    noop = create_session(db, SessionSpec(arch="cpu", num_cu=2, backend="noop")).id
+    noop = make_session(db, arch="cpu", num_cu=2, backend="noop")
     with pytest.raises(TunaError, match="one set of workers works sessions of one backend"):
         LocalWorkers(db, [(cpu, Task.COMPILE), (noop, Task.COMPILE)], workers=1,
                      log_dir=tmp_path, db_url="x")  # fmt: skip

@@ -5,6 +5,7 @@ from dataclasses import replace
 import pytest
 from sqlalchemy import func, select
 
+from tests.support.seed import make_session
 from tuna.catalog.importer import import_configs, read_lines
 from tuna.db.clock import db_now
 from tuna.db.enums import JobState
@@ -84,7 +85,7 @@ def test_work_done_in_a_session_with_the_same_fingerprint_is_skipped_unless_forc
     assert report.inserted == 5
     forced = load_jobs(db, second, step="perf", tag="net", force=True)
     assert forced.inserted == 2
-    different = create_session(db, SessionSpec(arch="cpu", num_cu=4, backend="noop")).id
+    different = make_session(db, arch="cpu", num_cu=4, backend="noop")
     assert load_jobs(db, different, step="perf", tag="net").inserted == 7
 
 

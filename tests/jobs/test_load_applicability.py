@@ -8,11 +8,12 @@ from collections import Counter
 import pytest
 from sqlalchemy import select, update
 
+from tests.support.seed import make_session
 from tuna.catalog.importer import import_configs, read_lines
 from tuna.db.models import ConvConfig, Solver, SolverApplicability
 from tuna.errors import TunaError
 from tuna.jobs.load import load_jobs
-from tuna.sessions import SessionSpec, create_session, list_solvers
+from tuna.sessions import list_solvers
 from tuna.sessions.applicability import update_applicability
 
 FAKE_FIN = f"{sys.executable} -m tuna.backends.miopen.fake_fin"
@@ -27,8 +28,8 @@ MIOpenDriver conv -n 4 -c 64 -H 14 -W 14 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1
 def miopen(db, tmp_path):
     import_configs(db, read_lines(LINES), tag="net")
     env = {"FIN_PATH": FAKE_FIN, "FIN_SCRATCH_DIR": str(tmp_path / "scratch")}
-    return create_session(db, SessionSpec(arch="gfx906", num_cu=60, backend="miopen",
-                                          environment=env)).id  # fmt: skip
+    return make_session(db, arch="gfx906", num_cu=60, backend="miopen",
+                                          environment=env)  # fmt: skip
 
 
 def valid_miopen_solvers(db) -> int:
@@ -71,7 +72,7 @@ def test_miopen_solvers_come_from_the_solver_table(db, miopen):
 
 def test_stored_rows_win_over_a_backends_own_answer(db):
     import_configs(db, read_lines(LINES), tag="net")
-    sid = create_session(db, SessionSpec(arch="cpu", num_cu=2, backend="noop")).id
+    sid = make_session(db, arch="cpu", num_cu=2, backend="noop")
     before = load_jobs(db, sid, step="perf", tag="net", solvers=["NoopGemm1x1"])
     assert before.inserted == 2  # the two 1x1 configs
     with db.session() as s:

@@ -17,14 +17,13 @@ from pathlib import Path
 import pytest
 from sqlalchemy import insert, select
 
-from tests.support.seed import head_database
+from tests.support.seed import head_database, make_session
 from tuna.catalog.importer import import_configs
 from tuna.db import Database
 from tuna.db.models import ConvConfig, FindDb, Solver
 from tuna.fleet.machines import add_machine
 from tuna.jobs import Phase, claim_jobs, reap_expired
 from tuna.jobs.load import load_jobs
-from tuna.sessions import SessionSpec, create_session
 from tuna.worker.loop import run_worker
 
 LINES = [
@@ -50,9 +49,7 @@ class Seeded:
 def session(db: Database, label: str, env: dict[str, str] | None = None) -> int:
     """A noop session; the label is in its environment so that no two share a fingerprint
     (load_jobs skips work a session of the same fingerprint has done)."""
-    spec = SessionSpec(arch="gfx90a", num_cu=104, backend="noop", label=label,
-                       environment={"SEED": label, **(env or {})})  # fmt: skip
-    return create_session(db, spec).id
+    return make_session(db, label=label, environment={"SEED": label, **(env or {})})
 
 
 def work(

@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlalchemy import insert, select
 
+from tests.support.seed import make_session
 from tuna.backends import SolverInfo, register_backend
 from tuna.backends.noop import NoopBackend
 from tuna.catalog.importer import import_configs
@@ -18,7 +19,6 @@ from tuna.db import Database
 from tuna.db.models import ConvConfig, FindDb, PerfDb, Solver
 from tuna.jobs.load import load_jobs
 from tuna.problems.conv import ConvProblem
-from tuna.sessions import SessionSpec, create_session
 from tuna.worker.loop import run_worker
 
 # 1x1: NoopDirect, NoopGemm1x1, NoopTunable apply; 3x3 stride 1: NoopDirect, NoopWinograd3x3,
@@ -27,13 +27,6 @@ ONE_BY_ONE = "conv -n 16 -c 64 -H 56 -W 56 -k 64 -y 1 -x 1 -F 1"
 THREE_BY_THREE = "conv -n 16 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1"
 K1 = "64-56-56-1x1-64-56-56-16-0x0-1x1-1x1-0-NCHW-FP32-F"
 K3 = "64-56-56-3x3-64-56-56-16-1x1-1x1-1x1-0-NCHW-FP32-F"
-
-
-def make_session(
-    db: Database, *, arch: str = "gfx90a", num_cu: int = 104, backend: str = "noop", **kw: str
-) -> int:
-    spec = SessionSpec(arch=arch, num_cu=num_cu, backend=backend, **kw)  # type: ignore[arg-type]
-    return create_session(db, spec).id
 
 
 def add_configs(db: Database, lines: Sequence[str], tag: str = "net") -> dict[str, int]:

@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import delete, insert, select, update
 
 from tests.support.data import MIOPEN_DATA
+from tests.support.seed import make_session
 from tuna.backends import CompileOutcome, EvalOutcome, FindResult, KernelBinary, PerfResult
 from tuna.db import Database
 from tuna.db.models import FindDb, GoldenKernel, KernelCache, Solver
@@ -37,7 +38,6 @@ from .seed import (
     add_configs,
     add_find,
     add_perf,
-    make_session,
     run_noop,
 )
 

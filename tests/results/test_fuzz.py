@@ -18,6 +18,7 @@ import pytest
 from sqlalchemy import func, select
 
 from tests.support.data import DATA, MIOPEN_DATA
+from tests.support.seed import make_session
 from tuna.catalog.importer import import_configs
 from tuna.catalog.query import query_configs
 from tuna.db import Database
@@ -33,8 +34,6 @@ from tuna.db.models import (
 )
 from tuna.errors import TunaError
 from tuna.results.importdb import import_db_files, read_db_file
-
-from .seed import make_session
 
 ROUNDS = 25  # per test and dialect: a few seconds each
 BATCH = 4  # lines per import

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select, update
 
+from tests.support.seed import make_session
 from tuna.db import Database
 from tuna.db.models import FindDb, Golden, GoldenKernel, GoldenVersion, JobKernel, Solver
 from tuna.errors import NotFoundError, TunaError
@@ -18,7 +19,6 @@ from .seed import (
     THREE_BY_THREE,
     add_configs,
     add_find,
-    make_session,
     run_noop,
 )
 

@@ -8,6 +8,7 @@ import pytest
 from sqlalchemy import select
 
 from tests.support.data import MIOPEN_DATA
+from tests.support.seed import make_session
 from tuna.db import Database
 from tuna.db.models import ConfigTag, ConvConfig, Solver
 from tuna.results.export import ExportSpec, export_db
@@ -23,7 +24,6 @@ from .seed import (
     add_find,
     add_perf,
     find_rows,
-    make_session,
     perf_rows,
     run_noop,
 )

@@ -17,6 +17,7 @@ import pytest
 from sqlalchemy import func, select, text
 
 from tests.support.data import MIOPEN_DATA
+from tests.support.seed import make_session
 from tuna.backends.miopen.solvers import BY_NAME
 from tuna.db import Database
 from tuna.db.models import (
@@ -44,7 +45,7 @@ from tuna.results.importdb import (
 )
 from tuna.sessions import SessionSpec
 
-from .seed import add_configs, find_rows, make_session, perf_rows, run_noop
+from .seed import add_configs, find_rows, perf_rows, run_noop
 
 # file -> (arch, CUs, runtime, keys MIOpen wrote that are no problem: kept by key alone)
 SAMPLES = {

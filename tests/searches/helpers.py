@@ -9,10 +9,10 @@ from typing import Any
 
 from sqlalchemy import select, text
 
+from tests.support.seed import make_session
 from tuna.db import Database
 from tuna.db.models import Search, SearchBuild, SearchRun
 from tuna.searches import SearchRequest, SessionSearches, create_search
-from tuna.sessions.session import SessionSpec, create_session
 from tuna.worker.loop import WorkerReport, run_worker
 
 # a: runtime-only; b: build-time. 2 builds for 6 runs (the reference's pathological case).
@@ -34,7 +34,7 @@ SPEC: dict[str, Any] = {
 
 
 def bench_session(db: Database) -> int:
-    return create_session(db, SessionSpec(arch="cpu", num_cu=1, backend="bench")).id
+    return make_session(db, arch="cpu", num_cu=1, backend="bench")
 
 
 def new_search(

@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import func, insert, select
 
 from tests.searches.helpers import runs, search_state
+from tests.support.seed import make_session
 from tests.support.wait import wait_until
 from tuna.catalog.importer import import_configs, read_lines
 from tuna.db import Database
@@ -35,7 +36,6 @@ from tuna.searches.strategy import (
     load_strategy_searches,
     strategy_history,
 )
-from tuna.sessions import SessionSpec, create_session
 from tuna.worker import run_worker
 
 LINE = "./bin/MIOpenDriver conv -n 1 -c 16 -H 8 -W 8 -k 16 -y 1 -x 1 -F 1\n"
@@ -43,6 +43,7 @@ OTHER = "./bin/MIOpenDriver conv -n 1 -c 32 -H 14 -W 14 -k 32 -y 1 -x 1 -F 1\n"
 SOLVER = "CpuGemm1x1"  # 354 candidates on LINE (64, then 70 with MR 12, 16 and KC 1024,
 # then 354 with VW 16, the loop order LO and packing PB)
 ENV = {"CPUCONV_OPT": "1", "CPUCONV_REPEATS": "1", "CPUCONV_PER_UNIT": "16"}
+CPUCONV = {"arch": "cpu", "num_cu": 2, "backend": "cpuconv", "environment": ENV}
 
 
 @pytest.fixture(autouse=True)
@@ -52,9 +53,7 @@ def _own_lock_dir(tmp_path, monkeypatch):
 
 def cpuconv_session(db: Database, line: str = LINE) -> tuple[int, int]:
     configs = import_configs(db, read_lines(line), tag="t")
-    session = create_session(
-        db, SessionSpec(arch="cpu", num_cu=2, backend="cpuconv", environment=ENV)
-    ).id
+    session = make_session(db, **CPUCONV)
     del configs
     with db.session() as s:
         from tuna.db.models import ConvConfig
@@ -71,9 +70,7 @@ def other_problem_session(db: Database) -> tuple[int, int]:
         from tuna.db.models import ConvConfig
 
         other = max(s.scalars(select(ConvConfig.id)))
-    elsewhere = create_session(
-        db, SessionSpec(arch="cpu", num_cu=2, backend="cpuconv", environment=ENV)
-    ).id
+    elsewhere = make_session(db, **CPUCONV)
     return elsewhere, other
 
 

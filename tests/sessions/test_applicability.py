@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
+from tests.support.seed import make_session
 from tuna.catalog.importer import import_configs, read_lines
 from tuna.db.models import ConvConfig, Solver, SolverApplicability, TuningSession
 from tuna.errors import NotFoundError
@@ -103,7 +104,7 @@ def test_updating_again_replaces_and_a_failed_config_keeps_its_rows(db, tmp_path
 
 def test_a_backend_without_a_library_stores_its_own_answers(db, tmp_path):
     import_configs(db, read_lines(LINES), tag="net")
-    sid = create_session(db, SessionSpec(arch="cpu", num_cu=2, backend="noop")).id
+    sid = make_session(db, arch="cpu", num_cu=2, backend="noop")
     report = update_applicability(db, sid, tag="net")
     assert report.source == "backend" and report.answered == 4
     stored = rows(db, sid)
@@ -145,7 +146,7 @@ def test_update_solvers_follows_fin(db, tmp_path):
 
 
 def test_update_solvers_of_a_backend_without_a_library(db):
-    sid = create_session(db, SessionSpec(arch="cpu", num_cu=2, backend="noop")).id
+    sid = make_session(db, arch="cpu", num_cu=2, backend="noop")
     report = update_solvers(db, sid)
     assert (report.source, report.reported, report.unchanged, report.added) == (
         "backend", 4, 4, []

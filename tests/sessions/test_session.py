@@ -1,8 +1,12 @@
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from sqlalchemy import select
 
+from tests.support.seed import make_session
 from tuna.backends import UnknownBackendError
 from tuna.db.models import Solver
 from tuna.errors import NotFoundError, TunaError
@@ -86,3 +90,29 @@ def test_a_default_strategy_is_stored_as_given(db):
         assert stored == default and type(stored["budget"]) is type(budget)
     assert get_session(db, create_session(db, SPEC).id).default_strategy == {}
     assert [s.default_strategy.get("budget") for s in list_sessions(db)] == [0.1, 1.0, 1, None]
+
+
+def test_a_missing_session_is_one_error_written_in_one_place():
+    root = Path(__file__).resolve().parents[2] / "tuna"
+    pattern = re.compile(r"session \{[^\"]*\} does not exist")  # an f-string's message
+    writers = [
+        f"{p.relative_to(root)}:{n}"
+        for p in root.rglob("*.py")
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert writers == ["sessions/session.py:" + str(_line_of("does not exist; "))]
+
+
+def _line_of(text: str) -> int:
+    source = Path(__file__).resolve().parents[2] / "tuna" / "sessions" / "session.py"
+    return next(n for n, line in enumerate(source.read_text().splitlines(), 1) if text in line)
+
+
+def test_list_sessions_oldest_first_or_the_newest_first_of_an_arch(db):
+    a = make_session(db, arch="gfx90a")
+    b = make_session(db, arch="gfx906")
+    c = make_session(db, arch="gfx90a", label="later")
+    assert [s.id for s in list_sessions(db)] == [a, b, c]
+    assert [s.id for s in list_sessions(db, newest=5, arch="gfx90a")] == [c, a]
+    assert [s.id for s in list_sessions(db, newest=1)] == [c]

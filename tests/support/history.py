@@ -11,12 +11,12 @@ from typing import Any
 
 from sqlalchemy import insert, select
 
+from tests.support.seed import make_session
 from tuna.catalog.importer import import_configs
 from tuna.catalog.query import resolve
 from tuna.db import Database
 from tuna.db.clock import db_now
 from tuna.db.models import ConvConfig, FindDb, PerfDb, Platform, Solver
-from tuna.sessions import SessionSpec, create_session
 
 LINES = (
     "./bin/MIOpenDriver conv -n 16 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3 -p 1 -q 1 -F 1",
@@ -47,12 +47,9 @@ def make_configs(db: Database, tag: str = "net") -> History:
 
 
 def session(db: Database, **changes: Any) -> int:
-    spec: dict[str, Any] = {
-        "arch": ARCH, "num_cu": NUM_CU, "backend": "noop", "library_version": "3.3.0",
-        "library_commit": "abc",
-    }  # fmt: skip
-    spec.update(changes)
-    return create_session(db, SessionSpec(**spec)).id
+    """A session of the history's target and library build (make_session's fields)."""
+    build = {"arch": ARCH, "num_cu": NUM_CU, "library_version": "3.3.0", "library_commit": "abc"}
+    return make_session(db, **{**build, **changes})
 
 
 def add_find(

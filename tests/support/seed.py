@@ -27,6 +27,7 @@ from tuna.backends.noop import SOLVERS
 from tuna.db import Database, migrate, open_database
 from tuna.db.engine import make_engine
 from tuna.db.models import ConvConfig, Job, Solver, Tensor, TuningSession
+from tuna.sessions import SessionSpec, create_session
 
 ALL_NOOP_SOLVERS = tuple(s.name for s in SOLVERS)
 KERNEL = KernelBinary("k", "-DX", b"\x7fELF kernel bytes")  # a compile outcome's kernel
@@ -77,6 +78,13 @@ class Seeded:
     jobs: list[int]
     solvers: dict[str, int]
     configs: list[int]
+
+
+def make_session(db: Database, **fields: Any) -> int:
+    """A session created as ``tuna session create`` creates one (its backend's solvers
+    synced): noop on gfx90a with 104 CUs unless ``fields`` say otherwise. Its id."""
+    spec: dict[str, Any] = {"arch": "gfx90a", "num_cu": 104, "backend": "noop", **fields}
+    return create_session(db, SessionSpec(**spec)).id
 
 
 def seed(

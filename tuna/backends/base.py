@@ -69,14 +69,14 @@ RUNTIMES = ("HIP", "OpenCL")
 
 
 @dataclass(frozen=True)
-class SessionInfo:
-    """A tuning session as everyone outside the database sees it: the fields of its row.
+class SessionSpec:
+    """What a tuning session records: its target, library build and environment (what a
+    backend uses), and image, label, ticket, history rules and defaults (bookkeeping).
 
-    Target, library build and environment are what a backend uses; the image, label,
-    ticket, fingerprint and creation time are bookkeeping (``tuna.sessions`` loads it).
+    A new session is created from one (``tuna.sessions.create_session``); a recorded one is
+    a :class:`SessionInfo`.
     """
 
-    id: int
     arch: str
     num_cu: int
     backend: str
@@ -88,15 +88,27 @@ class SessionInfo:
     label: str | None = None
     ticket: str | None = None
     environment: Mapping[str, Any] = field(default_factory=dict)
-    user_platform: Mapping[str, Any] = field(default_factory=dict)
-    fingerprint: str = ""
-    created: dt.datetime | None = None
     runtime: str | None = None  # MIOpen's GPU runtime, HIP or OpenCL; None: HIP, its default
+    # Which history counts (``HistoryRules.to_json()``); not part of the fingerprint.
     history_rules: Mapping[str, Any] = field(default_factory=dict)
-    retired: dt.datetime | None = None
-    retired_reason: str | None = None
+    # Added to the platform of every measurement of the session (not to its fingerprint:
+    # which platforms count as the same is for the compatibility rules to say).
+    user_platform: Mapping[str, Any] = field(default_factory=dict)
     # load_jobs' strategy when none is given (tuna.searches.strategy); empty: perf jobs
     default_strategy: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionInfo(SessionSpec):
+    """A recorded tuning session, as everyone outside the database sees it: its identity
+    (id, fingerprint, creation, retirement) on top of the recorded fields
+    (``tuna.sessions`` loads it)."""
+
+    id: int
+    fingerprint: str = ""
+    created: dt.datetime | None = None
+    retired: dt.datetime | None = None
+    retired_reason: str | None = None
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,9 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from tuna.backends import SessionInfo
 from tuna.cli.base import (
     COUNT_RANGE,
     TunaGroup,
-    columns,
     console,
     database,
     emit,
@@ -24,6 +22,14 @@ from tuna.cli.strategy import describe_strategy, strategy_flags, strategy_option
 from tuna.errors import TunaError
 from tuna.sessions import RUNTIMES, SessionSpec, create_session, get_session, list_sessions
 from tuna.sessions.rules import HistoryRules
+
+# The fields of ``session list --json`` / ``--csv``, in the order they have always had.
+LISTED = (
+    "id", "arch", "num_cu", "backend", "library_version", "library_commit", "toolchain",
+    "docker_image", "docker_digest", "label", "ticket", "environment", "user_platform",
+    "fingerprint", "created", "runtime", "history_rules", "retired", "retired_reason",
+    "default_strategy",
+)  # fmt: skip
 
 
 def _environment(pairs: tuple[str, ...]) -> dict[str, str]:
@@ -147,7 +153,7 @@ def create(
             f"--backend {backend}"
         )
 
-    user_platform = read_user_platform(platform_json) if platform_json else None
+    user_platform = read_user_platform(platform_json) if platform_json else {}
     spec = SessionSpec(
         arch=arch,
         num_cu=num_cu,
@@ -163,7 +169,7 @@ def create(
         runtime=runtime,
         user_platform=user_platform,
         history_rules=HistoryRules(**rule_changes).to_json(),
-        default_strategy=flags.options() if flags.given() else None,
+        default_strategy=flags.options() if flags.given() else {},
     )
     db = database()
     try:
@@ -201,7 +207,7 @@ def list_cmd(output: str | None) -> None:
         rows = list_sessions(db)
     finally:
         db.dispose()
-    if emit([dict(r.__dict__) for r in rows], output, fields=columns(SessionInfo)):
+    if emit([{k: getattr(r, k) for k in LISTED} for r in rows], output, fields=LISTED):
         return
     table = Table(title="Sessions", title_justify="left")
     for col in ("id", "arch", "CUs", "backend", "library", "label", "strategy", "fingerprint",

@@ -45,6 +45,7 @@ from tuna.jobs import activity, detail
 from tuna.jobs.status import JobCounts, job_counts
 from tuna.results import insight
 from tuna.searches import query as searches
+from tuna.sessions import get_session, list_sessions
 
 log = logging.getLogger(__name__)
 
@@ -164,7 +165,7 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
         assert limit is not None
         rows = activity.progress(
             db,
-            activity.list_sessions(db, limit=limit, arch=arch),
+            list_sessions(db, newest=limit, arch=arch),
             window_s=cfg.window_s,
             counts=counts,
         )
@@ -175,7 +176,7 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
     def session_page(request: Request) -> Response:
         params.known(request.query_params, set())
         sid = params.path_id(request.path_params["sid"], "session")
-        summary = activity.session_summary(db, sid)
+        summary = get_session(db, sid)
         (prog,) = activity.progress(db, [summary], window_s=cfg.window_s, counts=counts)
         reasons = cache.get(("reasons", sid), lambda: activity.failure_reasons(db, [sid]))
         flying = activity.in_flight(db, session_id=sid, limit=50)
@@ -201,12 +202,12 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
         params.known(q, {"session", "solver", "key", "family", "max_ms", "after", "limit"})
         sid = params.integer(q, "session")
         if sid is None:
-            newest = activity.list_sessions(db, limit=1)
+            newest = list_sessions(db, newest=1)
             if not newest:
                 return render(request, "results.html", "Results", False, session=None,
                               rows=[], solvers=[], flt=None, limit=0, next_after=None)  # fmt: skip
             sid = newest[0].id
-        summary = activity.session_summary(db, sid)
+        summary = get_session(db, sid)
         flt = insight.ResultFilter(
             session=sid,
             solver=params.text(q, "solver", max_len=128),
@@ -231,11 +232,11 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
         params.known(q, {"session"})
         sid = params.integer(q, "session")
         if sid is None:
-            newest = activity.list_sessions(db, limit=1)
+            newest = list_sessions(db, newest=1)
             if not newest:
                 return render(request, "searches.html", "Searches", session=None, rows=[])
             sid = newest[0].id
-        summary = activity.session_summary(db, sid)
+        summary = get_session(db, sid)
         rows = cache.get(("searches", sid), lambda: searches.list_searches(db, sid))
         return render(request, "searches.html", f"Searches of session {sid}", session=summary,
                       rows=rows)  # fmt: skip
@@ -284,7 +285,7 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
         q = request.query_params
         params.known(q, {"state", "reason", "after"})
         sid = params.path_id(request.path_params["sid"], "session")
-        summary = activity.session_summary(db, sid)
+        summary = get_session(db, sid)
         state = JobState(params.choice(q, "state", FAILED_STATES) or JobState.ERRORED.value)
         reason = q.get("reason")
         if reason is not None and len(reason) > 65536:
@@ -349,7 +350,7 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
     def warm() -> None:
         """Count the newest sessions' jobs before anyone asks (the first page is then fast)."""
         try:
-            activity.progress(db, activity.list_sessions(db, limit=20), counts=counts)
+            activity.progress(db, list_sessions(db, newest=20), counts=counts)
         except TunaError as e:
             log.warning("dashboard: warming the counts failed: %s", e)
 

@@ -21,11 +21,11 @@ from sqlalchemy import Float, func, select
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
 
+from tuna.backends.base import SessionInfo
 from tuna.db import Database
 from tuna.db.clock import db_now
 from tuna.db.enums import JobState
-from tuna.db.models import Job, Machine, TuningSession
-from tuna.errors import NotFoundError
+from tuna.db.models import Job, Machine
 from tuna.jobs.status import JobCounts, job_counts
 
 S = JobState
@@ -59,18 +59,6 @@ def _sqlite_epoch(element: epoch_seconds, compiler: Any, **kw: Any) -> str:
 
 
 @dataclass(frozen=True)
-class SessionSummary:
-    """A session as a list of sessions shows it (no environment: it may hold secrets)."""
-
-    id: int
-    arch: str
-    num_cu: int
-    backend: str
-    label: str | None
-    created: dt.datetime
-
-
-@dataclass(frozen=True)
 class Progress:
     """A session's jobs by state and how fast phases finish.
 
@@ -80,7 +68,7 @@ class Progress:
     the phases still to run by that rate.
     """
 
-    session: SessionSummary
+    session: SessionInfo
     by_state: dict[JobState, int]
     expired: int
     recent: int
@@ -165,20 +153,6 @@ class Bucketed:
     counts: dict[str, list[int]]
 
 
-def _summary(r: Any) -> SessionSummary:
-    return SessionSummary(r.id, r.arch, r.num_cu, r.backend, r.label, r.created)
-
-
-_SUMMARY_COLUMNS = (
-    TuningSession.id,
-    TuningSession.arch,
-    TuningSession.num_cu,
-    TuningSession.backend,
-    TuningSession.label,
-    TuningSession.created,
-)
-
-
 def database_time(db: Database) -> dt.datetime:
     """The database's clock (the one every timestamp in the job table comes from)."""
     with db.transaction() as conn:
@@ -188,28 +162,9 @@ def database_time(db: Database) -> dt.datetime:
     return now
 
 
-def list_sessions(
-    db: Database, *, limit: int = 50, arch: str | None = None
-) -> list[SessionSummary]:
-    """The newest sessions first."""
-    q = select(*_SUMMARY_COLUMNS).order_by(TuningSession.id.desc()).limit(limit)
-    if arch:
-        q = q.where(TuningSession.arch == arch)
-    with db.transaction() as conn:
-        return [_summary(r) for r in conn.execute(q)]
-
-
-def session_summary(db: Database, session_id: int) -> SessionSummary:
-    with db.transaction() as conn:
-        r = conn.execute(select(*_SUMMARY_COLUMNS).where(TuningSession.id == session_id)).first()
-    if r is None:
-        raise NotFoundError(f"session {session_id} does not exist; `tuna session list` shows them")
-    return _summary(r)
-
-
 def progress(
     db: Database,
-    sessions: Sequence[SessionSummary],
+    sessions: Sequence[SessionInfo],
     *,
     window_s: float = 300.0,
     counts: Callable[[int], JobCounts] | None = None,

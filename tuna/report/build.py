@@ -33,6 +33,7 @@ from tuna.results import insight
 from tuna.results.insight import FindPoint, Speedup
 from tuna.searches import query
 from tuna.searches.query import SearchSummary
+from tuna.sessions import get_session
 
 MAX_BARS = 60
 """Speed-up bars drawn at most (the CSV holds every problem)."""
@@ -461,7 +462,7 @@ def build_report(db: Database, options: ReportOptions) -> Report:
     found = query.searches_of(db, options.sessions)
     if not points and not found:
         jobs = sum(p.total for p in activity.progress(
-            db, [activity.session_summary(db, s) for s in options.sessions]))  # fmt: skip
+            db, [get_session(db, s) for s in options.sessions]))  # fmt: skip
         if jobs == 0:
             names = ", ".join(map(str, options.sessions))
             raise NotFoundError(

@@ -19,6 +19,7 @@ from sqlalchemy.orm import aliased
 from tuna.db import Database
 from tuna.db.models import ConvConfig, FindDb, Golden, Solver, Tensor, TuningSession
 from tuna.errors import NotFoundError, TunaError
+from tuna.sessions.session import no_session
 
 _DIRECTIONS = {"F": "fwd", "B": "bwd", "W": "wrw"}
 
@@ -121,9 +122,7 @@ def check_sessions(db: Database, session_ids: Sequence[int]) -> dict[int, str]:
         )
     missing = [s for s in session_ids if s not in found]
     if missing:
-        raise NotFoundError(
-            f"session {', '.join(map(str, missing))} does not exist; `tuna session list` shows them"
-        )
+        raise no_session(*missing)
     return {int(k): str(v) for k, v in found.items()}
 
 

@@ -21,13 +21,13 @@ from sqlalchemy import select
 
 from tuna.backends import get_backend
 from tuna.db import Database
-from tuna.db.models import Search, TuningSession
-from tuna.errors import TunaError
+from tuna.db.models import Search
 from tuna.jobs.search_results import artifact_digest, store_artifact
 from tuna.searchers import DryRun, ParameterSpace, SearchError, dry_run
 from tuna.searchers import __all__ as search_names
 from tuna.searchers.builtin import SearcherInterface
 from tuna.searchers.space import parse_json_space, parse_python_space
+from tuna.sessions.session import session_row
 
 GOALS = ("min", "max")
 STATES = ("active", "done", "failed", "stopped")
@@ -131,10 +131,7 @@ def create_search(db: Database, request: SearchRequest) -> int:
     """Check ``request`` (:func:`check_request`), then store the search; returns its id."""
     check_request(request)
     with db.session(immediate=True) as s:
-        if s.get(TuningSession, request.session) is None:
-            raise TunaError(
-                f"session {request.session} does not exist; `tuna session list` shows them"
-            )
+        session_row(s, request.session)  # NotFoundError if there is none
         taken = s.execute(
             select(Search.id).where(Search.session == request.session, Search.name == request.name)
         ).scalar()

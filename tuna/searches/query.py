@@ -43,6 +43,7 @@ from tuna.db.models import (
 from tuna.errors import NotFoundError, TunaError
 from tuna.searchers import Objective, Run
 from tuna.searchers.progress import Goal, best_so_far, better, improvements
+from tuna.sessions.session import no_session
 
 RunStatus = Literal["valid", "invalid", "pending"]
 RUN_STATUSES: tuple[RunStatus, ...] = ("valid", "invalid", "pending")
@@ -294,9 +295,7 @@ def list_searches(db: Database, session_id: int) -> list[SearchSummary]:
     with db.transaction() as conn:
         found = select(TuningSession.id).where(TuningSession.id == session_id)
         if conn.execute(found).first() is None:
-            raise NotFoundError(
-                f"session {session_id} does not exist; `tuna session list` shows them"
-            )
+            raise no_session(session_id)
         rows = conn.execute(
             select(*_SEARCH_COLUMNS).where(Search.session == session_id).order_by(Search.id)
         ).all()

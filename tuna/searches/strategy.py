@@ -54,7 +54,7 @@ from tuna.searchers.strategies import (
     resolve_budget,
 )
 from tuna.sessions.history import eligibility
-from tuna.sessions.session import session_info, session_row
+from tuna.sessions.session import no_session, session_info, session_row
 
 KIND = "strategy"
 OBJECTIVE = Objective("time_ms", "min")
@@ -280,7 +280,7 @@ def load_problem(s: OrmSession, backend: Backend, config: int, solver: str) -> P
 def _session_backend(s: OrmSession, session_id: int) -> Backend:
     name = s.scalar(select(TuningSession.backend).where(TuningSession.id == session_id))
     if name is None:
-        raise TunaError(f"session {session_id} does not exist; `tuna session list` shows them")
+        raise no_session(session_id)
     return searched_backend(name, f"session {session_id} tunes {name}")
 
 
@@ -347,11 +347,7 @@ def create_strategy_search(
         raise SearchError(f"round size {request.round_size}: give at least 1")
     name = search_name(request)
     with db.session(immediate=True) as s:
-        sess = s.get(TuningSession, request.session)
-        if sess is None:
-            raise TunaError(
-                f"session {request.session} does not exist; `tuna session list` shows them"
-            )
+        sess = session_row(s, request.session)
         backend = searched_backend(sess.backend, f"session {request.session} tunes {sess.backend}")
         p = load_problem(s, backend, request.config, request.solver)
         count = resolve_budget(request.budget, len(p.space))
@@ -444,7 +440,7 @@ def load_strategy_searches(
     with db.session() as s:
         name = s.scalar(select(TuningSession.backend).where(TuningSession.id == session_id))
         if name is None:
-            raise TunaError(f"session {session_id} does not exist; `tuna session list` shows them")
+            raise no_session(session_id)
         backend = get_backend(name)
         if not backend.declares_spaces:
             raise SearchError(

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Row, select
 
 from tuna.backends import LibraryQueries, get_backend
-from tuna.backends.base import RUNTIMES, SessionInfo, SolverInfo
+from tuna.backends.base import RUNTIMES, SessionInfo, SessionSpec, SolverInfo
 from tuna.db import Database, tables
 from tuna.db.bulk import insert_missing
 from tuna.errors import NotFoundError, TunaError
@@ -28,32 +28,6 @@ if TYPE_CHECKING:
     from sqlalchemy.orm import Session as OrmSession
 
     from tuna.db.models import TuningSession
-
-
-@dataclass(frozen=True)
-class SessionSpec:
-    """What a new session records."""
-
-    arch: str
-    num_cu: int
-    backend: str
-    library_version: str | None = None
-    library_commit: str | None = None
-    toolchain: str | None = None
-    docker_image: str | None = None
-    docker_digest: str | None = None
-    label: str | None = None
-    ticket: str | None = None
-    environment: dict[str, str] = field(default_factory=dict)
-    runtime: str | None = None  # MIOpen's GPU runtime: HIP or OpenCL; None is HIP
-    # Which history counts (``HistoryRules.to_json()``); not part of the fingerprint.
-    history_rules: dict[str, Any] = field(default_factory=dict)
-    # added to the platform of every measurement of the session (not to its fingerprint:
-    # which platforms count as the same is for the compatibility rules to say)
-    user_platform: dict[str, Any] | None = None
-    # how load_jobs --step perf searches when no --strategy is given (not part of the
-    # fingerprint either); None: it queues perf jobs
-    default_strategy: dict[str, Any] | None = None
 
 
 def fingerprint(spec: SessionSpec) -> str:
@@ -225,7 +199,13 @@ def add_session(session: OrmSession, spec: SessionSpec) -> SessionInfo:
         raise TunaError(f"--runtime: runtime {spec.runtime!r} is not one of {', '.join(RUNTIMES)}")
     get_backend(spec.backend)  # unknown backend: a clear error naming the known ones
     sync_solvers(session, spec.backend)
-    row = TuningSession(**asdict(spec), fingerprint=fingerprint(spec))
+    values = {
+        **asdict(spec),
+        # stored NULL when not given, as before the one session type
+        "user_platform": dict(spec.user_platform) or None,
+        "default_strategy": dict(spec.default_strategy) or None,
+    }
+    row = TuningSession(**values, fingerprint=fingerprint(spec))
     session.add(row)
     session.flush()
     session.refresh(row)
@@ -238,13 +218,16 @@ def session_row(s: OrmSession, session_id: int) -> TuningSession:
 
     row = s.get(TuningSession, session_id)
     if row is None:
-        raise _no_session(session_id)
+        raise no_session(session_id)
     return row
 
 
-def _no_session(session_id: int) -> NotFoundError:
+def no_session(*session_ids: int) -> NotFoundError:
+    """The one error for sessions that do not exist (:func:`get_session`, :func:`session_row`,
+    and a query that looked for them itself)."""
     return NotFoundError(
-        f"session {session_id} does not exist; `tuna session list` shows the sessions"
+        f"session {', '.join(map(str, session_ids))} does not exist; "
+        "`tuna session list` shows the sessions"
     )
 
 
@@ -254,15 +237,19 @@ def get_session(db: Database, session_id: int) -> SessionInfo:
     with db.transaction() as conn:
         row = conn.execute(select(table).where(table.c.id == session_id)).one_or_none()
     if row is None:
-        raise _no_session(session_id)
+        raise no_session(session_id)
     return session_info(row)
 
 
-def list_sessions(db: Database) -> list[SessionInfo]:
-    from tuna.db.models import TuningSession
-
-    with db.session() as session:
-        return [
-            session_info(r)
-            for r in session.scalars(select(TuningSession).order_by(TuningSession.id))
-        ]
+def list_sessions(
+    db: Database, *, newest: int | None = None, arch: str | None = None
+) -> list[SessionInfo]:
+    """The sessions (of ``arch``), oldest first; with ``newest``, that many of the newest,
+    newest first (as a list of recent sessions shows them)."""
+    table = tables.session
+    q = select(table)
+    if arch:
+        q = q.where(table.c.arch == arch)
+    q = q.order_by(table.c.id) if newest is None else q.order_by(table.c.id.desc()).limit(newest)
+    with db.transaction() as conn:
+        return [session_info(r) for r in conn.execute(q)]
