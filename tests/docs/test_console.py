@@ -1,0 +1,90 @@
+"""Every console example of the docs runs against the real commands and prints what the page
+shows, unless the page marks it illustrative and says why (a real run's timings, the test
+cluster, a terminal's tables): ``<!-- illustrative: REASON -->`` right above the block.
+
+Each page's checked blocks run in order in one sandbox (a fresh embedded database, a working
+directory holding the inputs they name: the sample networks and tests/data/docs), through
+click's runner, so a later block sees what an earlier one made. A ``...`` line of the shown
+output stands for any lines; the database's URL is compared as ``sqlite:///<db>``.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+from importlib import resources
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tests.support.databases import copy_sqlite_template
+from tests.support.docs import REPO, ConsoleBlock, console_blocks, pages
+from tuna.cli import main
+
+STANDALONE = {"import_configs", "query_db", "load_jobs", "load_job", "export_db", "import_db",
+              "merge_db", "update_golden", "go_fish"}  # fmt: skip
+INPUTS = REPO / "tests" / "data" / "docs"
+_URL = re.compile(r"sqlite:///\S*?tuna\.db")
+
+BLOCKS = console_blocks([p for p in pages() if p.name != "README.md"])
+CHECKED = [b for b in BLOCKS if b.illustrative is None]
+PAGES = sorted({b.path for b in CHECKED})
+
+
+def test_blocks_are_found_and_every_illustrative_one_says_why() -> None:
+    assert len(BLOCKS) > 20
+    assert len(CHECKED) >= 4
+    for block in BLOCKS:
+        assert block.illustrative is None or len(block.illustrative.strip()) > 10, block.where
+
+
+def _words(line: str) -> list[str]:
+    words = shlex.split(line, comments=True)
+    if words and words[0] == "tuna":
+        return words[1:]
+    assert words and words[0] in STANDALONE, f"a checked block runs Tuna's commands only: {line}"
+    return words
+
+
+def _matches(shown: list[str], printed: list[str]) -> bool:
+    pattern = "".join(
+        r"(?:.*\n)*?" if line.strip() == "..." else re.escape(line.rstrip()) + r"\n"
+        for line in shown
+    )
+    text = "".join(line.rstrip() + "\n" for line in printed)
+    return re.fullmatch(pattern, text) is not None
+
+
+def _sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
+    monkeypatch.setenv("TUNA_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("COLUMNS", "200")
+    copy_sqlite_template(tmp_path / "data" / "tuna.db")
+    work = tmp_path / "work"
+    work.mkdir()
+    samples = resources.files("tuna.catalog.samples")
+    (work / "resnet50.txt").write_text(samples.joinpath("resnet50.txt").read_text())
+    for source in INPUTS.iterdir():
+        shutil.copy(source, work / source.name)
+    monkeypatch.chdir(work)
+    return CliRunner()
+
+
+@pytest.mark.parametrize("path", PAGES, ids=[str(p.relative_to(REPO)) for p in PAGES])
+def test_every_console_example_prints_what_the_page_shows(
+    path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runner = _sandbox(tmp_path, monkeypatch)
+    blocks: list[ConsoleBlock] = [b for b in CHECKED if b.path == path]
+    for block in blocks:
+        for line, shown in block.steps():
+            result = runner.invoke(main, _words(line))
+            printed = _URL.sub("sqlite:///<db>", result.output).splitlines()
+            shown = [_URL.sub("sqlite:///<db>", s) for s in shown]
+            assert _matches(shown, printed), (
+                f"{block.where}: `{line}` printed (exit {result.exit_code}):\n"
+                + "\n".join(printed)
+                + "\n--- the page shows:\n"
+                + "\n".join(shown)
+            )
