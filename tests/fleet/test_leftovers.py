@@ -6,6 +6,7 @@ from __future__ import annotations
 import socket
 import subprocess
 
+from tests.fleet.sshd import sshd_fixture  # noqa: F401  (the sshd fixture)
 from tuna.fleet.leftovers import _start_time, owner_alive, this_owner
 
 
@@ -33,3 +34,54 @@ def test_another_head_nodes_go_fish_is_unknown_and_garbage_is_dead():
     assert owner_alive("fd00::1:1234:5678") is None  # a host name with colons
     assert owner_alive("nonsense") is False
     assert owner_alive(f"{socket.gethostname()}:notapid:1") is False
+
+
+def test_two_go_fish_that_find_one_dead_run_clean_it_once(sshd, tmp_path):
+    """Both go_fish on one head cleaned the same dead run (its logs appended twice, both
+    reported the removal): each run is claimed on the machine first, one owner per
+    clean-up. A real sshd on 127.0.0.1; the machine's docker is `true` (no containers: the
+    engines of the cluster tier are not this test's to touch)."""
+    import getpass
+    import threading
+
+    from tuna.fleet.leftovers import clean_leftovers, find_leftovers
+    from tuna.fleet.machines import MachineRow
+    from tuna.fleet.ssh import Connections
+
+    scratch = tmp_path / "scratch"
+    dead = subprocess.Popen(["sleep", "60"])
+    owner = f"{socket.gethostname()}:{dead.pid}:{_start_time(dead.pid)}"
+    dead.kill()
+    dead.wait()
+    for run in ("20260101-000000-aaaaaa", "20260101-000001-bbbbbb"):
+        (scratch / run).mkdir(parents=True)
+        (scratch / run / "owner").write_text(owner)
+    m = MachineRow(
+        1,
+        "127.0.0.1",
+        port=sshd.port,
+        user=getpass.getuser(),
+        key_file=str(sshd.client_key),
+        docker_settings={"docker": "true", "scratch": str(scratch)},
+    )
+    with Connections(sshd.known_hosts) as a, Connections(sshd.known_hosts) as b:
+        found = [find_leftovers(a, m), find_leftovers(b, m)]
+        assert [f.folders for f in found] == [sorted(f.folders) for f in found]
+        assert all(len(f.folders) == 2 for f in found)
+        cleaned = [None, None]
+        go = threading.Barrier(2)
+
+        def clean(i, conns):
+            go.wait()
+            cleaned[i] = clean_leftovers(conns, found[i], tmp_path / "logs")
+
+        threads = [threading.Thread(target=clean, args=(i, c)) for i, c in enumerate((a, b))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        both = sorted(run for c in cleaned for run in c.folders)
+        assert both == ["20260101-000000-aaaaaa", "20260101-000001-bbbbbb"]  # once each
+        assert list(scratch.iterdir()) == []  # the runs and the claims are gone
+        again = clean_leftovers(a, found[0], tmp_path / "logs")  # a stale listing
+        assert again.empty

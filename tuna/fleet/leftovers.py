@@ -29,6 +29,7 @@ from tuna.fleet.phase import worker_log
 from tuna.fleet.ssh import Connections
 
 OWNER_FILE = "owner"
+TIDY_PREFIX = ".tidy-"  # <scratch>/.tidy-<run>: a go_fish is tidying that run (hidden from */)
 _FIELDS = ("run", "owner", "phase", "arch", "worker", "session")
 
 
@@ -80,6 +81,7 @@ class Leftovers:
     containers: list[LeftContainer] = field(default_factory=list)
     folders: list[str] = field(default_factory=list)  # run ids under the machine's scratch
     elsewhere: list[str] = field(default_factory=list)  # runs of a go_fish on another head
+    logs: list[Path] = field(default_factory=list)  # written by clean_leftovers
 
     @property
     def empty(self) -> bool:
@@ -151,14 +153,76 @@ def find_leftovers(
     return found
 
 
+def _claim(conns: Connections, m: MachineRow, runs: list[str]) -> list[str]:
+    """The runs of ``runs`` this go_fish gets to tidy on ``m``: each is claimed by making
+    ``<scratch>/.tidy-<run>`` (``mkdir`` is atomic) with this go_fish's owner in it; a
+    claim whose go_fish is gone is taken over (renamed away first, so one taker wins)."""
+    if not runs:
+        return []
+    scratch, owner = shlex.quote(m.scratch), shlex.quote(this_owner())
+    script = [f"mkdir -p {scratch}"]
+    for run in runs:
+        d = shlex.quote(f"{m.scratch}/{TIDY_PREFIX}{run}")
+        script.append(
+            f'if mkdir {d} 2>/dev/null; then printf %s {owner} > {d}/{OWNER_FILE}; echo "+{run}"; '
+            f'else echo "?{run}|$(cat {d}/{OWNER_FILE} 2>/dev/null)"; fi'
+        )
+    got, stale = [], []
+    for line in conns.check(m.host, "; ".join(script), timeout=30).splitlines():
+        if line.startswith("+"):
+            got.append(line[1:])
+        elif line.startswith("?"):
+            run, _, claimer = line[1:].partition("|")
+            if owner_alive(claimer) is False:  # its go_fish died while tidying
+                stale.append(run)
+    for run in stale:
+        d = shlex.quote(f"{m.scratch}/{TIDY_PREFIX}{run}")
+        gone = shlex.quote(f"{m.scratch}/{TIDY_PREFIX}{run}.stale.{os.getpid()}")
+        take = (
+            f"mv {d} {gone} 2>/dev/null && rm -rf {gone} && mkdir {d} 2>/dev/null && "
+            f"printf %s {owner} > {d}/{OWNER_FILE} && echo taken"
+        )
+        if conns.run(m.host, take, timeout=30).stdout.strip() == "taken":
+            got.append(run)
+    return got
+
+
+def _release(conns: Connections, m: MachineRow, runs: list[str]) -> None:
+    if runs:
+        paths = " ".join(shlex.quote(f"{m.scratch}/{TIDY_PREFIX}{run}") for run in runs)
+        conns.run(m.host, f"rm -rf {paths}", timeout=30)
+
+
 def clean_leftovers(
     conns: Connections, left: Leftovers, log_dir: Path, *, stop_timeout: int = 60
-) -> list[Path]:
+) -> Leftovers:
     """Stop, collect the logs of and remove ``left``'s containers; remove its run folders.
 
-    Returns the log files written. Each log lands where the run would have put it:
-    :func:`tuna.fleet.phase.worker_log`.
+    One owner per clean-up: each run is claimed on the machine first (:func:`_claim`), and
+    what is still there once claimed is cleaned, so two go_fish that found the same dead
+    run do not both append its logs and report its removal. Returns what this call
+    cleaned (``logs``: the log files written). Each log lands where the run would have put
+    it: :func:`tuna.fleet.phase.worker_log`.
     """
+    m = left.machine
+    runs = sorted({c.run for c in left.containers} | set(left.folders))
+    claimed = _claim(conns, m, runs)
+    try:
+        if not claimed:
+            return Leftovers(m)
+        now = find_leftovers(conns, m)  # what another go_fish has not cleaned meanwhile
+        mine = Leftovers(
+            m,
+            [c for c in now.containers if c.run in claimed],
+            [f for f in now.folders if f in claimed],
+        )
+        mine.logs = _clean(conns, mine, log_dir, stop_timeout)
+        return mine
+    finally:
+        _release(conns, m, claimed)
+
+
+def _clean(conns: Connections, left: Leftovers, log_dir: Path, stop_timeout: int) -> list[Path]:
     m = left.machine
     docker = shlex.split(m.docker)
     running = [c.name for c in left.containers if c.state in ("running", "restarting")]
@@ -194,8 +258,6 @@ def clean_leftovers(
 
 
 def tidy_machine(conns: Connections, m: MachineRow, log_dir: Path) -> Leftovers:
-    """Find and clean ``m``'s leftovers (``go_fish --clean``); what was there."""
+    """Find and clean ``m``'s leftovers (``go_fish --clean``); what this call cleaned."""
     left = find_leftovers(conns, m)
-    if not left.empty:
-        clean_leftovers(conns, left, log_dir)
-    return left
+    return left if left.empty else clean_leftovers(conns, left, log_dir)

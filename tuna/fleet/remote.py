@@ -284,10 +284,14 @@ class RemoteWorkers:
 
     def _tidy(self, m: MachineRow) -> bool:
         """Stop, collect and remove what go_fish runs killed outright left on ``m``."""
-        left = find_leftovers(self.conns, m, current_run=self.run_id)
-        if left.empty:
+        found = find_leftovers(self.conns, m, current_run=self.run_id)
+        if found.empty:
             return False
-        clean_leftovers(self.conns, left, self.opt.log_dir, stop_timeout=self.opt.stop_timeout)
+        left = clean_leftovers(
+            self.conns, found, self.opt.log_dir, stop_timeout=self.opt.stop_timeout
+        )
+        if left.empty:  # another go_fish on this head is tidying it
+            return False
         self.event(
             f"{m.label}: removed what an earlier go_fish left ({left.describe()}); "
             f"its workers' logs are under {self.opt.log_dir}"
