@@ -19,7 +19,7 @@ from tuna.db.enums import JobState
 from tuna.db.models import FindDb, Job, JobKernel, PerfDb
 from tuna.errors import NotFoundError
 from tuna.jobs import reap_expired
-from tuna.worker import Hook, TimeLimit, run_worker
+from tuna.worker import Hook, run_worker
 
 S = JobState
 
@@ -275,7 +275,7 @@ def test_a_time_limit_fails_the_job(lite):
         "compile",
         backend=NoopBackend(sleep_s=30),
         max_retries=0,
-        hooks=[TimeLimit(0.2)],
+        time_limit=0.2,
     )
     assert r.errored == 1
     reason = job_row(lite, sd.jobs[0]).reason

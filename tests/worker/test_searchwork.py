@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import delete, select
 
-from tests.searches.helpers import bench_session, new_search, runs
+from tests.searches.helpers import bench_session, drain, driving, new_search, runs, search_state
 from tuna.backends.artifact import pack
 from tuna.backends.base import BuildOutcome, RunOutcome
 from tuna.db import Database
@@ -22,6 +22,7 @@ from tuna.db.models import Job, SearchRun
 from tuna.jobs import Phase, claim_jobs, record_outcomes
 from tuna.jobs.load import insert_run_jobs
 from tuna.searches import SearchDriver
+from tuna.worker import Hook
 from tuna.worker.searchwork import ArtifactCache, SearchLoader
 
 # 3 builds (b) of 4 runs (a) each
@@ -109,3 +110,31 @@ def test_two_workers_fetch_fewer_artifacts_when_claims_prefer_held_builds(db, tm
     # id order: each worker meets every build (3 + 3); held first: each worker keeps to
     # the build it met first until its runs are gone, then both meet the third (2 + 2)
     assert fetched == ([2, 2] if affinity else [3, 3])
+
+
+class Seen(Hook):
+    """Records the step of every job the worker runs, before and after."""
+
+    def __init__(self) -> None:
+        self.before: list[str] = []
+        self.after: list[tuple[str, bool]] = []
+
+    def before_job(self, work):
+        self.before.append(work.step)
+
+    def after_job(self, work, outcome, seconds):
+        self.after.append((work.step, outcome is not None and outcome.ok))
+
+
+def test_search_jobs_take_the_one_execute_path_hooks_and_time_limit(lite: Database) -> None:
+    """A search's builds and runs get the hooks every job gets, and run under the time
+    limit in a child as every job does (issue #25, section 5)."""
+    session = bench_session(lite)
+    search = new_search(lite, session)
+    seen = Seen()
+    with driving(lite, session):
+        report = drain(lite, session, hooks=[seen], time_limit=60)
+    assert search_state(lite, search) == ("done", None)
+    assert report.done == 8
+    assert sorted(seen.before) == ["build"] * 2 + ["run"] * 6
+    assert sorted(seen.after) == [("build", True)] * 2 + [("run", True)] * 6

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from tuna.worker.hooks import Hook, JobLog, TimeLimit, TimeLimitExceeded
+from tuna.worker.hooks import Hook, JobLog
+from tuna.worker.horse import BackendDied, TimeLimitExceeded
 from tuna.worker.loop import WorkerReport, make_owner, run_worker
 from tuna.worker.settings import WorkerSettings
 
 __all__ = [
+    "BackendDied",
     "Hook",
     "JobLog",
-    "TimeLimit",
     "TimeLimitExceeded",
     "WorkerReport",
     "WorkerSettings",

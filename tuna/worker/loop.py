@@ -17,11 +17,15 @@ and records the outcomes through the state machine, fenced by the claim's attemp
   (a restart, a cut network), for up to ``outage_patience`` seconds; the heartbeat keeps
   trying too. A job whose lease ran out meanwhile is handed to another worker and this
   worker's late write is fenced out.
+* **Time limit** (``time_limit``): each backend call runs in a child process that the
+  worker kills past the limit (:mod:`~tuna.worker.horse`): a SIGALRM could not stop native
+  code. The job fails with ``TimeLimitExceeded`` and is retried like any failure.
 * **Searches** (issue #15): a search's build and run jobs go to the search's backend
-  (``bench``) instead of the session's; an evaluate worker whose claim found no run to
-  do takes builds (compile-phase work) so a search needs no separate compile workers, and
-  in burst mode it waits for the session's active searches (their driver proposes more) until
-  ``search_patience`` seconds pass without work.
+  (``bench``) instead of the session's, through the same execute path and hooks as other
+  jobs (what is theirs alone is in :mod:`~tuna.worker.searchwork`); an evaluate worker
+  whose claim found no run to do takes builds (compile-phase work) so a search needs no
+  separate compile workers, and in burst mode it waits for the session's active searches
+  (their driver proposes more) until ``search_patience`` seconds pass without work.
 * **Batches**: outcomes are recorded when the batch is done or ``record_interval``
   seconds after the last record, whichever comes first, so fast jobs share transactions
   and slow jobs are recorded as soon as they finish. The outcomes of a batch's last jobs
@@ -49,12 +53,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from tuna.backends import Backend, get_backend
 from tuna.backends.base import (
-    BuildOutcome,
     CompileOutcome,
     EvalOutcome,
     JobWork,
     Outcome,
-    RunOutcome,
     SearchWork,
     SessionInfo,
 )
@@ -70,7 +72,8 @@ from tuna.jobs.values import ClaimedJob, Phase, Recorded
 from tuna.platforms import report_platform
 from tuna.sessions import get_session
 from tuna.worker.exclusive import owning
-from tuna.worker.hooks import Hook, TimeLimit
+from tuna.worker.hooks import Hook
+from tuna.worker.horse import run_in_horse
 from tuna.worker.progress import Progress
 
 if TYPE_CHECKING:
@@ -227,8 +230,6 @@ class Worker:
             settings.reap_interval if settings.reap_interval is not None else settings.lease_seconds
         )
         self.hooks = list(hooks)
-        if settings.time_limit is not None:
-            self.hooks.append(TimeLimit(settings.time_limit))
         self.stop = stop or threading.Event()
         self.handle_signals = handle_signals
         session = get_session(db, session_id)
@@ -250,7 +251,7 @@ class Worker:
             self._probe = Probe(functools.partial(_platform_facts, self.backend, session))
         self._measured_on: MeasuredOn | None = None
         self._searches: SearchLoader | None = None  # made on the first search job
-        self._search_backends: dict[str, Backend] = {session.backend: self.backend}
+        self._backends: dict[str, Backend] = {session.backend: self.backend}
         self._last_work = time.monotonic()
         self._searching = False  # the session had an active search at the last look
         self.heartbeat = _Heartbeat(
@@ -435,12 +436,10 @@ class Worker:
             if self.heartbeat.is_lost(job.id):
                 continue  # recorded as lost below, without running it
             work = works[job.id]
-            if isinstance(work, SearchWork):
-                outcome = self._execute_search(work, job.phase)
-            elif isinstance(work, JobWork):
-                outcome = self._execute(work, job)
+            if isinstance(work, str):  # why it could not be loaded
+                outcome = _outcome_type(job.phase, job).failed(work)
             else:
-                outcome = _outcome_type(job.phase).failed(work)
+                outcome = self._execute(work, job)
             pending.append((job, outcome))
             last = job is jobs[-1]
             if not last and time.monotonic() - last_record >= self.settings.record_interval:
@@ -456,9 +455,13 @@ class Worker:
         self.heartbeat.forget([j.id for j in lost])
         self._release(self.heartbeat.held())  # claimed but not started: we are stopping
 
-    def _execute(self, work: JobWork, job: ClaimedJob) -> Outcome:
-        progress = self._progress(job)
-        if progress is not None:
+    def _execute(self, work: JobWork | SearchWork, job: ClaimedJob) -> Outcome:
+        """One job's backend call, job work and search work alike: the hooks around it, what
+        the device phase must own taken for it, the time limit enforced from outside (the
+        call runs in a child the worker kills), an exception recorded as the job's failure."""
+        backend = self._backend_of(work)
+        progress = self._progress(job) if isinstance(work, JobWork) else None
+        if isinstance(work, JobWork) and progress is not None:
             work = dataclasses.replace(work, checkpoint=progress)
         for hook in self.hooks:
             hook.before_job(work)
@@ -467,15 +470,14 @@ class Worker:
         self._in_backend = True
         try:
             if job.phase is Phase.COMPILE:  # an evaluate worker compiles a strategy's rounds
-                outcome = self.backend.compile(work)
+                outcome = self._call(step_of(backend, work, job.phase), work)
             else:
-                owns = self.backend.owns(work)
-                with owning(owns, self.settings.gpu, owner=self.owner) as waited:
+                with owning(backend.owns(work), self.settings.gpu, owner=self.owner) as waited:
                     self.report.waited_seconds += waited
-                    outcome = self.backend.evaluate(work)
+                    outcome = self._call(step_of(backend, work, job.phase), work)
         except Exception as e:  # a backend's crash is the job's failure, not the worker's
-            log.warning("job %d: backend %s raised", work.job_id, self.backend.name, exc_info=True)
-            outcome = _outcome_type(job.phase).failed(f"{type(e).__name__}: {e}")
+            log.warning("job %d: backend %s raised", work.job_id, backend.name, exc_info=True)
+            outcome = _outcome_type(job.phase, job).failed(f"{type(e).__name__}: {e}")
         finally:
             self._in_backend = False
             elapsed = time.monotonic() - started
@@ -483,6 +485,20 @@ class Worker:
             for hook in reversed(self.hooks):
                 hook.after_job(work, outcome, elapsed)
         return progress.unsaved(outcome) if progress is not None else outcome
+
+    def _call(self, step: Callable[[Any], Outcome], work: JobWork | SearchWork) -> Outcome:
+        limit = self.settings.time_limit
+        return step(work) if limit is None else run_in_horse(step, work, limit)
+
+    def _backend_of(self, work: JobWork | SearchWork) -> Backend:
+        """The session's backend, or a search job's search's (``bench``)."""
+        if isinstance(work, JobWork):
+            return self.backend
+        name = self.searches.backend_of(work.search_id)
+        backend = self._backends.get(name)
+        if backend is None:
+            backend = self._backends[name] = get_backend(name)
+        return backend
 
     def _progress(self, job: ClaimedJob) -> Progress | None:
         """The checkpoint of an evaluation: its measurements saved while it runs."""
@@ -494,31 +510,6 @@ class Worker:
             interval=self.settings.record_interval,
             lost=lambda: self.heartbeat.is_lost(job.id),
         )
-
-    def _execute_search(self, work: SearchWork, phase: Phase) -> Outcome:
-        """A search's build or run, on the search's backend (its own timeouts apply)."""
-        started = time.monotonic()
-        self._in_backend = True
-        try:
-            backend = self._search_backend(self.searches.backend_of(work.search_id))
-            if work.step == "build":
-                return backend.build(work)
-            with owning(backend.owns(work), self.settings.gpu, owner=self.owner) as waited:
-                self.report.waited_seconds += waited
-                return backend.run(work)
-        except Exception as e:  # the worker's trouble, not the benchmark's: retried
-            log.warning("job %d: search %s raised", work.job_id, work.step, exc_info=True)
-            failed = BuildOutcome if phase is Phase.COMPILE else RunOutcome
-            return failed.failed(f"{type(e).__name__}: {e}")
-        finally:
-            self._in_backend = False
-            self.report.backend_seconds += time.monotonic() - started
-
-    def _search_backend(self, name: str) -> Backend:
-        backend = self._search_backends.get(name)
-        if backend is None:
-            backend = self._search_backends[name] = get_backend(name)
-        return backend
 
     def _record(self, pending: list[tuple[ClaimedJob, Outcome]]) -> None:
         if not pending:
@@ -581,7 +572,20 @@ class Worker:
         return on_stop_signals(on_signal, enabled=self.handle_signals)
 
 
-def _outcome_type(phase: Phase) -> type[CompileOutcome] | type[EvalOutcome]:
+def step_of(backend: Backend, work: JobWork | SearchWork, phase: Phase) -> Callable[[Any], Outcome]:
+    """The backend call that does ``phase`` of ``work``."""
+    if isinstance(work, SearchWork):
+        from tuna.worker.searchwork import search_step
+
+        return search_step(backend, phase)
+    return backend.compile if phase is Phase.COMPILE else backend.evaluate
+
+
+def _outcome_type(phase: Phase, job: ClaimedJob) -> type[CompileOutcome] | type[EvalOutcome]:
+    if job.config is None and (job.search_build or job.search_run):
+        from tuna.worker.searchwork import search_outcome_type
+
+        return search_outcome_type(phase)
     return CompileOutcome if phase is Phase.COMPILE else EvalOutcome
 
 

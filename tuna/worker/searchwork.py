@@ -1,4 +1,5 @@
-"""What a search's build or run job needs, from the database: spec, config and the build.
+"""A search's build and run jobs in the worker: what they need from the database (spec,
+config and the build) and which backend call and outcome type are theirs.
 
 A run's build artifact is fetched once per worker and digest and kept unpacked in an
 :class:`ArtifactCache` (a private directory of the worker, removed when it stops), so a
@@ -12,16 +13,16 @@ import logging
 import shutil
 import tempfile
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
 
 from tuna.backends.artifact import unpack
-from tuna.backends.base import SearchWork
+from tuna.backends.base import Backend, BuildOutcome, RunOutcome, SearchWork
 from tuna.db import Database, tables
-from tuna.jobs.values import ClaimedJob
+from tuna.jobs.values import ClaimedJob, Phase
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +34,18 @@ SearchBuild = tables.search_build.c
 SearchRun = tables.search_run.c
 
 DEFAULT_CACHED_BUILDS = 16
+
+
+def search_step(
+    backend: Backend, phase: Phase
+) -> Callable[[SearchWork], BuildOutcome | RunOutcome]:
+    """The search backend's call for ``phase``: a build (compile phase) or a run."""
+    return backend.build if phase is Phase.COMPILE else backend.run
+
+
+def search_outcome_type(phase: Phase) -> type[BuildOutcome] | type[RunOutcome]:
+    """What a search job of ``phase`` returns (a failure of it, too)."""
+    return BuildOutcome if phase is Phase.COMPILE else RunOutcome
 
 
 class ArtifactCache:

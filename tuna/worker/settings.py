@@ -33,7 +33,8 @@ class WorkerSettings:
     * ``record_interval``: outcomes are recorded at the latest this long after the last
       record, or when the batch is done.
     * ``outage_patience``: how long a transaction is retried while the database is down.
-    * ``time_limit``: fail a job whose backend call runs longer than this (seconds).
+    * ``time_limit``: fail a job whose backend call runs longer than this (seconds); the
+      call then runs in a child process killed past it (:mod:`tuna.worker.horse`).
     """
 
     burst: bool = False
