@@ -17,7 +17,8 @@ import pytest
 from tests.support.seed import expire_leases, seed
 from tuna.backends.base import CompileOutcome, JobWork
 from tuna.backends.noop import NoopBackend
-from tuna.jobs import reap_expired, states
+from tuna.jobs import claims, reap_expired, recording
+from tuna.jobs.values import DEFAULT_LEASE_SECONDS, Phase
 from tuna.worker import run_worker
 from tuna.worker.loop import _Heartbeat
 
@@ -38,10 +39,10 @@ class _Interleave:
         self.recorded = threading.Event()
         self.extended: list[list[int]] = []
         self.lost: list[list[int]] = []
-        real_extend, real_record = states.extend_leases, states.record_outcomes
-        real_record_and_claim = states.record_and_claim
+        real_extend, real_record = claims.extend_leases, recording.record_outcomes
+        real_record_and_claim = recording.record_and_claim
 
-        def extend(db, owner, jobs, lease_seconds=states.DEFAULT_LEASE_SECONDS):
+        def extend(db, owner, jobs, lease_seconds=DEFAULT_LEASE_SECONDS):
             self.beat_entered.set()
             if not self.recorded.is_set():
                 _wait(self.recorded, "the worker to record its job")
@@ -61,9 +62,9 @@ class _Interleave:
                 self.recorded.set()
             return done
 
-        monkeypatch.setattr(states, "extend_leases", extend)
-        monkeypatch.setattr(states, "record_outcomes", record)
-        monkeypatch.setattr(states, "record_and_claim", record_and_claim)
+        monkeypatch.setattr(claims, "extend_leases", extend)
+        monkeypatch.setattr(recording, "record_outcomes", record)
+        monkeypatch.setattr(recording, "record_and_claim", record_and_claim)
 
 
 class _WaitsForTheBeat(NoopBackend):
@@ -103,7 +104,7 @@ def test_a_lease_really_lost_is_still_reported(lite, caplog):
     """The other side: a job reaped away from its worker is marked lost and logged once."""
     sd = seed(lite, configs=1, solvers=["NoopDirect"])
     owner = "w:1:test"
-    jobs = states.claim_jobs(lite, sd.session, states.Phase.COMPILE, owner=owner)
+    jobs = claims.claim_jobs(lite, sd.session, Phase.COMPILE, owner=owner)
     expire_leases(lite)
     assert reap_expired(lite).returned == sd.jobs
     caplog.set_level(logging.INFO)
@@ -127,7 +128,6 @@ def test_a_failed_beat_is_one_warning_line_and_its_traceback_is_debug(lite, capl
     import socket
 
     from tuna.db import Database
-    from tuna.jobs import claims
     from tuna.jobs.values import Phase
 
     sd = seed(lite, configs=1, solvers=["NoopDirect"])
