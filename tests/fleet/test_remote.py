@@ -131,3 +131,20 @@ def test_the_pace_over_ssh_is_read_from_tuna_fleet_settings_with_the_defaults_un
     assert brisk.pace.reap_every == 1 and brisk.pace.drain_grace == 2.5
     with pytest.raises(ConfigurationError, match=r"^TUNA_FLEET_REAP_EVERY='-1': .* e\.g\. 5$"):
         pace_settings({"TUNA_FLEET_REAP_EVERY": "-1"})
+
+
+def test_no_more_compile_workers_start_than_there_are_jobs(lite, options):
+    """-w 8 with 3 jobs started 8 workers: the machines together get at most one worker per
+    compile job, each machine at least one."""
+    from tuna.jobs import Phase, job_counts
+    from tuna.jobs.status import search_work_waiting
+
+    a, b = MachineRow(1, "a"), MachineRow(2, "b")
+    wide = FleetOptions(image="i", worker_db_url=SECRET, log_dir=Path("/l"), compile_workers=50)
+    run = fleet_run(lite, Task.COMPILE, [a, b], wide)
+    jobs = job_counts(lite, run.session.id).by_state
+    assert search_work_waiting(lite, run.session.id).active_searches == 0
+    total = jobs[Phase.COMPILE.ready]
+    assert 2 < total < 50
+    first, second = run._plan(HostState(a)), run._plan(HostState(b))
+    assert (len(first), len(second)) == (total, 1)

@@ -58,8 +58,17 @@ from tuna.fleet.dispatch import Pace, dispatch
 from tuna.fleet.fanout import HostOutcome, fan_out
 from tuna.fleet.leftovers import OWNER_FILE, clean_leftovers, find_leftovers, this_owner
 from tuna.fleet.machines import MachineRow, mark_seen
-from tuna.fleet.phase import FishReport, Progress, Task, new_run_id, worker_log
+from tuna.fleet.phase import (
+    FishReport,
+    Progress,
+    Task,
+    new_run_id,
+    remaining_jobs,
+    worker_log,
+)
 from tuna.fleet.ssh import Connections, Host, SshError
+from tuna.jobs import Phase, job_counts
+from tuna.jobs.status import search_work_waiting
 from tuna.sessions import get_session
 from tuna.worker.settings import WorkerSettings
 
@@ -143,6 +152,12 @@ def pace_settings(env: dict[str, str] | None = None) -> PaceSettings:
     )
 
 
+class _Uncounted:
+    """Not counted yet (a sentinel)."""
+
+
+_UNCOUNTED = _Uncounted()
+
 _STATUS_EXIT = re.compile(r"Exited \((-?\d+)\)")
 
 
@@ -173,6 +188,8 @@ class RemoteWorkers:
         self._event: Callable[[str], None] = lambda text: log.info("go_fish: %s", text)
         self._lock = threading.Lock()
         self._seen: set[int] = set()  # machines that answered since machine.last_seen was set
+        # Compile jobs not yet given a worker (see _compile_share); None: no limit.
+        self._compile_left: int | None | _Uncounted = _UNCOUNTED
         if self.task.phase.value == "eval":
             wrong = [
                 m.label
@@ -249,7 +266,26 @@ class RemoteWorkers:
         n = self.opt.compile_workers or m.compile_workers
         if n is None:
             n = int(self.conns.check(m.host, "nproc", timeout=self.opt.poll_timeout).strip() or 1)
-        return [slot(f"compile-{i}", None) for i in range(max(1, n))]
+        return [slot(f"compile-{i}", None) for i in range(self._compile_share(max(1, n)))]
+
+    def _compile_share(self, n: int) -> int:
+        """Of ``n`` compile workers asked for on one machine, how many to start: no more in
+        all than the session has compile jobs to work (-w 8 with 3 jobs started 8), and at
+        least one per machine; all ``n`` while a search is active (it proposes more)."""
+        with self._lock:
+            if self._compile_left is _UNCOUNTED:
+                waiting = search_work_waiting(self.db, self.session.id)
+                self._compile_left = (
+                    None
+                    if waiting.active_searches
+                    else remaining_jobs(job_counts(self.db, self.session.id), Phase.COMPILE)
+                )
+            left = self._compile_left
+            if left is None or isinstance(left, _Uncounted):
+                return n
+            take = max(1, min(n, left))
+            self._compile_left = max(0, left - take)
+            return take
 
     def _start_host(self, host: HostState) -> int:
         m = host.machine
