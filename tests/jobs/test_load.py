@@ -102,12 +102,12 @@ def test_clear_errors(db, session_id):
 
 def _finish_first_two(db, session_id):
     load_jobs(db, session_id, step="perf", tag="net")
-    with db.session() as s:  # pretend the session finished two jobs, an hour ago
+    with db.session() as s:  # pretend the session finished two jobs, two days ago
         ids = list(s.scalars(select(Job.id).where(Job.session == session_id).order_by(Job.id)))
         s.execute(
             Job.__table__.update()
             .where(Job.id.in_(ids[:2]))
-            .values(state="evaluated", eval_end=s.scalar(select(db_now(-3600))))
+            .values(state="evaluated", eval_end=s.scalar(select(db_now(-2 * 86400))))
         )
 
 
@@ -134,7 +134,7 @@ def test_the_sessions_rules_decide_what_is_skipped(db, session_id):
     set_rules(db, relaxed, HistoryRules(library="any"))
     assert load_jobs(db, relaxed, step="perf", tag="net").done_elsewhere == {session_id: 2}
     young = create_session(db, SPEC).id
-    set_rules(db, young, HistoryRules(max_age=parse_max_age("30m")))
+    set_rules(db, young, HistoryRules(max_age=parse_max_age("1d")))  # ages in whole days
     expired = load_jobs(db, young, step="perf", tag="net")
     assert (expired.inserted, expired.not_counted) == (7, {"max_age": 2})
     with db.session() as s:  # expiry deleted nothing

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 
 from tests.support.history import ARCH, NUM_CU, add_find, make_configs, session
@@ -121,3 +123,25 @@ def test_best_applies_the_sessions_platform_rules_as_effort_and_load_jobs_do(db)
     with db.session() as s:
         history = target_history(s, session=a)
         assert why_none(s, history, [h.configs[1]]) == {"platform user.cooling": 1}
+
+
+def test_max_age_is_one_definition_for_best_and_the_skips(db):
+    """Issue #24: with --max-age 1m, `best` left rows out by the exact time while load_jobs
+    --min-trials still counted them by day. Ages count in whole days everywhere: a row
+    counts when it was taken on or after the cutoff's date."""
+    from tests.support.history import add_measurements, add_platform
+    from tuna.library.effort import tuned_enough
+
+    h = make_configs(db)
+    a = session(db)
+    direct = h.solvers["NoopDirect"]
+    add_measurements(db, a, h.configs[0], direct, [1.0] * 3, platform=add_platform(db, {}))
+    add_find(db, a, h.configs[0], direct, 1.0, params="p0", age_s=120)
+    set_rules(db, a, HistoryRules(max_age=parse_max_age("1m")))
+    with db.session() as s:
+        history = target_history(s, session=a)
+        skipped = tuned_enough(s, history, 3, [h.configs[0]])
+        best = best_configs(s, history, [h.configs[0]])
+        today = history.since is not None and history.since.date() == history.now.date()
+    assert bool(skipped) == bool(best) == today  # both count the row, or neither
+    assert history.since is not None and history.since.time() == dt.time(0)

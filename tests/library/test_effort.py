@@ -97,7 +97,7 @@ def test_counting_measurements_are_what_resume_and_transfer_read(db):
     p1 = add_platform(db, MI250)
     direct, tunable = h.solvers["NoopDirect"], h.solvers["NoopTunable"]
     add_measurements(db, a, h.configs[0], tunable, [2.0, None], platform=p1)
-    add_measurements(db, b, h.configs[1], tunable, [1.0], platform=p1, age_s=7200)
+    add_measurements(db, b, h.configs[1], tunable, [1.0], platform=p1, age_s=2 * 86400)
     add_measurements(db, old, h.configs[2], tunable, [0.5], platform=p1)
     add_measurements(db, b, h.configs[1], direct, [0.1], platform=p1)
 
@@ -109,7 +109,7 @@ def test_counting_measurements_are_what_resume_and_transfer_read(db):
     assert rows() == [(h.configs[0], "p0", 2.0, True), (h.configs[0], "p1", None, False),
                       (h.configs[1], "p0", 1.0, True)]  # fmt: skip
     assert rows(valid_only=True, configs=[h.configs[1]]) == [(h.configs[1], "p0", 1.0, True)]
-    assert rows(HistoryRules(max_age=parse_max_age("1h")), valid_only=True) == [
+    assert rows(HistoryRules(max_age=parse_max_age("1d")), valid_only=True) == [
         (h.configs[0], "p0", 2.0, True)
     ]
     assert len(rows(HistoryRules(library="version"))) == 4  # the old commit counts too

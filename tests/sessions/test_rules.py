@@ -37,12 +37,15 @@ def other(**changes: object) -> SessionInfo:
 def test_durations_parse(text: str, seconds: float) -> None:
     age = parse_max_age(text)
     assert age.seconds == seconds
-    assert age.cutoff(NOW) == NOW - dt.timedelta(seconds=seconds)
+    # ages count in whole days: the cutoff is the start of the day the age reaches back to
+    assert age.cutoff(NOW) == dt.datetime.combine(
+        (NOW - dt.timedelta(seconds=seconds)).date(), dt.time()
+    )
 
 
 def test_an_iso_date_is_a_fixed_cutoff() -> None:
     assert parse_max_age("2026-11-01").cutoff(NOW) == dt.datetime(2026, 11, 1)
-    assert parse_max_age("2026-11-01T12:30").cutoff(NOW) == dt.datetime(2026, 11, 1, 12, 30)
+    assert parse_max_age("2026-11-01T12:30").cutoff(NOW) == dt.datetime(2026, 11, 1)  # whole days
     # an aware time is compared as naive UTC
     assert parse_max_age("2026-11-01T12:30+02:00").since == dt.datetime(2026, 11, 1, 10, 30)
 

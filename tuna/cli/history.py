@@ -54,7 +54,8 @@ def rules_options(fn: F) -> F:
         click.option(
             "--max-age",
             metavar="AGE",
-            help="Rows older than this stop counting: 30d, 12h, 90m, 2w, or an ISO date.",
+            help="Rows older than this stop counting: 30d, 12h, 90m, 2w, or an ISO date; ages "
+            "count in whole days (a row counts when taken on or after the date it reaches).",
         ),
         click.option(
             "--platform",

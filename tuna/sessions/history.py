@@ -109,7 +109,7 @@ class Eligibility:
     rules: HistoryRules
     sessions: tuple[int, ...]
     excluded: Mapping[int, str]  # session id -> the rule that excluded it
-    since: dt.datetime | None  # rows taken before this stop counting (max_age)
+    since: dt.datetime | None  # rows taken before this (a midnight) stop counting (max_age)
     now: dt.datetime
     platforms: tuple[int, ...] | None = None  # None: any platform counts
     excluded_platforms: Mapping[int, str] = field(default_factory=dict)

@@ -72,11 +72,17 @@ class MaxAge:
     since: dt.datetime | None = None
 
     def cutoff(self, now: dt.datetime) -> dt.datetime:
-        """The oldest time that still counts, at ``now`` (both naive, the database's clock)."""
+        """The oldest time that still counts, at ``now`` (both naive, the database's clock):
+        the start of the day the age reaches back to. Ages count in whole days (a row
+        counts when taken on or after that date) in every command, so that ``best``,
+        searches' history and ``tuna history effort`` agree with the skips of ``load_jobs
+        --min-trials``, which read per-day effort counts."""
         if self.since is not None:
-            return self.since
-        assert self.seconds is not None
-        return now - dt.timedelta(seconds=self.seconds)
+            oldest = self.since
+        else:
+            assert self.seconds is not None
+            oldest = now - dt.timedelta(seconds=self.seconds)
+        return dt.datetime.combine(oldest.date(), dt.time())
 
 
 def parse_max_age(text: str) -> MaxAge:
