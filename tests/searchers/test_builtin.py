@@ -141,19 +141,37 @@ def test_step_that_does_not_move_is_an_error() -> None:
     lower=st.integers(-1000, 1000),
     n=st.integers(2, 600),
     step=st.integers(1, 50),
-    boundary=st.integers(0, 599),
+    boundary=st.integers(-1, 599),
 )
 def test_bisect_finds_any_monotone_boundary_in_log2_steps(
     lower: int, n: int, step: int, boundary: int
 ) -> None:
-    upper = lower + n * step
-    grid = list(range(lower, upper, step))
-    good_up_to = grid[min(boundary, n - 1)]  # the lower bound is good, as the tool assumes
-    b = Bisect("qps", lower, upper, step, predicate=lambda r: r.config["qps"] <= good_up_to)
+    """The grid holds both bounds and nothing is assumed: a boundary below the lower bound
+    (boundary -1: nothing good) or at the upper bound is found by measuring them."""
+    upper = lower + (n - 1) * step
+    grid = list(range(lower, upper + 1, step))
+    good = grid[min(boundary, n - 1)] if boundary >= 0 else None
+    b = Bisect("qps", lower, upper, step, lambda r: good is not None and r.config["qps"] <= good)
     points = drive(b, lambda p, m: Run(m))
-    assert b.get_best() == {"qps": good_up_to}
-    assert len(points) <= math.ceil(math.log2(n))
-    assert all(p["qps"] in grid[1:] for p in points)
+    assert len(points) <= math.ceil(math.log2(n + 1))
+    assert all(p["qps"] in grid for p in points)
+    if good is None:
+        assert {"qps": lower} in points  # the lower bound was measured, not assumed good
+        with pytest.raises(SearcherError, match="no value of the grid"):
+            b.get_best()
+    else:
+        assert b.get_best() == {"qps": good}
+        if good == upper:
+            assert {"qps": upper} in points  # the upper bound was tried
+
+
+def test_bisect_measures_its_bounds() -> None:
+    """Issue #24: the lower bound was assumed good and never measured, the upper never tried."""
+    all_bad = Bisect("qps", 100, 400, 100, predicate=lambda r: False)
+    assert [p["qps"] for p in drive(all_bad, lambda p, m: Run(m))] == [200, 100]
+    all_good = Bisect("qps", 100, 400, 100, predicate=lambda r: True)
+    assert [p["qps"] for p in drive(all_good, lambda p, m: Run(m))] == [200, 300, 400]
+    assert all_good.get_best() == {"qps": 400}
 
 
 def test_bisect_trace_and_was_good() -> None:
@@ -166,7 +184,7 @@ def test_bisect_trace_and_was_good() -> None:
     assert not b.wants(Run({"qps": 1}, {"valid": False}))
 
 
-@pytest.mark.parametrize(("lower", "upper", "step"), [(0, 100, 100), (0, 10, 20), (5, 5, 1)])
+@pytest.mark.parametrize(("lower", "upper", "step"), [(0, 99, 100), (0, 10, 20), (5, 5, 1)])
 def test_bisect_needs_two_grid_values(lower: int, upper: int, step: int) -> None:
     with pytest.raises(SearcherError, match="it needs at least 2 to search"):
         Bisect("q", lower, upper, step, predicate=lambda r: True)

@@ -137,3 +137,23 @@ def test_past_runs_callback_from_a_file() -> None:
         got.append(p.point["x"])
         p = proposer.send(Run(p.config, {"t": 1}))
     assert got == [0, 10, 20]
+
+
+def test_a_past_runs_callback_that_returns_a_searcher_is_the_search() -> None:
+    """Issue #24: the MLPerf autotuner's own Bisect example failed with "PastRunsCallback
+    yielded Bisect(...), not a dict"; a callback taking past_runs and returning a searcher
+    is the document's form."""
+    text = (
+        "from library import Bisect\n"
+        "qps = []\n"
+        "def META_search_callback(past_runs):\n"
+        "    return Bisect('qps', 100, 1000, 100, lambda r: r.stats['valid'])\n"
+    )
+    proposer = Proposer(parse_python_space(text, "p.py"))
+    got = []
+    p = proposer.start()
+    while p is not None:
+        got.append(p.point["qps"])
+        p = proposer.send(Run(p.config, {"valid": p.point["qps"] <= 700}))
+    assert got == [500, 800, 600, 700]
+    assert proposer.searcher.get_best() == {"qps": 700}

@@ -126,6 +126,11 @@ def create_cmd(
       tuna search create -s 3 --strategy model --transfer --config 12 --solver CpuGemm1x1 \\
           --budget 10% --patience 16
 
+    Bisect(param, lower, upper, step, predicate) searches the grid lower, lower + step, ...
+    up to upper (both bounds included; each is measured when the search reaches it, none is
+    assumed good) for the largest value whose Run satisfies predicate. A parameter file's
+    META_search_callback() or META_search_callback(past_runs) may return such a searcher.
+
     With --strategy (no parameter file), the search is a tunable solver's space on one
     config, proposed in rounds, each round one perf job; `load_jobs --strategy` makes one
     per (config, solver) of a tag. With --config and --solver but no --strategy, the

@@ -207,12 +207,13 @@ class Step(SearcherInterface):
 class Bisect(SearcherInterface):
     """Binary search for the largest grid value whose Run satisfies ``predicate``. Dynamic.
 
-    The grid is ``lower_bound, lower_bound + step_size, ...`` below ``upper_bound`` (which is
-    excluded), as in the tool. As there, ``lower_bound`` is taken to be good without being
-    run, and everything from ``upper_bound`` on to be bad; the first point proposed is the
-    middle of the grid. On a grid of n values it runs at most ceil(log2(n)) points, and the
-    answer (:meth:`get_best`) is exact when the predicate is monotone (good up to some value,
-    bad above it).
+    The grid is ``lower_bound, lower_bound + step_size, ...`` up to ``upper_bound``, both
+    bounds included (``reference/search.md``: a binary search on a grid of ``step_size``).
+    No value is assumed good or bad without a Run: the lower bound is measured when the
+    search comes down to it and the upper bound when it goes up to it. The first point is
+    the middle of the grid; on a grid of n values it runs at most ceil(log2(n + 1)) points,
+    and the answer (:meth:`get_best`) is exact when the predicate is monotone (good up to
+    some value, bad above it). When no value is good there is no answer.
     """
 
     def __init__(
@@ -225,10 +226,10 @@ class Bisect(SearcherInterface):
     ) -> None:
         if step_size <= 0:
             raise SearcherError(f"Bisect({search_param!r}): step_size must be > 0")
-        n = math.ceil((upper_bound - lower_bound) / step_size)
+        n = math.floor((upper_bound - lower_bound) / step_size + 1e-9) + 1
         if n < 2:
             raise SearcherError(
-                f"Bisect({search_param!r}): the grid [{lower_bound}, {upper_bound}) in steps of "
+                f"Bisect({search_param!r}): the grid [{lower_bound}, {upper_bound}] in steps of "
                 f"{step_size} has {max(n, 0)} value(s); it needs at least 2 to search"
             )
         self.search_param = search_param
@@ -237,7 +238,7 @@ class Bisect(SearcherInterface):
         self.step_size = step_size
         self.predicate = predicate
         self.grid_size = n  # values lower_bound + i * step_size, i < n; computed, not stored
-        self.best: Point = {search_param: lower_bound}
+        self.best: Point | None = None
 
     @property
     def is_dynamic(self) -> bool:
@@ -247,12 +248,18 @@ class Bisect(SearcherInterface):
         """Whether ``run`` satisfies the predicate (the value may go up from there)."""
         return bool(self.predicate(run))
 
+    def value(self, i: int) -> int | float:
+        """The grid's ``i``-th value (the upper bound exactly for the last)."""
+        return (
+            self.upper_bound if i == self.grid_size - 1 else self.lower_bound + i * self.step_size
+        )
+
     def generate(self) -> Proposals:
-        self.best = {self.search_param: self.lower_bound}
-        lo, hi = 0, self.grid_size  # value(lo) good, value(hi) and above bad
+        self.best = None
+        lo, hi = -1, self.grid_size  # index lo known good (-1: none yet), hi and above bad
         while lo + 1 != hi:
             mid = (lo + hi) // 2
-            term: Point = {self.search_param: self.lower_bound + mid * self.step_size}
+            term: Point = {self.search_param: self.value(mid)}
             run = _need_run(repr(self), (yield term))
             if self.was_good(run):
                 lo = mid
@@ -261,6 +268,10 @@ class Bisect(SearcherInterface):
                 hi = mid
 
     def get_best(self) -> Point:
+        if self.best is None:
+            raise SearcherError(
+                f"{self!r}: no value of the grid measured so far satisfies the predicate"
+            )
         return dict(self.best)
 
     def __repr__(self) -> str:
@@ -358,11 +369,14 @@ class PastRunsCallback(SearcherInterface):
     """The older ``META_search_callback(past_runs)`` form as a searcher. Dynamic.
 
     The callback is called with the list of ``(config, stats)`` pairs of every Run so far and
-    returns the next point, or None when the search is over.
+    returns the next point, or None when the search is over; or, as in the tool's own
+    example (``def META_search_callback(past_runs): return Bisect(...)``), it returns a
+    searcher, which then makes the search.
     """
 
     def __init__(self, callback: Callable[[list[tuple[dict[str, Any], dict[str, Any]]]], Any]):
         self.callback = callback
+        self.searcher: Any = None  # what the callback returned, when it returned a searcher
 
     @property
     def is_dynamic(self) -> bool:
@@ -374,5 +388,19 @@ class PastRunsCallback(SearcherInterface):
             point = self.callback(list(past))
             if point is None:
                 return
+            if is_searcher(point):  # the tool's own form: the callback returns the searcher
+                self.searcher = point
+                yield from point.generate()
+                return
             run = _need_run("META_search_callback", (yield point))
             past.append((dict(run.config), dict(run.stats)))
+
+    def get_best(self) -> Point:
+        if self.searcher is None:
+            return super().get_best()
+        return dict(self.searcher.get_best())
+
+
+def is_searcher(value: Any) -> bool:
+    """Whether ``value`` is a searcher: it has ``generate()`` and ``is_dynamic``."""
+    return callable(getattr(value, "generate", None)) and hasattr(value, "is_dynamic")
