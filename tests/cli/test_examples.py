@@ -1,9 +1,11 @@
 """Every command line the user is shown works: each command's --help examples and every
-``$`` line of the README's console blocks are parsed by the real commands (options,
-values, required options), and the README's CSV headers are the real ones.
+``$`` line of the console blocks of the README and the docs pages (tests/support/docs.py)
+are parsed by the real commands (options, values, required options), and the CSV headers
+they show are the real ones (tests/docs/test_console.py runs the blocks that are not
+illustrative and compares all they print).
 
 Parsing (click's ``make_context``) runs no command, so the test stays fast; the output the
-README shows for CSV listings is checked by running them on a seeded SQLite database. A
+pages show for CSV listings is checked by running them on a seeded SQLite database. A
 line that is not Tuna's (``cat``, ``kill``, ``xdg-open``, ``mysql``...) is skipped by name.
 """
 
@@ -12,14 +14,13 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterator
-from pathlib import Path
 
 import click
 import pytest
 
+from tests.support import docs
 from tuna.cli import main
 
-README = Path(__file__).resolve().parents[2] / "README.md"
 STANDALONE = {"import_configs", "load_job", "load_jobs", "query_db", "export_db", "import_db",
               "merge_db", "update_golden", "go_fish"}  # fmt: skip
 
@@ -101,26 +102,12 @@ def test_every_help_example_is_a_valid_command_line(command, line):
         pytest.fail(f"{command} --help example {line!r}: {e.format_message()}")
 
 
-def _console_blocks() -> list[tuple[int, list[str], str]]:
-    """(line number, the block's `$` command lines, the block's text) per console block."""
-    text = README.read_text()
-    blocks = []
-    for m in re.finditer(r"```console\n(.*?)```", text, re.S):
-        lines: list[str] = []
-        for line in m.group(1).splitlines():
-            if lines and lines[-1].endswith("\\"):
-                lines[-1] = lines[-1][:-1] + line.strip()
-            elif line.startswith("$ "):
-                lines.append(line[2:])
-        blocks.append((text.count("\n", 0, m.start()) + 1, lines, m.group(1)))
-    return blocks
+BLOCKS = docs.console_blocks()  # README.md and docs/**/*.md
+DOC_LINES = [(b.where, line) for b in BLOCKS for line, _ in b.steps()]
 
 
-README_LINES = [(f"README.md:{at}", line) for at, lines, _ in _console_blocks() for line in lines]
-
-
-@pytest.mark.parametrize(("where", "line"), README_LINES, ids=[line for _, line in README_LINES])
-def test_every_readme_console_line_is_a_valid_command_line(where, line):
+@pytest.mark.parametrize(("where", "line"), DOC_LINES, ids=[f"{w} {line}" for w, line in DOC_LINES])
+def test_every_console_line_of_the_docs_is_a_valid_command_line(where, line):
     words = _words(line)
     if words is None:
         pytest.skip(f"not a Tuna command: {line}")
@@ -137,9 +124,9 @@ def test_every_readme_console_line_is_a_valid_command_line(where, line):
 SEEDED = ("$ tuna session list", "$ tuna jobs status", "$ tuna solvers list")
 
 
-def test_the_readme_csv_headers_are_the_real_ones(runner, tmp_path):
-    """Each `$ tuna ... --csv` line of the README is run on a database with a session and
-    its jobs; the header line the README shows must be the one printed."""
+def test_the_documented_csv_headers_are_the_real_ones(runner, tmp_path):
+    """Each `$ tuna ... --csv` line of the README and the docs is run on a database with a
+    session and its jobs; the header line the page shows must be the one printed."""
     lines = tmp_path / "net.txt"
     lines.write_text("MIOpenDriver conv -n 2 -c 4 -H 8 -W 8 -k 8 -y 3 -x 3 -p 1 -q 1 -F 1\n")
     for args in (
@@ -149,8 +136,8 @@ def test_the_readme_csv_headers_are_the_real_ones(runner, tmp_path):
     ):
         assert runner.invoke(main, args).exit_code == 0
     checked = 0
-    for at, _, text in _console_blocks():
-        shown = text.splitlines()
+    for block in BLOCKS:
+        at, shown = block.where, block.text.splitlines()
         for i, line in enumerate(shown):
             if not (line.startswith(SEEDED) and "--csv" in line.split("#")[0]):
                 continue  # needs data the seed does not make (a search, machines)
@@ -161,7 +148,7 @@ def test_the_readme_csv_headers_are_the_real_ones(runner, tmp_path):
             words = [("1" if w.isdigit() and words[j - 1] in ("-s", "--session") else w)
                      for j, w in enumerate(words)]  # fmt: skip
             result = runner.invoke(main, words)
-            assert result.exit_code == 0, f"README.md:{at}: {line}: {result.output}"
-            assert result.output.splitlines()[0] == shown[i + 1], f"README.md:{at}: {line}"
+            assert result.exit_code == 0, f"{at}: {line}: {result.output}"
+            assert result.output.splitlines()[0] == shown[i + 1], f"{at}: {line}"
             checked += 1
     assert checked >= 2

@@ -1,5 +1,5 @@
 """Flags MITuna users type: -h everywhere, one meaning per letter, --session_id, load_job, and
-the README's "MITuna → Tuna" table checked against the real commands."""
+docs/how-to/mituna.md's "MITuna → Tuna" table checked against the real commands."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ import click
 import pytest
 from click.testing import CliRunner
 
+from tests.support import docs
 from tuna.cli import main
 from tuna.cli.load import _step
 
 REPO = Path(__file__).resolve().parents[2]
-README = REPO / "README.md"
 
 
 def commands(group: click.Group = main, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
@@ -71,8 +71,9 @@ def test_load_job_is_load_jobs_under_mituna_s_name():
     assert "load_jobs" in listed and "load_job" not in listed  # not listed twice
 
 
-# Each short flag and what it means; a second meaning must be added here and to the README's
-# "One letter, one meaning" (MITuna's own double meanings are kept per command).
+# Each short flag and what it means; a second meaning must be added here and to
+# docs/how-to/mituna.md's "One letter, one meaning" (MITuna's own double meanings are kept
+# per command).
 LETTERS = {
     "-s": {"--session"},
     "-t": {"--tag", "--top"},
@@ -154,10 +155,10 @@ def test_fin_steps_that_name_no_step_are_refused(runner):
         assert result.output.startswith(f"Error: --fin_steps {bad}: give miopen_perf_compile")
 
 
-def _readme_rows() -> list[tuple[str, str]]:
-    section = README.read_text().split("### Commands and flags: MITuna → Tuna", 1)[1]
+def _table_rows() -> list[tuple[str, str]]:
+    section = docs.section("how-to/mituna.md", "## Commands and flags: MITuna → Tuna")
     rows = []
-    for line in section.split("\n\n", 2)[2].splitlines():
+    for line in section.splitlines():
         if not line.startswith("| `"):
             continue
         cells = [c.strip() for c in line.strip("|").split(" | ")]
@@ -165,13 +166,13 @@ def _readme_rows() -> list[tuple[str, str]]:
     return rows
 
 
-def test_readme_mituna_table_names_real_commands_and_flags():
-    rows = _readme_rows()
+def test_the_mituna_table_names_real_commands_and_flags():
+    rows = _table_rows()
     assert len(rows) >= 15
     checked = 0
     for mituna, tuna in rows:
         m = re.fullmatch(r"`([^`]+)`", tuna)
-        assert m, f"README row for {mituna}: the Tuna cell is one `command line`"
+        assert m, f"mituna.md row for {mituna}: the Tuna cell is one `command line`"
         words = shlex.split(m.group(1))
         if words[0] == "SELECT":
             continue
@@ -179,13 +180,13 @@ def test_readme_mituna_table_names_real_commands_and_flags():
         cmd: click.Command = main
         i = 0
         while isinstance(cmd, click.Group):
-            assert path[i] in cmd.commands, f"README: {m.group(1)}: no command {path[i]!r}"
+            assert path[i] in cmd.commands, f"mituna.md: {m.group(1)}: no command {path[i]!r}"
             cmd = cmd.commands[path[i]]
             i += 1
         known = {o for p in cmd.params for o in (*p.opts, *p.secondary_opts)} | {"-h"}
         for word in path[i:]:
             if word.startswith("-") and word != "-":
-                assert word in known, f"README: {m.group(1)}: {cmd.name} has no {word}"
+                assert word in known, f"mituna.md: {m.group(1)}: {cmd.name} has no {word}"
         checked += 1
     assert checked >= 15
 

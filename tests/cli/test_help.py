@@ -1,8 +1,8 @@
-"""Every command documents itself with an example, and the README's commands still exist.
+"""Every command documents itself with an example, and the documented commands still exist.
 
 In the spirit of sqlite-utils' ``tests/test_docs.py``: walking the click tree finds a command
-whose ``--help`` lacks an example, and every ``$ command ...`` line of the README must name a
-command that exists, with options it declares.
+whose ``--help`` lacks an example, and every ``$ command ...`` line of the README and the docs
+pages (tests/support/docs.py) must name a command that exists, with options it declares.
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ import click
 import pytest
 from click.testing import CliRunner
 
+from tests.support import docs
 from tuna.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
-README = (REPO / "README.md").read_text()
+README = "\n".join(p.read_text() for p in docs.pages())  # every page a user reads
 SCRIPTS = {
     e.name: e.value for e in entry_points(group="console_scripts") if e.value.startswith("tuna.")
 }

@@ -1,6 +1,6 @@
-"""The MITuna compatibility views (migration 0004) and the queries the README documents.
+"""The MITuna compatibility views (migration 0004) and the queries docs/how-to/mituna.md shows.
 
-Each query of the README's "Coming from MITuna" section is run both ways (MITuna's, on the
+Each query of that page's "Your queries" section is run both ways (MITuna's, on the
 views, and Tuna's, on the tables) against seeded data, on SQLite and on MariaDB; both must
 return what the seed says.
 """
@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from sqlalchemy import inspect, text, update
 
+from tests.support import docs
 from tuna.db import Database
 from tuna.db.enums import JobState, JobStep
 from tuna.db.models import (
@@ -28,8 +28,6 @@ from tuna.db.models import (
     Tensor,
     TuningSession,
 )
-
-README = Path(__file__).resolve().parents[2] / "README.md"
 
 VIEW_COLUMNS = {
     "conv_job": [
@@ -210,14 +208,14 @@ EXPECTED = {
 
 
 def documented_queries() -> dict[str, tuple[str, str]]:
-    """``title -> (MITuna query, Tuna query)`` from the README's "Coming from MITuna"."""
-    section = README.read_text().split("## Coming from MITuna", 1)[1].split("\n## ", 1)[0]
+    """``title -> (MITuna query, Tuna query)`` from docs/how-to/mituna.md's queries section."""
+    section = docs.section("how-to/mituna.md", "## Your queries: compatibility views")
     block = re.search(r"```sql\n(.*?)```", section, re.S)
-    assert block, "README: no sql block under 'Coming from MITuna'"
+    assert block, "docs/how-to/mituna.md: no sql block under 'Your queries'"
     out = {}
     for para in block.group(1).strip().split("\n\n"):
         m = re.fullmatch(r"-- (.+)\n-- MITuna:\n(.+?;)\n-- Tuna:\n(.+?;)", para.strip(), re.S)
-        assert m, f"README: cannot read this query pair:\n{para}"
+        assert m, f"mituna.md: cannot read this query pair:\n{para}"
         out[m.group(1)] = (m.group(2), m.group(3))
     return out
 

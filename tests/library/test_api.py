@@ -4,18 +4,18 @@ import contextlib
 import io
 import os
 import re
-from pathlib import Path
 
 import pytest
 
 import tuna.library
+from tests.support import docs
 from tests.support.history import LINES, add_find, make_configs, session
 from tests.support.seed import open_test_db
 from tuna.errors import TunaError
 from tuna.sessions.history import retire
 from tuna.sessions.rules import HistoryRules
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = "how-to/results.md"  # the example of tuna.library a user copies
 
 
 def _seeded(url: str):
@@ -61,15 +61,15 @@ def test_bad_input_is_a_clear_error(lite, sqlite_url):
             lib.best("no such problem")
 
 
-def test_the_readme_example_runs(tmp_path, monkeypatch):
-    code = re.search(r"```python\n(import tuna\.library\n.*?)```", README.read_text(), re.S)
-    assert code, "README has no tuna.library example"
+def test_the_docs_example_runs(tmp_path, monkeypatch):
+    code = re.search(r"```python\n(import tuna\.library\n.*?)```", docs.page(PAGE), re.S)
+    assert code, f"docs/{PAGE} has no tuna.library example"
     monkeypatch.chdir(tmp_path)
     url = "sqlite:///tuna.db"
     db, _h, _a, b = _seeded(url)
     db.dispose()
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(code.group(1), "README.md", "exec"), {})  # noqa: S102
+        exec(compile(code.group(1), PAGE, "exec"), {})  # noqa: S102
     assert out.getvalue() == "NoopTunable tile=8 1.25\n"
     assert os.path.exists(tmp_path / "tuna.db")
