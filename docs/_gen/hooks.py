@@ -7,6 +7,8 @@
   keys, indexes, and the source's comments on each table and column;
 - ``<!-- generated: docstring MODULE -->`` becomes that module's docstring (a backend's
   settings);
+- ``<!-- include: bench/search.md#Figures -->`` becomes that section of the file, as it is
+  today (the benchmarks' figures stay in bench/, quoted where they explain something);
 - ``<!-- generated: bench -->`` becomes the list of ``bench/*.md``, each of which is added to
   the site as a page of its own, under a Benchmarks tab (``bench/`` stays their one home).
 
@@ -141,6 +143,23 @@ def docstring_markdown(module: str) -> str:
     return "```text\n" + inspect.cleandoc(importlib.import_module(module).__doc__ or "") + "\n```\n"
 
 
+def include_markdown(spec: str, page: Any) -> str:
+    """A section of a repo file (``bench/search.md#Figures``: its ``## Figures``, down to the
+    next heading of that level), its relative links made relative to the including page."""
+    path, _, heading = spec.partition("#")
+    text = (REPO / path).read_text()
+    start = re.search(rf"^(#+) {re.escape(heading)}\n", text, re.M)
+    if start is None:
+        raise ValueError(f"{page.file.src_uri}: {path} has no heading {heading!r}")
+    level = len(start.group(1))
+    rest = text[start.end() :]
+    end = re.search(rf"^#{{1,{level}}} ", rest, re.M)
+    body = rest[: end.start()] if end else rest
+    depth = page.file.src_uri.count("/")
+    base = "../" * depth + str(Path(path).parent) + "/"
+    return re.sub(r"\]\((?!https?:|/|#)([^)]+)\)", lambda m: f"]({base}{m.group(1)})", body)
+
+
 GENERATED = {"cli": cli_markdown, "schema": schema_markdown, "bench": bench_markdown}
 
 
@@ -171,4 +190,7 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
             return docstring_markdown(m.group(2))
         return GENERATED[m.group(1)]()
 
+    markdown = re.sub(
+        r"<!-- include: (\S+) -->", lambda m: include_markdown(m.group(1), page), markdown
+    )
     return re.sub(r"<!-- generated: (\w+) ?([\w.]*) -->", expand, markdown)
