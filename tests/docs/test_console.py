@@ -3,8 +3,8 @@ shows, unless the page marks it illustrative and says why (a real run's timings,
 cluster, a terminal's tables): ``<!-- illustrative: REASON -->`` right above the block.
 
 Each page's checked blocks run in order in one sandbox (a fresh embedded database, a working
-directory holding the inputs they name: the sample networks and tests/data/docs), through
-click's runner, so a later block sees what an earlier one made. A ``...`` line of the shown
+directory holding the inputs they name: the sample networks, tests/data/docs and a copy of
+examples/), through click's runner, so a later block sees what an earlier one made. A ``...`` line of the shown
 output stands for any lines; the database's URL is compared as ``sqlite:///<db>``.
 """
 
@@ -67,6 +67,7 @@ def _sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
     (work / "resnet50.txt").write_text(samples.joinpath("resnet50.txt").read_text())
     for source in INPUTS.iterdir():
         shutil.copy(source, work / source.name)
+    shutil.copytree(REPO / "examples", work / "examples")
     monkeypatch.chdir(work)
     return CliRunner()
 
