@@ -4,8 +4,9 @@ cluster, a terminal's tables): ``<!-- illustrative: REASON -->`` right above the
 
 Each page's checked blocks run in order in one sandbox (a fresh embedded database, a working
 directory holding the inputs they name: the sample networks, tests/data/docs and a copy of
-examples/), through click's runner, so a later block sees what an earlier one made. A ``...`` line of the shown
-output stands for any lines; the database's URL is compared as ``sqlite:///<db>``.
+examples/), through click's runner, so a later block sees what an earlier one made. A ``...``
+line of the shown output stands for any lines; the database's URL is compared as
+``sqlite:///<db>``.
 """
 
 from __future__ import annotations
