@@ -105,7 +105,7 @@ def test_bad_session_strategy_flags_say_so_in_one_line_and_store_nothing(cli, ar
     ("args", "message"),
     [
         (["--strategy", "none", "--budget", "8"], "Error: --strategy none queues perf jobs"),
-        (["--min-trials", "3"], "Error: session 1 searches by strategy (random, its default)"),
+        (["--force"], "Error: session 1 searches by strategy (random, its default)"),
         (["--transfer"], "Error: --transfer is for the model strategy; 'random'"),
         (["--budget", "1000"], "Error: a budget of 1000 measurements is above the space's"),
     ],
@@ -151,3 +151,15 @@ def test_search_create_without_strategy_on_a_session_without_one_says_so(cli):
         "Error: --config and --solver go with --strategy NAME (session 1 has no default strategy)"
     ), r.output
     assert _searches(cli, "1") == []
+
+
+def test_load_jobs_by_strategy_takes_min_trials_and_says_what_it_skipped(cli):
+    """Issue #24: `load_jobs --strategy ... --min-trials N` was refused."""
+    _ok(cli, *CPU, "--strategy", "random")
+    args = ["load_jobs", "-t", "net", "-s", "1", "--solvers", "CpuGemm1x1", "--min-trials", "3"]
+    r = cli.invoke(main, args)
+    assert r.exit_code == 0, r.output
+    assert "skipped: >= 3 measurements that count" in r.output
+    created = _searches(cli, "1")
+    again = cli.invoke(main, args)
+    assert again.exit_code == 0 and _searches(cli, "1") == created  # nothing created twice

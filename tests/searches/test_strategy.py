@@ -330,3 +330,42 @@ def test_two_searches_of_one_problem_leave_the_best_measured_whatever_order_they
     stored = [stored_result(lite, search) for search in ids]
     assert all(r is not None and r.time_ms == best for r in stored)
     assert [r.mine for r in stored if r is not None].count(True) == 1
+
+
+def test_load_by_strategy_skips_what_is_tuned_enough_and_never_creates_a_search_twice(
+    lite: Database,
+) -> None:
+    """Issue #24: `load_jobs --strategy ... --min-trials N` was refused; a (config, solver)
+    measured N times in sessions whose history counts is skipped (TVM's library: skip what
+    is tuned enough), and a second load creates no search again (one cut off is resumed by
+    go_fish / `tuna search run`, not made anew)."""
+    from tuna.jobs.measurements import write_measurements
+
+    session, _config = cpuconv_session(lite)
+    elsewhere, other = other_problem_session(lite)  # OTHER tagged "other"; LINE tagged "t"
+    import_configs(lite, read_lines(OTHER), tag="t")
+    with lite.transaction() as conn:
+        solver = conn.execute(select(Solver.id).where(Solver.name == SOLVER)).scalar_one()
+        conn.execute(insert(Platform).values(digest="p" * 64, info={}))
+        platform = conn.execute(select(Platform.id)).scalar_one()
+        write_measurements(
+            conn,
+            [
+                dict(
+                    session=elsewhere, job=None, config=other, solver=solver,
+                    params=f"{mr},1,4,64,1,0,0", platform=platform, machine=None,
+                    strategy="random", time_ms=1.0, valid=True, reason=None, budget=None,
+                )
+                for mr in (1, 2, 4)
+            ],
+        )  # fmt: skip
+    first = load_strategy_searches(
+        lite, session, strategy="random", tag="t", solvers=[SOLVER], budget=8, min_trials=3
+    )
+    assert (len(first.created), first.tuned_enough) == (1, 1)  # OTHER measured 3 times
+    again = load_strategy_searches(
+        lite, session, strategy="random", tag="t", solvers=[SOLVER], budget=8, min_trials=3
+    )
+    assert (again.created, again.already, again.tuned_enough) == ([], 1, 1)
+    plain = load_strategy_searches(lite, session, strategy="random", tag="t", solvers=[SOLVER])
+    assert (len(plain.created), plain.already) == (1, 1)  # without --min-trials: OTHER too

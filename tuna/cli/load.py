@@ -78,7 +78,8 @@ from tuna.sessions.rules import exclusion_hint
     "min_trials",
     type=int,
     help="Skip (config, solver) pairs that already have this many measurements that count "
-    "for the session (its history rules: `tuna session rules`).",
+    "for the session (its history rules: `tuna session rules`); with --strategy, no search "
+    "is made for them.",
 )
 @strategy_options(
     "With --strategy: most measurements per (config, solver), a count (64) or a share of "
@@ -135,19 +136,19 @@ def load_jobs_cmd(
             raise TunaError(
                 f"--strategy searches a tunable solver's space: --step perf, not {step}"
             )
-        if min_trials is not None or force or label is not None:
+        if force or label is not None:
             if flags.from_session:
                 raise TunaError(
                     f"session {session_id} searches by strategy ({flags.strategy}, its "
-                    "default), which takes no --min-trials, --force or --label: add "
+                    "default), which takes no --force or --label: add "
                     "--strategy none to queue perf jobs"
                 )
-            raise TunaError("--strategy does not take --min-trials, --force or --label")
+            raise TunaError("--strategy does not take --force or --label")
         db = database()
         try:
             loaded = load_strategy_searches(
                 db, session_id, tag=tag, all_configs=all_configs, solvers=names,
-                **flags.options(),
+                min_trials=min_trials, **flags.options(),
             )  # fmt: skip
         finally:
             db.dispose()
@@ -217,6 +218,10 @@ def _print_strategy_load(session_id: int, loaded: StrategyLoad) -> None:
     table.add_row("configs", str(loaded.configs))
     table.add_row("searches created", str(len(loaded.created)))
     table.add_row("already created", str(loaded.already))
+    if loaded.min_trials is not None:
+        table.add_row(
+            f"skipped: >= {loaded.min_trials} measurements that count", str(loaded.tuned_enough)
+        )
     for reason, n in loaded.not_applicable.most_common():
         table.add_row(f"not applicable: {escape(reason)}", str(n))
     console.print(f"session {session_id}, step perf, searched by strategy:", markup=False)

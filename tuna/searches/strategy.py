@@ -41,7 +41,7 @@ from tuna.catalog.records import configs_with_tensors, conv_problem
 from tuna.db import Database
 from tuna.db.models import ConvConfig, Measurement, Search, Solver, TuningSession
 from tuna.errors import NotFoundError, TunaError
-from tuna.library.effort import counting_measurements
+from tuna.library.effort import counting_measurements, tuned_enough
 from tuna.problems.conv import ConvProblem
 from tuna.searchers import Objective, SearchError
 from tuna.searchers.costmodel import HistoryEntry
@@ -414,6 +414,8 @@ class StrategyLoad:
     configs: int = 0
     created: list[int] = field(default_factory=list)
     already: int = 0
+    min_trials: int | None = None
+    tuned_enough: int = 0  # skipped: measured min_trials times where history counts
     not_applicable: Counter[str] = field(default_factory=Counter)
     notes: list[str] = field(default_factory=list)  # what the strategies said of history
 
@@ -431,9 +433,13 @@ def load_strategy_searches(
     seed: int = 0,
     round_size: int = 8,
     transfer: bool = False,
+    min_trials: int | None = None,
 ) -> StrategyLoad:
     """One strategy search per (config, applicable tunable solver) of the configs tagged
-    ``tag`` (or all): ``load_jobs --strategy``. A pair whose search exists is left alone."""
+    ``tag`` (or all): ``load_jobs --strategy``. A pair whose search exists is left alone
+    (one cut off is resumed by its driver, not made again); with ``min_trials``, a pair
+    measured that many times in sessions whose history counts for this one (its own
+    included: the effort counts, as ``load_jobs --min-trials`` reads them) is skipped."""
     if (tag is None) == (not all_configs):
         raise TunaError("give exactly one of -t TAG or --all_configs")
     check_strategy_options(strategy, budget, patience, transfer)
@@ -464,15 +470,30 @@ def load_strategy_searches(
             except TunaError as e:
                 problems[cid] = str(e)  # type: ignore[assignment]
         taken = set(s.scalars(select(Search.name).where(Search.session == session_id)))
+        tuned: set[tuple[int, str]] = set()
+        if min_trials is not None:
+            if min_trials < 1:
+                raise TunaError(f"--min-trials {min_trials}: give at least 1 (or leave it out)")
+            names = dict(
+                s.execute(
+                    select(Solver.id, Solver.name).where(Solver.backend == backend.name)
+                ).all()
+            )
+            history = eligibility(s, session_info(session_row(s, session_id)))
+            enough = tuned_enough(s, history, min_trials, sorted(problems))
+            tuned = {(c, names[sv]) for c, sv in enough if sv in names}
     if tag is not None and not problems:
         raise NotFoundError(f"no config is tagged {tag!r}; import_configs -t {tag} -f FILE")
-    out = StrategyLoad(configs=len(problems))
+    out = StrategyLoad(configs=len(problems), min_trials=min_trials)
     todo: list[StrategyRequest] = []
     for cid, problem in problems.items():
         for solver in tunable:
             why = problem if isinstance(problem, str) else backend.applicability(problem, solver)
             if why is not None:
                 out.not_applicable[why if isinstance(problem, str) else solver] += 1
+                continue
+            if (cid, solver) in tuned:
+                out.tuned_enough += 1
                 continue
             request = StrategyRequest(
                 session_id, cid, solver, strategy, budget, patience, seed, round_size, transfer
