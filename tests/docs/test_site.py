@@ -68,3 +68,13 @@ def test_every_variable_tuna_reads_is_on_the_configuration_page() -> None:
     assert len(read) > 15
     missing = sorted(name for name in read if f"`{name}`" not in documented)
     assert not missing, f"not on docs/reference/configuration.md: {missing}"
+
+
+def test_the_readmes_links_name_files_of_the_repo() -> None:
+    """README.md is not a page of the site (mkdocs checks those): its links are checked here."""
+    readme = page("README.md")
+    links = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", readme)
+    local = [link for link in links if not re.match(r"[a-z]+:", link)]
+    assert local, "README.md links nowhere into the docs"
+    missing = [link for link in local if not (REPO / link).exists()]
+    assert not missing, f"README.md links to files that do not exist: {missing}"
