@@ -51,6 +51,7 @@ class Cluster:
     image: str  # the worker image, present in every host's engine
     key_file: Path  # the client's private key (ed25519, no passphrase), authorized on every host
     known_hosts: Path  # every host's key, by address
+    slurm_conf: Path | None = None  # SLURM_CONF of the cluster's Slurm (a slurmd per host)
     _cut: set[str] = field(default_factory=set, repr=False, compare=False)
 
     @classmethod
@@ -66,6 +67,7 @@ class Cluster:
             image=doc["image"],
             key_file=Path(doc["key_file"]),
             known_hosts=Path(doc["known_hosts"]),
+            slurm_conf=Path(doc["slurm_conf"]) if doc.get("slurm_conf") else None,
         )
 
     def host(self, name: str) -> ClusterHost:
@@ -91,6 +93,10 @@ class Cluster:
     def restore_all(self) -> None:
         for name in sorted(self._cut):
             self.restore(name)
+
+    def restart_slurmctld(self) -> None:
+        """Stop slurmctld and start it again; it recovers its queue from its saved state."""
+        self._test_cluster("restart-slurmctld")
 
     def restart_db(self) -> None:
         """Stop the cluster's MariaDB and start it again (same data and port); returns once it

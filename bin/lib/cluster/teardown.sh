@@ -1,7 +1,7 @@
 # Sourced by bin/test-cluster: taking a cluster down, also one that is half built or damaged (an engine
 # killed, a host cut off, containers left running). Uses bin/test-cluster's variables and helpers.
 #
-# Order: engines (they stop their containers and containerd), sshd and whatever else runs in the hosts'
+# Order: Slurm, engines (they stop their containers and containerd), sshd and whatever else runs in the hosts'
 # namespaces, MariaDB, strays; then mounts, the network, and DIR itself.
 
 # True when the machine's cluster network is this DIR's: the owner file names it, or this DIR made the
@@ -65,7 +65,9 @@ teardown() {
     n=$(hosts_of_dir)
     n=${n:-0}
 
-    # 1. Engines first: they stop their containers and their containerd.
+    # 1. Slurm (its slurmstepd end the jobs' processes), then the engines: they stop their containers and
+    #    their containerd.
+    slurm_down "$n"
     for ((i = 1; i <= n; i++)); do
         pid=$(pid_from "$(host_dir "$i")/dockerd.bgpid" "$(host_dir "$i")/docker.sock") && pids+=("$pid")
     done
