@@ -9,14 +9,19 @@ tests skip, unless ``TUNA_REQUIRE_CLUSTER=1`` (set by ``bin/test``), where they 
   running) and ``restart_db``.
 * ``cluster_db``: the cluster's database (``cluster.db_url``), as a fresh migration leaves it
   (emptied before each test), as a :class:`tuna.db.Database`.
+* ``slurm_cluster`` and ``slurm_db``: the same for the tests of go_fish on the cluster's
+  Slurm, with a database of their own (``tuna_slurm``), so that ``bin/test`` can run them in
+  a process of their own beside the SSH tests.
 
-Tests that use either fixture are marked ``cluster`` (``-m "not cluster"`` leaves them out).
+Tests that use any of them are marked ``cluster`` (``-m "not cluster"`` leaves them out), the
+Slurm ones ``slurm`` too.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -32,11 +37,16 @@ def _cluster_required() -> bool:
     return os.environ.get("TUNA_REQUIRE_CLUSTER", "").strip() == "1"
 
 
+SLURM_DB = "tuna_slurm"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
         if "cluster" in fixtures or "cluster_db" in fixtures:
             item.add_marker(pytest.mark.cluster)
+        if "slurm_cluster" in fixtures or "slurm_db" in fixtures:
+            item.add_marker(pytest.mark.slurm)
 
 
 @pytest.fixture(scope="session")
@@ -86,5 +96,33 @@ def cluster_db(_cluster_fresh_db: FreshDatabase) -> Iterator[Database]:
     after a failure)."""
     _cluster_fresh_db.make_fresh()
     database = open_database(_cluster_fresh_db.url)
+    yield database
+    database.dispose()
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(cluster: Cluster) -> Cluster:
+    """The cluster with the Slurm tests' own database in its URLs (``tuna_slurm``)."""
+    if cluster.slurm_conf is None:
+        pytest.fail("cluster.json names no Slurm: bring the cluster up again", pytrace=False)
+    return replace(
+        cluster,
+        db_url=make_url(cluster.db_url).set(database=SLURM_DB).render_as_string(False),
+        worker_db_url=make_url(cluster.worker_db_url)
+        .set(database=SLURM_DB)
+        .render_as_string(False),
+    )
+
+
+@pytest.fixture(scope="session")
+def _slurm_fresh_db(slurm_cluster: Cluster, _cluster_admin_engine: Engine) -> FreshDatabase:
+    return FreshDatabase(_cluster_admin_engine, slurm_cluster.db_url)
+
+
+@pytest.fixture
+def slurm_db(_slurm_fresh_db: FreshDatabase) -> Iterator[Database]:
+    """``cluster_db`` of the Slurm tests: their database, fresh before each test."""
+    _slurm_fresh_db.make_fresh()
+    database = open_database(_slurm_fresh_db.url)
     yield database
     database.dispose()

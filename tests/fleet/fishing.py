@@ -65,6 +65,8 @@ def fish_env(cluster: Any, log_dir: Path) -> dict[str, str]:
         COLUMNS="200",
         PYTHONUNBUFFERED="1",  # a test may watch go_fish's output as it comes
     )
+    if getattr(cluster, "slurm_conf", None):  # Slurm's commands find the cluster's Slurm
+        env["SLURM_CONF"] = str(cluster.slurm_conf)
     # A brisk pace (the defaults: 3, 5 and 30 s) so that no test waits on go_fish's timers:
     # containers polled every 0.5 s, leases reaped every 1 s, 5 s for drained workers to exit.
     # The poll timeout stays 10 s: a loaded 2-core machine must not lose a host that answers.

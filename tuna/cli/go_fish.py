@@ -22,8 +22,10 @@ from tuna.cli.base import (
     worker_settings_options,
     workers_option,
 )
+from tuna.cli.slurm import slurm_clean, slurm_options, slurm_status
 from tuna.config import load_settings
 from tuna.config import log_dir as default_log_dir
+from tuna.fleet.dispatch import Pace, dispatch
 from tuna.fleet.inspect import (
     clean_everywhere,
     fleet_status,
@@ -41,6 +43,7 @@ from tuna.fleet.phase import (
     worker_environment,
 )
 from tuna.fleet.remote import FleetOptions, pace_settings, run_fleet
+from tuna.fleet.slurm import SlurmArrays, SlurmPool
 from tuna.fleet.ssh import Connections
 from tuna.sessions import get_session
 from tuna.worker.settings import WorkerSettings
@@ -376,6 +379,7 @@ class IdList(click.ParamType):
     show_default=True,
     help="When the output is not a terminal: seconds between progress lines.",
 )
+@slurm_options
 @verbose_option
 def go_fish_cmd(
     library: str | None,
@@ -400,6 +404,7 @@ def go_fish_cmd(
     log_dir: Path | None,
     known_hosts: Path | None,
     progress_every: float,
+    slurm: SlurmPool | None,
 ) -> None:
     """Run one phase of a session (or compile, then evaluate) until its queue is drained.
 
@@ -432,6 +437,8 @@ def go_fish_cmd(
       go_fish miopen --fin_steps miopen_perf_compile,miopen_perf_eval --session_id 3
       go_fish -e "docker images" -a gfx90a
       go_fish --status --image tuna-worker:latest
+      go_fish --session 3 --compile --run_perf --slurm --partition compile=cpu --partition eval=gpu
+      go_fish --status --slurm
       go_fish --clean
     """
     ids = tuple(i for group in machine_ids for i in group)
@@ -453,6 +460,12 @@ def go_fish_cmd(
             raise click.UsageError(
                 "-e, --status and --clean run alone, without a phase or each other"
             )
+        if slurm is not None and command is None:
+            if status:
+                slurm_status()
+            else:
+                slurm_clean(log_dir or default_log_dir())
+            return
         machines = _machines(arch, num_cu, ids)
         if not machines:
             raise click.UsageError("no machine selected; register one with `tuna machine add`")
@@ -480,12 +493,13 @@ def go_fish_cmd(
     config = load_settings()
     logs = log_dir or default_log_dir()
     env = worker_environment(int(find_enforce) if find_enforce else None)
-    machines = [] if local else _machines(arch, num_cu, ids)
+    machines = [] if local or slurm else _machines(arch, num_cu, ids)
     if not local and not machines and (arch or num_cu or ids):
         raise click.UsageError("no available machine matches -a/-n/-m; see `tuna machine list`")
-    worker_url = worker_db_url(config.db_url) if machines else None
+    worker_url = worker_db_url(config.db_url) if machines or slurm else None
     pace = pace_settings()  # nonsense is refused here, before anything starts
     db = database()
+    arrays: SlurmArrays | None = None
     try:
         if library is not None:
             backend = get_session(db, session_id).backend
@@ -498,9 +512,32 @@ def go_fish_cmd(
             image = image or get_session(db, session_id).docker_image
             if not image:
                 raise click.UsageError(f"session {session_id} names no docker image; pass --image")
+        if slurm is not None:
+            assert worker_url is not None
+            arrays = SlurmArrays(
+                db,
+                [(session_id, t) for t in tasks],
+                slurm,
+                worker_db_url=worker_url.render_as_string(hide_password=False),
+                log_dir=logs,
+                workers=workers,
+                extra_env=env,
+                settings=settings,
+            )
         for task in tasks:
             live, show = _progress_display(task, progress_every)
-            if not machines:
+            if arrays is not None:
+                with live:
+                    report = dispatch(
+                        db,
+                        session_id,
+                        task,
+                        arrays.watch((session_id, task)),
+                        pace=Pace(1.0, pace["poll_every"], pace["reap_every"], pace["drain_grace"]),
+                        on_progress=show,
+                        on_event=_event_printer(live),
+                    )
+            elif not machines:
                 with live:
                     report = run_local(
                         db,
@@ -550,6 +587,8 @@ def go_fish_cmd(
                 )
                 raise click.exceptions.Exit(1)
     finally:
+        if arrays is not None:
+            arrays.close()
         db.dispose()
 
 
