@@ -195,9 +195,12 @@ def test_a_noop_session_is_compiled_and_evaluated_by_two_chained_arrays(slurm, s
     assert states(db, sd.session) == {S.EVALUATED: len(sd.jobs)}
     assert duplicates(db, PerfDb, sd.session) == [] and duplicates(db, FindDb, sd.session) == []
     assert results(db, FindDb, sd.session) == len(sd.jobs)
-    # Logs where go_fish collects them: <log dir>/<phase>/<arch>/<node>/slurm-<array>_<task>.log
+    # Logs where go_fish collects every worker's: <log dir>/<phase>/<arch>/<node>/session-<S>/
+    # <run>/slurm-<array>_<task>.log
     for phase, (array, _, _) in zip(("compile", "eval"), arrays, strict=True):
-        found = sorted((logs / phase / NOOP_ARCH).glob(f"tuna-w*/slurm-{array}_*.log"))
+        found = sorted(
+            (logs / phase / NOOP_ARCH).glob(f"tuna-w*/session-{sd.session}/*/slurm-{array}_*.log")
+        )
         assert len(found) == 3, found
         text = "\n".join(p.read_text() for p in found)
         assert re.search(r"[1-9]\d* done", text), text[-2000:]

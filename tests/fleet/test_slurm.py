@@ -11,7 +11,13 @@ import sys
 import pytest
 
 from tuna.errors import ConfigurationError
-from tuna.fleet.slurm import SlurmPool, batch_script, parse_partitions, sbatch_environment
+from tuna.fleet.slurm import (
+    SlurmPool,
+    batch_script,
+    parse_partitions,
+    sbatch_environment,
+    task_log,
+)
 from tuna.fleet.slurm_client import _gres_gpus
 
 
@@ -89,7 +95,7 @@ def test_the_batch_script_runs_the_worker_with_the_url_file_and_logs_per_node(tm
     script = batch_script(
         argv=[sys.executable, "-c", probe],
         db_url_file=url_file,
-        log_dir=tmp_path / "logs" / "compile" / "gfx",
+        log=task_log(tmp_path / "logs", "compile", "gfx", 7, "run1"),
         env={"CACHE": "$scratch/cache", "ODD": 'a "b" $HOME `x`'},
         own_lock_dir=True,
     )
@@ -104,7 +110,7 @@ def test_the_batch_script_runs_the_worker_with_the_url_file_and_logs_per_node(tm
     done = subprocess.run(["bash", "-s"], input=script, env=env, text=True, timeout=60)
     assert done.returncode == 0
     node = subprocess.run(["hostname", "-s"], capture_output=True, text=True).stdout.strip()
-    log = (tmp_path / "logs" / "compile" / "gfx" / node / "slurm-41_2.log").read_text()
+    log = (tmp_path / "logs/compile/gfx" / node / "session-7/run1/slurm-41_2.log").read_text()
     assert f"file {url_file}" in log and f"name {node}/slurm-41_2" in log, log
     assert "cache /" in log and "/tuna-slurm-41_2." in log and log.count("/cache") == 1, log
     assert 'quoted a "b" $HOME `x`' in log, log

@@ -20,10 +20,12 @@ Workers run from the head's install (``python -m tuna.cli``; it must be on a fil
 nodes share, as the run folder and the log folder must). The database URL is in a file only
 its owner can read, in the run folder (``TUNA_DB_URL_FILE``): sbatch's environment is
 go_fish's without any database URL, so ``scontrol show job``, the job's environment and argv
-never hold it. Each task writes its log to ``<log dir>/<phase>/<arch>/<node>/slurm-<array
-id>_<task>.log``. Every array carries a comment naming its run folder and the go_fish that
-owns it (``host:pid:start``): a go_fish killed outright leaves its arrays queued or running,
-and the next go_fish (or ``go_fish --slurm --clean``) cancels them and removes their folders.
+never hold it. Each task writes its log where every worker's goes
+(:func:`~tuna.fleet.phase.worker_log`): ``<log dir>/<phase>/<arch>/<node>/session-<S>/<run>/
+slurm-<array id>_<task>.log``. Every array carries a comment naming its run folder and the
+go_fish that owns it (``host:pid:start``): a go_fish killed outright leaves its arrays queued
+or running, and the next go_fish (or ``go_fish --slurm --clean``) cancels them and removes
+their folders.
 Slurm's commands are asked through :mod:`tuna.fleet.slurm_client`.
 """
 
@@ -51,7 +53,7 @@ from tuna.db.retry import through_outages
 from tuna.errors import ConfigurationError, TunaError
 from tuna.fleet.commands import worker_argv
 from tuna.fleet.leftovers import this_owner
-from tuna.fleet.phase import FishReport, Task, remaining_jobs
+from tuna.fleet.phase import FishReport, Task, remaining_jobs, worker_log
 from tuna.fleet.slurm_client import (
     COMMENT_TAG,
     JOB_PREFIX,
@@ -180,13 +182,14 @@ def batch_script(
     *,
     argv: Sequence[str],
     db_url_file: Path,
-    log_dir: Path,
+    log: str,
     env: Mapping[str, str],
     own_lock_dir: bool,
 ) -> str:
     """The script every task of one array runs (``sbatch`` reads it on stdin).
 
-    It sends its output to ``<log_dir>/<node>/slurm-<array>_<task>.log``, makes a scratch
+    It sends its output to ``log``, a path that names ``$node`` and ``$task`` (the node's
+    short name, ``<array>_<index>``: :func:`task_log`), makes a scratch
     folder of its own on the node (removed at the end), names the worker after the node and
     task (``job.lease_owner`` says where a job ran), and runs the worker as a child: Slurm's
     SIGTERM (scancel, the time limit) reaches the worker once, which then finishes its
@@ -200,8 +203,9 @@ def batch_script(
 # go_fish: one task of a Tuna worker array (tuna/fleet/slurm.py)
 node=$(hostname -s)
 task="${{SLURM_ARRAY_JOB_ID}}_${{SLURM_ARRAY_TASK_ID}}"
-mkdir -p {shlex.quote(str(log_dir))}/"$node"
-exec >>{shlex.quote(str(log_dir))}/"$node/slurm-$task.log" 2>&1
+log="{_dq(log)}"
+mkdir -p "$(dirname "$log")"
+exec >>"$log" 2>&1
 echo "=== Slurm task $task (job $SLURM_JOB_ID) on $node, $(date -u +%FT%TZ) ==="
 scratch=$(mktemp -d "${{TMPDIR:-/tmp}}/tuna-slurm-$task.XXXXXX") || exit 1
 export TUNA_DB_URL_FILE={shlex.quote(str(db_url_file))}
@@ -220,9 +224,21 @@ exit "$rc"
 
 
 def _dq(value: str) -> str:
-    """``value`` inside double quotes, with ``$scratch`` still expanded."""
+    """``value`` inside double quotes, with ``$scratch``, ``$node`` and ``$task`` expanded."""
     escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("`", "\\`")
-    return escaped.replace("$", "\\$").replace("\\$scratch", "$scratch")
+    escaped = escaped.replace("$", "\\$")
+    for name in SCRIPT_VARIABLES:
+        escaped = escaped.replace(f"\\${name}", f"${name}")
+    return escaped
+
+
+SCRIPT_VARIABLES = ("scratch", "node", "task")
+
+
+def task_log(log_dir: Path, phase: str, arch: str, session: int, run: str) -> str:
+    """Where a task's worker log goes (:func:`~tuna.fleet.phase.worker_log`, the node's name
+    and the task's known only on the node: ``$node``, ``$task``)."""
+    return str(worker_log(log_dir, phase, arch, "$node", session, run, "slurm-$task"))
 
 
 def sbatch_environment(base: Mapping[str, str]) -> dict[str, str]:
@@ -375,7 +391,7 @@ class SlurmArrays:
             script = batch_script(
                 argv=worker_argv(session, phase, program=self.program, settings=self.settings),
                 db_url_file=url_file,
-                log_dir=self.log_dir / phase / info.arch,
+                log=task_log(self.log_dir, phase, info.arch, session, self.run_id),
                 env=env,
                 own_lock_dir="--gpus-per-task=1" in a.options,
             )
@@ -618,7 +634,11 @@ class SlurmArrays:
     def _logs(self, a: Array) -> list[Path]:
         phase, arch = a.stage[1].phase.value, self.sessions[a.stage[0]].arch
         return sorted(
-            p for i in a.ids for p in (self.log_dir / phase / arch).glob(f"*/slurm-{i}_*.log")
+            p
+            for i in a.ids
+            for p in (self.log_dir / phase / arch).glob(
+                f"*/session-{a.stage[0]}/{self.run_id}/slurm-{i}_*.log"
+            )
         )
 
     def _per_node(self, a: Array) -> dict[str, tuple[int, int]]:
@@ -626,7 +646,7 @@ class SlurmArrays:
         worker's last line says what it did)."""
         per: dict[str, list[int]] = {}
         for path in self._logs(a):
-            found = per.setdefault(path.parent.name, [0, 0])
+            found = per.setdefault(path.parents[2].name, [0, 0])
             for m in WORKER_SAID.finditer(path.read_text(errors="replace")):
                 found[0] += 1
                 found[1] += sum(int(m.group(g)) for g in ("done", "errored", "na"))
