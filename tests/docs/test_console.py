@@ -6,11 +6,13 @@ Each page's checked blocks run in order in one sandbox (a fresh embedded databas
 directory holding the inputs they name: the sample networks, tests/data/docs and a copy of
 examples/), through click's runner, so a later block sees what an earlier one made. A ``...``
 line of the shown output stands for any lines; the database's URL is compared as
-``sqlite:///<db>``.
+``sqlite:///<db>``. A block that reads data no command of the page makes names the test
+helper that makes it (``<!-- console-setup: module:function -->``, tests/support/docs.py).
 """
 
 from __future__ import annotations
 
+import importlib
 import re
 import shlex
 import shutil
@@ -22,6 +24,7 @@ from click.testing import CliRunner
 
 from tests.support.databases import copy_sqlite_template
 from tests.support.docs import REPO, ConsoleBlock, console_blocks, pages
+from tests.support.seed import open_test_db
 from tuna.cli import main
 
 STANDALONE = {"import_configs", "query_db", "load_jobs", "load_job", "export_db", "import_db",
@@ -80,6 +83,13 @@ def test_every_console_example_prints_what_the_page_shows(
     runner = _sandbox(tmp_path, monkeypatch)
     blocks: list[ConsoleBlock] = [b for b in CHECKED if b.path == path]
     for block in blocks:
+        if block.setup:
+            module, _, function = block.setup.partition(":")
+            db = open_test_db(f"sqlite:///{tmp_path / 'data' / 'tuna.db'}")
+            try:
+                getattr(importlib.import_module(module), function)(db)
+            finally:
+                db.dispose()
         for line, shown in block.steps():
             result = runner.invoke(main, _words(line))
             printed = _URL.sub("sqlite:///<db>", result.output).splitlines()

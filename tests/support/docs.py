@@ -48,12 +48,16 @@ class ConsoleBlock:
     ``illustrative`` is the reason given by a ``<!-- illustrative: REASON -->`` line right
     above the block (its output is a real run's that a test cannot repeat: timings, a
     cluster, a terminal); None: the test runs the block and its output must match.
+    ``setup`` names what makes the data the block reads: ``module:function`` of the tests,
+    called with the sandbox's database, from a ``<!-- console-setup: MODULE:FUNCTION -->``
+    line above the block.
     """
 
     path: Path
     line: int
     text: str
     illustrative: str | None
+    setup: str | None = None
 
     @property
     def where(self) -> str:
@@ -72,7 +76,11 @@ class ConsoleBlock:
         return steps
 
 
-_BLOCK = re.compile(r"(?:<!-- illustrative: (?P<why>.*?) -->\n)?```console\n(?P<body>.*?)```", re.S)
+_BLOCK = re.compile(
+    r"(?:<!-- console-setup: (?P<setup>\S+) -->\n)?(?:<!-- illustrative: (?P<why>.*?) -->\n)?"
+    r"```console\n(?P<body>.*?)```",
+    re.S,
+)
 
 
 def console_blocks(paths: list[Path] | None = None) -> list[ConsoleBlock]:
@@ -81,5 +89,6 @@ def console_blocks(paths: list[Path] | None = None) -> list[ConsoleBlock]:
         text = path.read_text()
         for m in _BLOCK.finditer(text):
             at = text.count("\n", 0, m.start("body"))
-            out.append(ConsoleBlock(path, at, m.group("body"), m.group("why")))
+            block = ConsoleBlock(path, at, m.group("body"), m.group("why"), m.group("setup"))
+            out.append(block)
     return out
