@@ -129,7 +129,6 @@ run() { # [COUNT] [ENV...]
 mkdir -p "$WORK"
 case $MODE in
 wheels)
-    echo /.whl/ >>.git/info/exclude
     python3 -m pip download -q --only-binary=:all: --python-version 3.12 --implementation cp \
         --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
         --platform any -d .whl \

@@ -136,7 +136,8 @@ def test_refusal_rules():
     gpu = GpuFacts("H100", "sm_90", 132, 80 << 30, (13, 0))
     assert refusal(gpu, "sm_90", "nvrtc 13.0", (13, 0)) is None
     assert refusal(gpu, "sm_90", "nvrtc 12.9", (12, 9)) is None
-    assert "newer than this driver accepts" in refusal(gpu, "sm_90", "nvrtc 13.1", (13, 1))
+    assert refusal(gpu, "sm_90", "nvrtc 13.2", (13, 2)) is None  # minor version compatibility
+    assert "newer than this driver accepts" in refusal(gpu, "sm_90", "nvrtc 14.0", (14, 0))
     assert "this GPU (H100) is sm_90" in refusal(gpu, "sm_89", "nvrtc 13.0", (13, 0))
 
 

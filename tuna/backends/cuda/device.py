@@ -52,18 +52,19 @@ def refusal(
     facts: GpuFacts, arch: str, compiler: str, compiler_version: Sequence[int]
 ) -> str | None:
     """Why cubins built for ``arch`` by ``compiler`` (``nvrtc 13.0``) cannot run on this
-    GPU, or None: another architecture, or a compiler newer than the driver accepts."""
+    GPU, or None: another architecture, or a compiler of a newer major CUDA version than the
+    driver accepts. (Within a major version a driver loads the cubins of a newer minor's
+    compiler: CUDA's minor version compatibility holds for machine code, not for PTX.)"""
     if arch != facts.arch:
         return (
             f"the cubins are for {arch}, this GPU ({facts.name}) is {facts.arch}: compile "
             f"for {facts.arch} (the session's arch)"
         )
-    built = (int(compiler_version[0]), int(compiler_version[1]))
-    if built > facts.driver_cuda:
+    if int(compiler_version[0]) > facts.driver_cuda[0]:
         return (
             f"the cubins were built by {compiler}, newer than this driver accepts (CUDA "
             f"{facts.driver_cuda[0]}.{facts.driver_cuda[1]}): update the driver or compile "
-            f"with CUDA {facts.driver_cuda[0]}.{facts.driver_cuda[1]} or older"
+            f"with CUDA {facts.driver_cuda[0]}.x"
         )
     return None
 
