@@ -280,7 +280,7 @@ def cmd_compare(args: argparse.Namespace) -> None:
             f"{ref / ms:6.2f} {tflops:8.1f} {100 * tflops / PEAK_TFLOPS:6.1f}%",
             flush=True,
         )
-        del gpu
+        gpu.close()
     geo = math.exp(sum(map(math.log, ratios)) / len(ratios))
     geo_default = math.exp(sum(map(math.log, speedups)) / len(speedups))
     faster = sum(r > 1 for r in ratios)

@@ -15,9 +15,9 @@
 #   2. the cross-host test: the carried session's cubins, compiled on the CPU host by `prepare`, are
 #      loaded, verified and timed there by `tuna worker --phase eval` on the carried SQLite database;
 #   3. ResNet-50's 20 distinct forward layers at batch 32 tuned on the GPU host: one strategy search
-#      per (layer, solver) (STRATEGY, default genetic; BUDGET measurements each, default 32), queued by
+#      per (layer, solver) (STRATEGY, default genetic; BUDGET measurements each, default 24), queued by
 #      `load_jobs --strategy` and drained by `go_fish --local` (compiles on every core, one evaluation
-#      worker: it owns the GPU), on SQLite, at most SEARCH_LIMIT_S seconds (default 150);
+#      worker: it owns the GPU), on SQLite, at most SEARCH_LIMIT_S seconds (default 120);
 #   4. per layer, the winner against the solver's default parameters, cuDNN (PyTorch, FP32,
 #      allow_tf32=False, benchmark=True) and, for 1x1 layers, cuBLAS (CuPy, FP32), in turns: tuned ms,
 #      cuDNN ms, ratio, TFLOP/s and % of the FP32 peak (66.9 TFLOP/s, H100 SXM).
@@ -32,8 +32,8 @@ MODE=${1:-}
 WORK=${CUDA_BENCH_DIR:-/tmp/tuna-cuda-bench}
 CARRIED=$REPO/.cuda-bench/carried.sqlite
 STRATEGY=${STRATEGY:-genetic}
-BUDGET=${BUDGET:-32}
-SEARCH_LIMIT_S=${SEARCH_LIMIT_S:-150}
+BUDGET=${BUDGET:-24}
+SEARCH_LIMIT_S=${SEARCH_LIMIT_S:-120}
 CARRIED_CANDIDATES=${CARRIED_CANDIDATES:-6}
 T0=$(date +%s)
 

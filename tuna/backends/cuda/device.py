@@ -190,6 +190,17 @@ class Gpu:
         self._support_launch("conv_reference", (b["in"], b["wei"], b["ref"], b["mag"]), blocks)
         _check(cu.cuStreamSynchronize(self.stream), "the reference kernel")
 
+    def close(self) -> None:
+        """Free the buffers and the support module (a process that measures many problems)."""
+        cu = self.cu
+        for ptr in self.buffers.values():
+            cu.cuMemFree(ptr)
+        self.buffers = {}
+        cu.cuModuleUnload(self.support)
+        cu.cuEventDestroy(self.start)
+        cu.cuEventDestroy(self.end)
+        cu.cuStreamDestroy(self.stream)
+
     def _support_launch(self, name: str, args: Sequence[Any], blocks: int) -> None:
         cu = self.cu
         fn = _check(cu.cuModuleGetFunction(self.support, name.encode()), f"kernel {name}")
