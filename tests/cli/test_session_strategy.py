@@ -9,7 +9,7 @@ import json
 import pytest
 
 from tuna.cli import main
-from tuna.cli.strategy import strategy_flags
+from tuna.cli.strategy import StrategyFlags
 
 LINE = "MIOpenDriver conv -n 1 -c 16 -H 8 -W 8 -k 16 -y 1 -x 1 -F 1"
 CPU = ["session", "create", "--arch", "cpu", "--num-cu", "2", "--backend", "cpuconv"]
@@ -122,14 +122,14 @@ def test_bad_load_flags_on_a_strategy_session_store_nothing(cli, args, message):
 def test_flags_given_override_the_session_s_one_by_one():
     default = {"strategy": "model", "budget": 0.1, "patience": 8, "seed": 2, "round_size": 4,
                "transfer": True}  # fmt: skip
-    flags = strategy_flags(None, "32", None, 5, None, False, default)
-    assert flags.from_session
-    assert flags.options() == {**default, "budget": 32, "seed": 5}
-    assert strategy_flags("random", None, None, None, None, False, default).options() == {
+    options = StrategyFlags(None, "32", None, 5, None, False).resolve(default)
+    assert options is not None and options.to_json() == {**default, "budget": 32, "seed": 5}
+    options = StrategyFlags("random").resolve(default)
+    assert options is not None and options.to_json() == {
         "strategy": "random", "budget": None, "patience": None, "seed": 0, "round_size": 8,
         "transfer": False,
     }  # fmt: skip
-    assert not strategy_flags("none", None, None, None, None, False, default).given()
+    assert StrategyFlags("none").resolve(default) is None
 
 
 def test_search_create_without_strategy_takes_the_session_s_default(cli):

@@ -17,6 +17,7 @@ from tuna.searchers.strategies import (
     BudgetError,
     CandidateSpace,
     RoundSearcher,
+    StrategyOptions,
     UnknownStrategyError,
     make_strategy,
     resolve_budget,
@@ -298,3 +299,30 @@ def test_the_registry_names_every_strategy() -> None:
     assert list(STRATEGIES) == [*CLASSIC, "model"]
     assert all(STRATEGIES[n].name == n for n in STRATEGIES)
     assert all(math.isfinite(bowl(p)) for p in space().points)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (dict(strategy="anneal"), "unknown strategy 'anneal'; the strategies are"),
+        (dict(strategy="random", round_size=0), "--round-size 0: give at least 1"),
+        (dict(strategy="random", budget=0), "budget 0: give a count"),
+        (dict(strategy="random", budget=1.5), "a share of the space is at most 1"),
+        (dict(strategy="random", patience=0), "patience 0: give at least 1"),
+        (dict(strategy="random", transfer=True), "--transfer is for the model strategy"),
+    ],
+)
+def test_strategy_options_are_checked_when_made(options, message):
+    with pytest.raises(SearchError, match=message):
+        StrategyOptions(**options)
+
+
+def test_strategy_options_round_trip_through_what_is_stored():
+    options = StrategyOptions("hillclimb", budget=0.25, patience=4, seed=3, round_size=2)
+    stored = options.to_json()
+    assert stored == {"strategy": "hillclimb", "budget": 0.25, "patience": 4, "seed": 3,
+                      "round_size": 2, "transfer": False}  # fmt: skip
+    assert StrategyOptions.from_json({**stored, "kind": "strategy"}) == options
+    assert flat(drive(options.searcher(space()))) == flat(
+        drive(make_strategy("hillclimb", space(), budget=0.25, patience=4, seed=3, round_size=2))
+    )

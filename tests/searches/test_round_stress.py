@@ -36,6 +36,7 @@ from tuna.backends.cpuconv import CpuConvBackend
 from tuna.db import Database
 from tuna.db.models import FindDb, PerfDb, SearchBuild, SearchRun
 from tuna.db.models import Measurement as MeasurementRow
+from tuna.searchers.strategies import StrategyOptions
 from tuna.searches import SessionSearches
 from tuna.searches.strategy import StrategyRequest, create_strategy_search
 from tuna.worker import run_worker
@@ -92,10 +93,7 @@ def test_many_rounds_of_several_searches_record_their_own_measurements_and_the_b
                 session,
                 config,
                 SOLVER,
-                strategy,
-                budget=40,
-                round_size=round_size,
-                seed=seed,
+                StrategyOptions(strategy, budget=40, round_size=round_size, seed=seed),
                 name=f"{strategy} {seed}",
             ),
         )

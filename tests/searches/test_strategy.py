@@ -29,6 +29,7 @@ from tuna.db.models import (
     Solver,
 )
 from tuna.searchers import SearchError
+from tuna.searchers.strategies import StrategyOptions
 from tuna.searches.query import find_search
 from tuna.searches.strategy import (
     StrategyRequest,
@@ -49,6 +50,11 @@ CPUCONV = {"arch": "cpu", "num_cu": 2, "backend": "cpuconv", "environment": ENV}
 @pytest.fixture(autouse=True)
 def _own_lock_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("TUNA_LOCK_DIR", str(tmp_path / "locks"))
+
+
+def strategy_request(session: int, config: int, *args: Any, **kw: Any) -> StrategyRequest:
+    """A strategy search of SOLVER on the config, options as StrategyOptions takes them."""
+    return StrategyRequest(session, config, SOLVER, StrategyOptions(*args, **kw))
 
 
 def cpuconv_session(db: Database, line: str = LINE) -> tuple[int, int]:
@@ -115,14 +121,15 @@ def test_a_strategy_drains_through_workers_and_records_a_measured_winner(
 ) -> None:
     session, config = cpuconv_session(db)
     if strategy == "model":  # as load_jobs -t t -s S --solvers CpuGemm1x1 --strategy model
-        loaded = load_strategy_searches(
-            db, session, strategy=strategy, tag="t", solvers=[SOLVER], budget=16, seed=1
-        )
+        options = StrategyOptions(strategy, budget=16, seed=1)
+        loaded = load_strategy_searches(db, session, options, tag="t", solvers=[SOLVER])
         (search,) = loaded.created
     else:
         search = create_strategy_search(
             db,
-            StrategyRequest(session, config, SOLVER, strategy, budget=16, round_size=8, seed=1),
+            StrategyRequest(
+                session, config, SOLVER, StrategyOptions(strategy, budget=16, round_size=8, seed=1)
+            ),
         )
     with fleet(db, session):
         wait_until(
@@ -178,12 +185,13 @@ def test_bad_requests_say_what_is_wrong_and_write_nothing(lite: Database) -> Non
         (dict(solver="CpuDirectNaive"), "has no tunable space"),
     ]
     for change, message in bad:
-        request: dict[str, Any] = dict(
-            session=session, config=config, solver=SOLVER, strategy="model", budget=8
-        )
-        request.update(change)
+        options: dict[str, Any] = dict(strategy="model", budget=8)
+        where = {"session": session, "config": config, "solver": SOLVER}
+        for k, v in change.items():
+            (where if k in where else options)[k] = v
         with pytest.raises(SearchError, match=message):
-            create_strategy_search(lite, StrategyRequest(**request))
+            request = StrategyRequest(**where, options=StrategyOptions(**options))
+            create_strategy_search(lite, request)
 
 
 def _measure(db: Database, session: int, config: int, rows: list[tuple[str, float]]) -> None:
@@ -235,7 +243,8 @@ def test_the_models_history_is_the_measurements_that_count(db: Database) -> None
 def test_a_model_search_with_transfer_and_no_history_falls_back(lite: Database) -> None:
     session, config = cpuconv_session(lite)
     search = create_strategy_search(
-        lite, StrategyRequest(session, config, SOLVER, "model", budget=8, transfer=True)
+        lite,
+        strategy_request(session, config, "model", budget=8, transfer=True),
     )
     from tuna.searches.drive import SearchDriver
 
@@ -257,7 +266,10 @@ def test_a_new_driver_resumes_a_strategy_without_measuring_anything_twice(lite: 
 
     session, config = cpuconv_session(lite)
     search = create_strategy_search(
-        lite, StrategyRequest(session, config, SOLVER, "model", budget=16, round_size=8, seed=2)
+        lite,
+        StrategyRequest(
+            session, config, SOLVER, StrategyOptions("model", budget=16, round_size=8, seed=2)
+        ),
     )
     first = SearchDriver(lite, search)
     first.tick()  # round 1 enqueued, then this driver is gone
@@ -284,7 +296,10 @@ def test_a_resumed_search_reads_the_history_it_was_created_with(lite: Database) 
     times = [(f"{mr},{nv},4,64,1,0,0", 1.0 + mr + 0.5 * nv) for mr in (1, 2, 4) for nv in (1, 2, 3)]
     _measure(lite, elsewhere, other, times)
     search = create_strategy_search(
-        lite, StrategyRequest(session, config, SOLVER, "model", budget=16, transfer=True)
+        lite,
+        StrategyRequest(
+            session, config, SOLVER, StrategyOptions("model", budget=16, transfer=True)
+        ),
     )
     SearchDriver(lite, search).tick()
     first = [(r.seq, r.point) for r in runs(lite, search)]
@@ -309,7 +324,10 @@ def test_two_searches_of_one_problem_leave_the_best_measured_whatever_order_they
     session, config = cpuconv_session(lite)
     ids = [
         create_strategy_search(
-            lite, StrategyRequest(session, config, SOLVER, name, budget=8, round_size=8, seed=3)
+            lite,
+            StrategyRequest(
+                session, config, SOLVER, StrategyOptions(name, budget=8, round_size=8, seed=3)
+            ),
         )
         for name in ("random", "hillclimb")
     ]
@@ -359,13 +377,12 @@ def test_load_by_strategy_skips_what_is_tuned_enough_and_never_creates_a_search_
                 for mr in (1, 2, 4)
             ],
         )  # fmt: skip
-    first = load_strategy_searches(
-        lite, session, strategy="random", tag="t", solvers=[SOLVER], budget=8, min_trials=3
-    )
+    random8 = StrategyOptions("random", budget=8)
+    first = load_strategy_searches(lite, session, random8, tag="t", solvers=[SOLVER], min_trials=3)
     assert (len(first.created), first.tuned_enough) == (1, 1)  # OTHER measured 3 times
-    again = load_strategy_searches(
-        lite, session, strategy="random", tag="t", solvers=[SOLVER], budget=8, min_trials=3
-    )
+    again = load_strategy_searches(lite, session, random8, tag="t", solvers=[SOLVER], min_trials=3)
     assert (again.created, again.already, again.tuned_enough) == ([], 1, 1)
-    plain = load_strategy_searches(lite, session, strategy="random", tag="t", solvers=[SOLVER])
+    plain = load_strategy_searches(
+        lite, session, StrategyOptions("random"), tag="t", solvers=[SOLVER]
+    )
     assert (len(plain.created), plain.already) == (1, 1)  # without --min-trials: OTHER too

@@ -18,9 +18,9 @@ from tuna.cli.base import (
 )
 from tuna.cli.strategy import (
     NONE,
+    StrategyFlags,
     describe_strategy,
     session_strategy,
-    strategy_flags,
     strategy_options,
 )
 from tuna.errors import TunaError
@@ -100,12 +100,7 @@ def load_jobs_cmd(
     priority: int,
     force: bool,
     min_trials: int | None,
-    strategy: str | None,
-    budget_text: str | None,
-    patience: int | None,
-    seed: int | None,
-    round_size: int | None,
-    transfer: bool,
+    flags: StrategyFlags,
 ) -> None:
     """Queue jobs: one per (config, applicable solver), never duplicated.
 
@@ -127,19 +122,20 @@ def load_jobs_cmd(
     """
     step = _step(step, fin_steps)
     names = [s.strip() for s in solvers.split(",") if s.strip()] if solvers else None
-    default = session_strategy(session_id) if step == "perf" or strategy == NONE else {}
-    flags = strategy_flags(strategy, budget_text, patience, seed, round_size, transfer, default)
-    if not flags.given() and budget_text is not None:
+    default = session_strategy(session_id) if step == "perf" or flags.strategy == NONE else {}
+    options = flags.resolve(default)
+    from_session = flags.strategy is None
+    if options is None and flags.budget_text is not None:
         raise TunaError("--budget goes with --strategy NAME (without it a job times a sample)")
-    if flags.given():
+    if options is not None:
         if step != "perf":
             raise TunaError(
                 f"--strategy searches a tunable solver's space: --step perf, not {step}"
             )
         if force or label is not None:
-            if flags.from_session:
+            if from_session:
                 raise TunaError(
-                    f"session {session_id} searches by strategy ({flags.strategy}, its "
+                    f"session {session_id} searches by strategy ({options.strategy}, its "
                     "default), which takes no --force or --label: add "
                     "--strategy none to queue perf jobs"
                 )
@@ -147,14 +143,19 @@ def load_jobs_cmd(
         db = database()
         try:
             loaded = load_strategy_searches(
-                db, session_id, tag=tag, all_configs=all_configs, solvers=names,
-                min_trials=min_trials, **flags.options(),
-            )  # fmt: skip
+                db,
+                session_id,
+                options,
+                tag=tag,
+                all_configs=all_configs,
+                solvers=names,
+                min_trials=min_trials,
+            )
         finally:
             db.dispose()
-        if flags.from_session:
+        if from_session:
             console.print(
-                f"session {session_id}'s default strategy: {describe_strategy(flags.options())}"
+                f"session {session_id}'s default strategy: {describe_strategy(options.to_json())}"
                 " (--strategy none queues perf jobs)",
                 markup=False,
             )

@@ -17,11 +17,11 @@ from tuna.cli.strategy import (
     StrategyFlags,
     describe_strategy,
     session_strategy,
-    strategy_flags,
     strategy_options,
 )
 from tuna.errors import TunaError
 from tuna.searchers import load_base_config
+from tuna.searchers.strategies import StrategyOptions
 from tuna.searches import SearchRequest, SessionSearches, check_request, create_search, query
 from tuna.searches.query import RunRow, SearchSummary
 from tuna.searches.strategy import StrategyRequest, create_strategy_search, search_name
@@ -102,12 +102,7 @@ def create_cmd(
     build_timeout: float,
     owns: str,
     dry_run: bool,
-    strategy: str | None,
-    budget_text: str | None,
-    patience: int | None,
-    seed: int | None,
-    round_size: int | None,
-    transfer: bool,
+    flags: StrategyFlags,
     config_id: int | None,
     solver: str | None,
 ) -> None:
@@ -138,16 +133,19 @@ def create_cmd(
     given overriding its value.
     """
     default = None
-    if strategy is None and (config_id is not None or solver is not None):
+    if flags.strategy is None and (config_id is not None or solver is not None):
         default = session_strategy(session_id)
         if not default:
             raise TunaError(
                 f"--config and --solver go with --strategy NAME (session {session_id} has no "
                 "default strategy)"
             )
-    flags = strategy_flags(strategy, budget_text, patience, seed, round_size, transfer, default)
-    if flags.given():
-        _create_strategy(session_id, name, config_id, solver, flags, params, run_cmd, stat)
+    options = flags.resolve(default)
+    if options is not None:
+        from_session = flags.strategy is None
+        _create_strategy(
+            session_id, name, config_id, solver, options, from_session, params, run_cmd, stat
+        )
         return
     if params is None or run_cmd is None or stat is None or name is None:
         raise TunaError(
@@ -156,9 +154,9 @@ def create_cmd(
         )
     if config_id is not None or solver is not None:
         raise TunaError("--config and --solver go with --strategy NAME")
-    budget = flags.budget
+    budget = flags.budget()
     if budget is not None and not isinstance(budget, int):
-        raise TunaError(f"--budget {budget_text}: a search's budget is a count of runs")
+        raise TunaError(f"--budget {flags.budget_text}: a search's budget is a count of runs")
     try:
         text = params.read_text(encoding="utf-8")
     except OSError as e:
@@ -222,7 +220,8 @@ def _create_strategy(
     name: str | None,
     config_id: int | None,
     solver: str | None,
-    flags: StrategyFlags,
+    options: StrategyOptions,
+    from_session: bool,
     params: Path | None,
     run_cmd: str | None,
     stat: str | None,
@@ -234,16 +233,12 @@ def _create_strategy(
             "--strategy searches a solver's own space: leave out the parameter file, --run "
             "and --objective (the objective is time_ms)"
         )
-    assert flags.strategy is not None
-    if flags.from_session:
+    if from_session:
         console.print(
-            f"session {session_id}'s default strategy: {describe_strategy(flags.options())}",
+            f"session {session_id}'s default strategy: {describe_strategy(options.to_json())}",
             markup=False,
         )
-    request = StrategyRequest(
-        session_id, config_id, solver, flags.strategy, flags.budget, flags.patience,
-        flags.seed, flags.round_size, flags.transfer, name,
-    )  # fmt: skip
+    request = StrategyRequest(session_id, config_id, solver, options, name)
     db = database()
     notes: list[str] = []
     try:
@@ -254,7 +249,7 @@ def _create_strategy(
         console.print(note, markup=False)
     console.print(
         f"search {search_id} {search_name(request)!r} in session {session_id}: "
-        f"{flags.strategy} over "
+        f"{options.strategy} over "
         f"{solver} on config {config_id}; run it with `go_fish -s {session_id} --run_perf` or "
         f"`tuna search run -s {session_id}` beside an evaluate worker",
         markup=False,

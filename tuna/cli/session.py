@@ -18,7 +18,7 @@ from tuna.cli.base import (
     session_option,
 )
 from tuna.cli.history import retire_cmd, rules_cmd, rules_options, unretire_cmd
-from tuna.cli.strategy import describe_strategy, strategy_flags, strategy_options
+from tuna.cli.strategy import StrategyFlags, describe_strategy, strategy_options
 from tuna.errors import TunaError
 from tuna.sessions import RUNTIMES, SessionSpec, create_session, get_session, list_sessions
 from tuna.sessions.rules import HistoryRules
@@ -117,12 +117,7 @@ def create(
     rule_changes: dict[str, Any],
     env: tuple[str, ...],
     platform_json: str | None,
-    strategy: str | None,
-    budget_text: str | None,
-    patience: int | None,
-    seed: int | None,
-    round_size: int | None,
-    transfer: bool,
+    flags: StrategyFlags,
 ) -> None:
     """Create a session and print its id.
 
@@ -144,10 +139,10 @@ def create(
     from tuna.backends import backends_with_spaces
     from tuna.platforms import read_user_platform
 
-    flags = strategy_flags(strategy, budget_text, patience, seed, round_size, transfer)
-    if not flags.given() and (budget_text, seed, round_size) != (None, None, None):
+    options = flags.resolve()
+    if options is None and (flags.budget_text, flags.seed, flags.round_size) != (None, None, None):
         raise TunaError("--budget, --seed and --round-size go with --strategy NAME")
-    if flags.given() and backend not in (spaces := backends_with_spaces()):
+    if options is not None and backend not in (spaces := backends_with_spaces()):
         raise TunaError(
             f"--strategy: strategies search the spaces of {', '.join(spaces)}, not of "
             f"--backend {backend}"
@@ -169,7 +164,7 @@ def create(
         runtime=runtime,
         user_platform=user_platform,
         history_rules=HistoryRules(**rule_changes).to_json(),
-        default_strategy=flags.options() if flags.given() else {},
+        default_strategy=options.to_json() if options is not None else {},
     )
     db = database()
     try:

@@ -11,6 +11,7 @@ are the session's default: a ``load_jobs`` without ``--strategy`` searches with 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -19,43 +20,86 @@ import click
 
 from tuna.cli.base import database
 from tuna.errors import TunaError
-from tuna.searchers.strategies import STRATEGIES
-from tuna.searches.strategy import check_strategy_options, parse_budget
+from tuna.searchers.strategies import (
+    DEFAULT_ROUND_SIZE,
+    DEFAULT_SEED,
+    STRATEGIES,
+    StrategyOptions,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 #: ``load_jobs --strategy none``: the perf jobs, whatever the session's default strategy.
 NONE = "none"
-DEFAULT_SEED = 0
-DEFAULT_ROUND_SIZE = 8
+
+
+def parse_budget(text: str) -> int | float:
+    """``--budget``: a count (``64``) or a share of the space (``0.1``, ``10%``)."""
+    raw = text.strip()
+    try:
+        if raw.endswith("%"):
+            return float(raw[:-1]) / 100
+        return float(raw) if "." in raw else int(raw)
+    except ValueError as e:
+        raise TunaError(
+            f"budget {text!r}: give a count of measurements (64), or a share of the space "
+            "(0.1 or 10%)"
+        ) from e
 
 
 @dataclass(frozen=True)
 class StrategyFlags:
-    strategy: str | None
-    budget: int | float | None
-    patience: int | None
-    seed: int
-    round_size: int
-    transfer: bool
-    from_session: bool = False  # the session's default strategy (no --strategy given)
+    """The six strategy flags as typed (None: not given), handed to a command as one value
+    by :func:`strategy_options`; :meth:`resolve` makes the :class:`StrategyOptions`."""
 
-    def given(self) -> bool:
-        return self.strategy is not None
+    strategy: str | None = None
+    budget_text: str | None = None
+    patience: int | None = None
+    seed: int | None = None
+    round_size: int | None = None
+    transfer: bool = False
 
-    def options(self) -> dict[str, Any]:
-        """The keyword arguments of :func:`tuna.searches.strategy.load_strategy_searches`
-        (and what ``tuna session create --strategy`` stores as the session's default)."""
-        assert self.strategy is not None
-        return {
-            "strategy": self.strategy,
-            "budget": self.budget,
-            "patience": self.patience,
-            "seed": self.seed,
-            "round_size": self.round_size,
-            "transfer": self.transfer,
-        }
+    def budget(self) -> int | float | None:
+        return parse_budget(self.budget_text) if self.budget_text is not None else None
+
+    def resolve(self, default: Mapping[str, Any] | None = None) -> StrategyOptions | None:
+        """The strategy to search with, or None for none (one clear line for a bad value;
+        nothing is written).
+
+        ``default`` is the session's default strategy (``load_jobs``): without --strategy it
+        is the search, each flag given overriding its value; ``--strategy none`` is no
+        search. Without a strategy, only ``--budget`` may be given (a search's count of runs).
+        """
+        budget = self.budget()
+        patience, seed, round_size = self.patience, self.seed, self.round_size
+        strategy, transfer = self.strategy, self.transfer
+        if default is not None and strategy == NONE:
+            if transfer or any(v is not None for v in (budget, patience, seed, round_size)):
+                raise TunaError(
+                    "--strategy none queues perf jobs: leave out --budget, --patience, --seed, "
+                    "--round-size and --transfer"
+                )
+            return None
+        if default and strategy is None:
+            strategy = str(default["strategy"])
+            budget = budget if budget is not None else default.get("budget")
+            patience = patience if patience is not None else default.get("patience")
+            seed = seed if seed is not None else default.get("seed")
+            round_size = round_size if round_size is not None else default.get("round_size")
+            transfer = transfer or bool(default.get("transfer"))
+        if strategy is None:
+            if transfer or patience is not None:
+                raise TunaError("--transfer and --patience go with --strategy NAME")
+            return None
+        return StrategyOptions(
+            strategy,
+            budget,
+            patience,
+            DEFAULT_SEED if seed is None else seed,
+            DEFAULT_ROUND_SIZE if round_size is None else round_size,
+            transfer,
+        )
 
 
 def session_strategy(session_id: int) -> dict[str, Any]:
@@ -91,9 +135,25 @@ def describe_strategy(options: Mapping[str, Any] | None) -> str:
 
 
 def strategy_options(budget_help: str, strategy_help: str = "") -> Callable[[F], F]:
-    """The shared flags, as one decorator (``--budget``'s help says what it bounds)."""
+    """The six flags, as one decorator (``--budget``'s help says what it bounds): the
+    command receives them as one :class:`StrategyFlags`, ``flags``."""
 
     def decorate(f: F) -> F:
+        @functools.wraps(f)
+        def command(
+            *args: Any,
+            strategy: str | None,
+            budget_text: str | None,
+            patience: int | None,
+            seed: int | None,
+            round_size: int | None,
+            transfer: bool,
+            **kwargs: Any,
+        ) -> Any:
+            flags = StrategyFlags(strategy, budget_text, patience, seed, round_size, transfer)
+            return f(*args, flags=flags, **kwargs)
+
+        wrapped: Any = command
         for option in reversed(
             [
                 click.option(
@@ -124,50 +184,7 @@ def strategy_options(budget_help: str, strategy_help: str = "") -> Callable[[F],
                 ),
             ]
         ):
-            f = option(f)
-        return f
+            wrapped = option(wrapped)
+        return wrapped
 
     return decorate
-
-
-def strategy_flags(
-    strategy: str | None,
-    budget_text: str | None,
-    patience: int | None,
-    seed: int | None,
-    round_size: int | None,
-    transfer: bool,
-    default: Mapping[str, Any] | None = None,
-) -> StrategyFlags:
-    """The flags checked (one clear line for a bad value; nothing is written).
-
-    ``default`` is the session's default strategy (``load_jobs``): without --strategy it
-    is the search, each flag given overriding its value; ``--strategy none`` is no search.
-    """
-    budget = parse_budget(budget_text) if budget_text is not None else None
-    if default is not None and strategy == NONE:
-        if transfer or any(v is not None for v in (budget, patience, seed, round_size)):
-            raise TunaError(
-                "--strategy none queues perf jobs: leave out --budget, --patience, --seed, "
-                "--round-size and --transfer"
-            )
-        return StrategyFlags(None, None, None, DEFAULT_SEED, DEFAULT_ROUND_SIZE, False)
-    from_session = bool(default) and strategy is None
-    if from_session:
-        assert default is not None
-        strategy = str(default["strategy"])
-        budget = budget if budget is not None else default.get("budget")
-        patience = patience if patience is not None else default.get("patience")
-        seed = seed if seed is not None else default.get("seed")
-        round_size = round_size if round_size is not None else default.get("round_size")
-        transfer = transfer or bool(default.get("transfer"))
-    seed = DEFAULT_SEED if seed is None else seed
-    round_size = DEFAULT_ROUND_SIZE if round_size is None else round_size
-    if strategy is None:
-        if transfer or patience is not None:
-            raise TunaError("--transfer and --patience go with --strategy NAME")
-        return StrategyFlags(None, budget, None, seed, round_size, False)
-    if round_size < 1:
-        raise TunaError(f"--round-size {round_size}: give at least 1")
-    check_strategy_options(strategy, budget, patience, transfer)
-    return StrategyFlags(strategy, budget, patience, seed, round_size, transfer, from_session)

@@ -46,11 +46,9 @@ from tuna.problems.conv import ConvProblem
 from tuna.searchers import Objective, SearchError
 from tuna.searchers.costmodel import HistoryEntry
 from tuna.searchers.strategies import (
-    STRATEGIES,
     CandidateSpace,
     RoundSearcher,
-    UnknownStrategyError,
-    make_strategy,
+    StrategyOptions,
     resolve_budget,
 )
 from tuna.sessions.history import eligibility
@@ -65,59 +63,13 @@ FINAL_CANDIDATES = 3
 @dataclass(frozen=True)
 class StrategyRequest:
     """A strategy search as asked for (``load_jobs --strategy`` / ``tuna search create
-    --strategy``): ``budget`` is a count of measurements or a share of the space."""
+    --strategy``) on one config's solver; its options were checked when they were made."""
 
     session: int
     config: int
     solver: str
-    strategy: str
-    budget: int | float | None = None
-    patience: int | None = None
-    seed: int = 0
-    round_size: int = 8
-    transfer: bool = False
+    options: StrategyOptions
     name: str | None = None
-
-
-def check_strategy_options(
-    strategy: str, budget: int | float | None, patience: int | None, transfer: bool
-) -> None:
-    """The options alone, before any problem is looked at (one clear line each)."""
-    if strategy not in STRATEGIES:
-        raise UnknownStrategyError(
-            f"unknown strategy {strategy!r}; the strategies are {', '.join(STRATEGIES)}"
-        )
-    if budget is not None and (isinstance(budget, bool) or budget <= 0):
-        raise SearchError(
-            f"budget {budget:g}: give a count of measurements (e.g. 64) or a share of the "
-            "space (e.g. 0.1)"
-        )
-    if isinstance(budget, float) and budget > 1:
-        raise SearchError(f"budget {budget:g}: a share of the space is at most 1")
-    if patience is not None and patience < 1:
-        raise SearchError(f"patience {patience}: give at least 1 measurement, or leave it out")
-    if transfer and strategy != "model":
-        raise SearchError(
-            f"--transfer is for the model strategy; {strategy!r} learns from no history"
-        )
-    if strategy == "model":
-        from tuna.searchers.costmodel import lightgbm
-
-        lightgbm()  # ModelLibraryMissing names the extra to install
-
-
-def parse_budget(text: str) -> int | float:
-    """``--budget``: a count (``64``) or a share of the space (``0.1``, ``10%``)."""
-    raw = text.strip()
-    try:
-        if raw.endswith("%"):
-            return float(raw[:-1]) / 100
-        return float(raw) if "." in raw else int(raw)
-    except ValueError as e:
-        raise SearchError(
-            f"budget {text!r}: give a count of measurements (64), or a share of the space "
-            "(0.1 or 10%)"
-        ) from e
 
 
 @dataclass(frozen=True)
@@ -256,12 +208,7 @@ def strategy_spec(request: StrategyRequest, snapshot: Mapping[str, Any]) -> dict
         "kind": KIND,
         "config": request.config,
         "solver": request.solver,
-        "strategy": request.strategy,
-        "budget": request.budget,
-        "patience": request.patience,
-        "seed": request.seed,
-        "round_size": request.round_size,
-        "transfer": request.transfer,
+        **request.options.to_json(),
         "history": dict(snapshot),
     }
 
@@ -302,22 +249,8 @@ def make_searcher_for(db: Database, session_id: int, spec: Mapping[str, Any]) ->
             )
     extra: dict[str, Any] = {}
     if spec["strategy"] == "model":
-        extra = {
-            "features": p.features,
-            "history": history,
-            "transfer": bool(spec.get("transfer")),
-            "derive": backend.candidate_features,
-        }
-    return make_strategy(
-        str(spec["strategy"]),
-        p.space,
-        budget=spec.get("budget"),
-        patience=spec.get("patience"),
-        round_size=int(spec.get("round_size") or 8),
-        seed=int(spec.get("seed") or 0),
-        objective=OBJECTIVE,
-        **extra,
-    )
+        extra = {"features": p.features, "history": history, "derive": backend.candidate_features}
+    return StrategyOptions.from_json(spec).searcher(p.space, objective=OBJECTIVE, **extra)
 
 
 def solver_id(db: Database, session_id: int, solver: str) -> int:
@@ -342,15 +275,13 @@ def create_strategy_search(
     """Check ``request`` and store its search (nothing is written when a check fails).
     ``notes`` receives what the strategy says of its history (e.g. ``--transfer`` found no
     compatible measurements and falls back to the problem's own)."""
-    check_strategy_options(request.strategy, request.budget, request.patience, request.transfer)
-    if request.round_size < 1:
-        raise SearchError(f"round size {request.round_size}: give at least 1")
+    options = request.options
     name = search_name(request)
     with db.session(immediate=True) as s:
         sess = session_row(s, request.session)
         backend = searched_backend(sess.backend, f"session {request.session} tunes {sess.backend}")
         p = load_problem(s, backend, request.config, request.solver)
-        count = resolve_budget(request.budget, len(p.space))
+        count = resolve_budget(options.budget, len(p.space))
         taken = s.execute(
             select(Search.id).where(Search.session == request.session, Search.name == name)
         ).scalar()
@@ -362,27 +293,18 @@ def create_strategy_search(
         # the history snapshot: rows after it (this search's own included) are not read
         snapshot = history_snapshot(s, request.session)
         spec = strategy_spec(request, snapshot)
-        if request.strategy == "model":
+        if options.strategy == "model":
             history = strategy_history(
                 s,
                 request.session,
                 request.config,
                 request.solver,
-                transfer=request.transfer,
+                transfer=options.transfer,
                 until=snapshot["until"],
                 frozen=snapshot,
             )
-            model = make_strategy(  # the model's own checks fail here, not later
-                request.strategy,
-                p.space,
-                budget=request.budget,
-                patience=request.patience,
-                round_size=request.round_size,
-                seed=request.seed,
-                features=p.features,
-                history=history,
-                transfer=request.transfer,
-                derive=backend.candidate_features,
+            model = options.searcher(  # the model's own checks fail here, not later
+                p.space, features=p.features, history=history, derive=backend.candidate_features
             )
             if notes is not None:
                 notes += [f"{name}: {note}" for note in getattr(model, "notes", ())]
@@ -394,10 +316,10 @@ def create_strategy_search(
                 {"names": list(p.space.names), "candidates": len(p.space)}, sort_keys=True
             ),
             base={},
-            searcher=request.strategy,
+            searcher=options.strategy,
             objective={"stat": OBJECTIVE.stat, "goal": OBJECTIVE.goal, "valid": None},
             budget=count,
-            parallelism=request.round_size,
+            parallelism=options.round_size,
             backend=sess.backend,
             spec=spec,
             state="active",
@@ -423,16 +345,11 @@ class StrategyLoad:
 def load_strategy_searches(
     db: Database,
     session_id: int,
+    options: StrategyOptions,
     *,
-    strategy: str,
     tag: str | None = None,
     all_configs: bool = False,
     solvers: Sequence[str] | None = None,
-    budget: int | float | None = None,
-    patience: int | None = None,
-    seed: int = 0,
-    round_size: int = 8,
-    transfer: bool = False,
     min_trials: int | None = None,
 ) -> StrategyLoad:
     """One strategy search per (config, applicable tunable solver) of the configs tagged
@@ -442,7 +359,6 @@ def load_strategy_searches(
     included: the effort counts, as ``load_jobs --min-trials`` reads them) is skipped."""
     if (tag is None) == (not all_configs):
         raise TunaError("give exactly one of -t TAG or --all_configs")
-    check_strategy_options(strategy, budget, patience, transfer)
     with db.session() as s:
         name = s.scalar(select(TuningSession.backend).where(TuningSession.id == session_id))
         if name is None:
@@ -495,19 +411,17 @@ def load_strategy_searches(
             if (cid, solver) in tuned:
                 out.tuned_enough += 1
                 continue
-            request = StrategyRequest(
-                session_id, cid, solver, strategy, budget, patience, seed, round_size, transfer
-            )
+            request = StrategyRequest(session_id, cid, solver, options)
             if search_name(request) in taken:
                 out.already += 1
                 continue
             # every pair's budget is checked before anything is stored
             space = problem_space(backend, problem, solver, f"{solver} on config {cid}").space
-            resolve_budget(budget, len(space))
+            resolve_budget(options.budget, len(space))
             todo.append(request)
     out.created = [create_strategy_search(db, request, out.notes) for request in todo]
     return out
 
 
 def search_name(request: StrategyRequest) -> str:
-    return request.name or f"{request.strategy} {request.solver} config {request.config}"
+    return request.name or f"{request.options.strategy} {request.solver} config {request.config}"

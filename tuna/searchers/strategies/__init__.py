@@ -4,7 +4,8 @@
 (a cost model: gradient-boosted trees, with ``transfer`` from other problems' measurements).
 Each is a dynamic searcher of :mod:`tuna.searchers` that proposes candidates in rounds
 (:mod:`tuna.searchers.strategies.base`), so the one search driver runs them like any other
-searcher. Make one by name with :func:`make_strategy`::
+searcher. Make one by name with :func:`make_strategy`, or from the options a command was
+given (:class:`StrategyOptions`, checked once)::
 
     space = CandidateSpace.from_strings(("MR", "NV", "VW", "KC", "NT", "LO", "PB"), candidates)
     searcher = make_strategy("model", space, budget=0.1, patience=32, seed=1,
@@ -14,6 +15,7 @@ searcher. Make one by name with :func:`make_strategy`::
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from tuna.searchers.costmodel import HistoryEntry, ModelLibraryMissing
@@ -77,7 +79,93 @@ def make_strategy(
     return cls(space, **common, **options)
 
 
+DEFAULT_SEED = 0
+DEFAULT_ROUND_SIZE = 8
+
+
+@dataclass(frozen=True)
+class StrategyOptions:
+    """Which strategy searches and how far: ``budget`` is a count of measurements or a share
+    of the space (None: all of it), ``patience`` measurements in a row without improvement
+    stop it, ``round_size`` candidates per round (one build, one job), ``transfer`` lets the
+    model learn from other problems' measurements.
+
+    Checked when made (one clear line for a bad value, :class:`SearchError`), so whoever
+    receives one need not check it again. The budget against a space's size is checked
+    where the space is known (:func:`tuna.searchers.strategies.resolve_budget`).
+    """
+
+    strategy: str
+    budget: int | float | None = None
+    patience: int | None = None
+    seed: int = DEFAULT_SEED
+    round_size: int = DEFAULT_ROUND_SIZE
+    transfer: bool = False
+
+    def __post_init__(self) -> None:
+        if self.round_size < 1:
+            raise SearchError(f"--round-size {self.round_size}: give at least 1")
+        if self.strategy not in STRATEGIES:
+            raise UnknownStrategyError(
+                f"unknown strategy {self.strategy!r}; the strategies are {', '.join(STRATEGIES)}"
+            )
+        budget = self.budget
+        if budget is not None and (isinstance(budget, bool) or budget <= 0):
+            raise SearchError(
+                f"budget {budget:g}: give a count of measurements (e.g. 64) or a share of the "
+                "space (e.g. 0.1)"
+            )
+        if isinstance(budget, float) and budget > 1:
+            raise SearchError(f"budget {budget:g}: a share of the space is at most 1")
+        if self.patience is not None and self.patience < 1:
+            raise SearchError(
+                f"patience {self.patience}: give at least 1 measurement, or leave it out"
+            )
+        if self.transfer and self.strategy != "model":
+            raise SearchError(
+                f"--transfer is for the model strategy; {self.strategy!r} learns from no history"
+            )
+        if self.strategy == "model":
+            from tuna.searchers.costmodel import lightgbm
+
+            lightgbm()  # ModelLibraryMissing names the extra to install
+
+    def to_json(self) -> dict[str, Any]:
+        """The options as a session's default and a stored search's spec keep them."""
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, stored: Mapping[str, Any]) -> StrategyOptions:
+        """The options :meth:`to_json` stored (other keys of ``stored`` are left alone)."""
+        return cls(
+            strategy=str(stored["strategy"]),
+            budget=stored.get("budget"),
+            patience=stored.get("patience"),
+            seed=int(stored.get("seed") or DEFAULT_SEED),
+            round_size=int(stored.get("round_size") or DEFAULT_ROUND_SIZE),
+            transfer=bool(stored.get("transfer")),
+        )
+
+    def searcher(
+        self,
+        space: CandidateSpace,
+        *,
+        objective: Objective | None = None,
+        features: Mapping[str, float] | None = None,
+        history: Sequence[HistoryEntry] = (),
+        **options: Any,
+    ) -> RoundSearcher:
+        """The strategy over ``space`` (:func:`tuna.searchers.strategies.make_strategy`)."""
+        return make_strategy(
+            self.strategy, space, budget=self.budget, patience=self.patience,
+            round_size=self.round_size, seed=self.seed, objective=objective, features=features,
+            history=history, transfer=self.transfer, **options,
+        )  # fmt: skip
+
+
 __all__ = [
+    "DEFAULT_ROUND_SIZE",
+    "DEFAULT_SEED",
     "STRATEGIES",
     "BudgetError",
     "CandidateSpace",
@@ -91,6 +179,7 @@ __all__ = [
     "RandomSearch",
     "RoundSearcher",
     "Rounds",
+    "StrategyOptions",
     "UnknownStrategyError",
     "make_strategy",
     "resolve_budget",
