@@ -88,4 +88,6 @@ class MissingExtraError(TunaError):
 
 class BackendError(TunaError):
     """Raised when a backend cannot do what it was asked: its library's helper failed, a
-    kernel or benchmark did not build, a search's settings are not ones it runs."""
+    kernel or benchmark did not build, a search's settings are not ones it runs. Each
+    backend's own errors are under it (miopen's FinError, cpuconv's BuildError, bench's
+    BenchError, cuda's DeviceError...): ``except BackendError`` takes any of them."""

@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from tuna.errors import TunaError
+from tuna.fleet.errors import FleetError
 from tuna.fleet.ssh import Host
 
 T = TypeVar("T")
@@ -28,7 +28,10 @@ class HostOutcome(Generic[T]):
         return self.error is None
 
 
-class FleetError(TunaError):
+__all__ = ["FleetError", "HostOutcome", "HostsFailedError", "fan_out", "raise_failures"]
+
+
+class HostsFailedError(FleetError):
     """Raised once, after every host was tried, when some hosts failed."""
 
     def __init__(self, what: str, failures: Sequence[HostOutcome[Any]]) -> None:
@@ -66,7 +69,7 @@ def fan_out(
 
 
 def raise_failures(outcomes: Sequence[HostOutcome[T]], what: str) -> None:
-    """Raise one :class:`FleetError` naming every failed host, if any failed."""
+    """Raise one :class:`HostsFailedError` naming every failed host, if any failed."""
     failed = [o for o in outcomes if not o.ok]
     if failed:
-        raise FleetError(what, failed)
+        raise HostsFailedError(what, failed)

@@ -29,7 +29,7 @@ from types import TracebackType
 import paramiko
 
 from tuna.config import seconds_setting
-from tuna.errors import TunaError
+from tuna.fleet.errors import FleetError
 
 # paramiko logs a failed handshake as ~20 lines of traceback from its transport thread (on
 # stderr, through logging's last resort, when nothing else is set up). Every failure it logs
@@ -84,7 +84,7 @@ class CommandResult:
         return (errors or lines or [""])[-1]
 
 
-class SshError(TunaError):
+class SshError(FleetError):
     """Raised when a host cannot be reached, refuses us, or a command over SSH fails."""
 
     def __init__(self, host: Host, message: str) -> None:
@@ -93,15 +93,17 @@ class SshError(TunaError):
 
 
 class UnknownHostKey(SshError):
-    """The host's key is not in the known-hosts file: refused, with how to trust it."""
+    """Raised when the host's key is not in the known-hosts file: refused, with how to
+    trust it."""
 
 
 class ChangedHostKey(SshError):
-    """The host presented a different key than the known-hosts file has: refused."""
+    """Raised when the host presents another key than the known-hosts file has: refused."""
 
 
 class CommandTimeout(SshError):
-    """A command did not finish within its time limit (the connection is dropped)."""
+    """Raised when a command did not finish within its time limit (the connection is
+    dropped)."""
 
 
 def default_connect_timeout() -> float:

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from tuna.backends.base import KernelBinary
 from tuna.backends.cpuconv import solvers as sv
-from tuna.errors import TunaError
+from tuna.errors import BackendError
 from tuna.problems.conv import ConvProblem
 
 _HEADERS = {
@@ -53,11 +53,11 @@ _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.MULTILINE)
 _ONCE = frozenset({"common.h"})
 
 
-class BuildError(TunaError):
+class BuildError(BackendError):
     """Raised when the C compiler fails on a unit; the message ends with its diagnostics."""
 
 
-class BudgetExceededError(TunaError):
+class BudgetExceededError(BackendError):
     """Raised when building runs past its deadline; ``done`` of ``total`` candidates built."""
 
     def __init__(self, done: int, total: int) -> None:

@@ -32,11 +32,11 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from tuna.backends.cpuconv import run
-from tuna.errors import TunaError
+from tuna.errors import BackendError
 from tuna.problems.conv import ConvProblem
 
 
-class IsolationError(TunaError):
+class IsolationError(BackendError):
     """Raised when the measuring child process fails before any candidate (not a candidate's
     fault: it could not start, or Python failed in it)."""
 

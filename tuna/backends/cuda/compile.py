@@ -34,17 +34,17 @@ from typing import Any
 from tuna.backends.cuda import occupancy as occ
 from tuna.backends.cuda import solvers as sv
 from tuna.backends.cuda.hostcheck import kernel_source
-from tuna.errors import TunaError
+from tuna.errors import BackendError, TunaError
 from tuna.problems.conv import ConvProblem
 
 log = logging.getLogger(__name__)
 
 
-class CompilerUnavailableError(TunaError):
+class CompilerUnavailableError(BackendError):
     """Raised when neither NVRTC (``pip install 'tuna[cuda]'``) nor nvcc is there."""
 
 
-class CompileTimeoutError(TunaError):
+class CompileTimeoutError(BackendError):
     """Raised when compiling runs past its deadline; ``done`` of ``total`` compiled."""
 
     def __init__(self, done: int, total: int) -> None:

@@ -16,15 +16,15 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from tuna.backends.cuda import solvers as sv
-from tuna.errors import TunaError
+from tuna.errors import BackendError
 from tuna.problems.conv import ConvProblem
 
 
-class DriverUnavailableError(TunaError):
+class DriverUnavailableError(BackendError):
     """Raised when there is no usable CUDA driver or GPU here (the message says which)."""
 
 
-class DeviceError(TunaError):
+class DeviceError(BackendError):
     """Raised when a driver call fails; ``code`` is the driver's error name."""
 
     def __init__(self, what: str, code: str) -> None:

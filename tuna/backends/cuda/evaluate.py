@@ -36,12 +36,12 @@ from multiprocessing.connection import Connection
 from typing import Any, Protocol
 
 from tuna.backends.cuda.device import DeviceError, GpuFacts, Timing, refusal
-from tuna.errors import TunaError
+from tuna.errors import BackendError, TunaError
 
 _PR_SET_PDEATHSIG = 1
 
 
-class EvaluationRefusedError(TunaError):
+class EvaluationRefusedError(BackendError):
     """Raised when the evaluation cannot start: no GPU or driver, or cubins it must refuse."""
 
 

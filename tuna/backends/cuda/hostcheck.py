@@ -23,14 +23,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tuna.backends.cuda import solvers as sv
-from tuna.errors import TunaError
+from tuna.errors import BackendError
 from tuna.problems.conv import ConvProblem
 
 #: The largest error a correct FP32 candidate shows on the tests' shapes is about 1e-7.
 TOLERANCE = 1e-5
 
 
-class HostCheckError(TunaError):
+class HostCheckError(BackendError):
     """Raised when the host program does not build or run; the message has its output."""
 
 

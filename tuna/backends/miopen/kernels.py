@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuna.backends.base import KernelBinary
-from tuna.errors import TunaError
+from tuna.errors import BackendError
 
 
-class KernelObjectError(TunaError):
+class KernelObjectError(BackendError):
     """Raised when a kernel object of fin's output is unusable: a field is missing, the blob
     does not decode or decompress, or its size or md5 does not match."""
 

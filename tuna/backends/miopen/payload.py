@@ -15,7 +15,7 @@ from typing import Any
 from tuna.backends.base import JobWork, KernelBinary
 from tuna.backends.miopen.kernels import encode_kernel_object, md5_hex
 from tuna.backends.miopen.results import SolverResult, StepResult
-from tuna.errors import TunaError
+from tuna.errors import BackendError
 
 PAYLOAD_VERSION = 1
 
@@ -37,7 +37,7 @@ def compile_payload(step: str, step_result: StepResult, result: SolverResult) ->
     )
 
 
-class PayloadError(TunaError):
+class PayloadError(BackendError):
     """Raised when the compile phase's payload or kernels cannot rebuild fin's input."""
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tuna.errors import TunaError
+from tuna.errors import BackendError
 from tuna.problems.conv import ConvProblem
 from tuna.problems.driver import to_driver_line
 
@@ -55,7 +55,7 @@ DIRECTION_NUMBERS: dict[str, int] = {"F": 1, "B": 2, "W": 4}
 FIN_COMMANDS: dict[str, str] = {"FP32": "conv", "FP16": "convfp16", "BF16": "convbfp16"}
 
 
-class UnsupportedProblemError(TunaError):
+class UnsupportedProblemError(BackendError):
     """Raised when a problem cannot be handed to fin exactly as Tuna holds it."""
 
 

@@ -28,14 +28,14 @@ from typing import Any
 from tuna.backends.base import KernelBinary
 from tuna.backends.miopen.kernels import KernelMeta, decode_kernel_object
 from tuna.backends.miopen.protocol import RESULT_KEYS
-from tuna.errors import TunaError
+from tuna.errors import BackendError
 
 #: fin reasons that mean the solver does not apply (not that it failed).
 INAPPLICABLE_REASONS = frozenset({"Not Applicable", "Skip Fused", "Empty Solver", "Not Dynamic"})
 SUCCESS = "Success"
 
 
-class FinOutputError(TunaError):
+class FinOutputError(BackendError):
     """Raised when fin's output is not what fin writes (a field missing or of the wrong type)."""
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from tuna.backends.miopen.results import FinOutputError, job_results
-from tuna.errors import TunaError
+from tuna.errors import BackendError
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ DEFAULT_FIN = "/opt/rocm/bin/fin"
 _TAIL = 600  # characters of fin's stderr kept in a failure reason
 
 
-class FinError(TunaError):
+class FinError(BackendError):
     """Raised when fin did not produce a usable output; the message names the step, the
     command and the files."""
 
