@@ -26,6 +26,10 @@ ODD_GROUPED_DILATED = conv(
     batchsize=3, in_channels=6, out_channels=33, in_size=(8, 11), fil_size=(3, 2),
     pad=(2, 1), dilation=(2, 1), group_count=3,
 )  # fmt: skip
+# Room for large tiles: M = 70, N = 143, K = 180 (4-float rows).
+ODD_LARGE_TILES = conv(
+    batchsize=1, in_channels=20, out_channels=70, in_size=(11, 13), fil_size=(3, 3), pad=(1, 1)
+)
 ODD_1X1 = conv(batchsize=3, in_channels=7, out_channels=37, in_size=(5, 7), fil_size=(1, 1))
 EVEN_1X1 = conv(batchsize=2, in_channels=12, out_channels=40, in_size=(6, 6), fil_size=(1, 1))
 # Large enough for the compile phase's sample to hold every kind of candidate.

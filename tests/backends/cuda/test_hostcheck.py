@@ -5,21 +5,36 @@ from __future__ import annotations
 
 import pytest
 
-from tests.backends.cuda.cases import EVEN_1X1, ODD_1X1, ODD_3X3_STRIDE_2, ODD_GROUPED_DILATED
+from tests.backends.cuda.cases import (
+    EVEN_1X1,
+    ODD_1X1,
+    ODD_3X3_STRIDE_2,
+    ODD_GROUPED_DILATED,
+    ODD_LARGE_TILES,
+)
 from tuna.backends.cuda import hostcheck
 from tuna.backends.cuda import solvers as sv
 
 # Per solver and problem, tiles that between them take single and double buffering, padding,
-# vector loads, one and several loads per thread, and register tiles from 1x1 to 4x4.
+# vector loads, one and several loads per thread, and register tiles from 1x1 to 16x4.
 CASES = [
     (sv.IGEMM, ODD_3X3_STRIDE_2, ["16,16,4,1,1,1,0,0", "32,16,8,2,1,1,1,1", "16,32,16,2,4,1,0,1"]),
     (sv.IGEMM, ODD_GROUPED_DILATED, ["16,32,4,1,2,2,1,0", "16,64,8,2,2,2,0,1"]),
+    # 8x8 and 16x4 register tiles, several vector loads per thread, a 32-deep step
+    (
+        sv.IGEMM,
+        ODD_LARGE_TILES,
+        ["64,64,32,8,8,4,1,1", "128,32,16,8,4,2,0,1", "64,64,8,16,4,4,0,0"],
+    ),
     (sv.GEMM1X1, ODD_1X1, ["16,16,4,1,1,1,0,0", "64,32,8,4,2,1,1,1"]),
     (sv.GEMM1X1, EVEN_1X1, ["32,16,4,2,1,4,0,1", "64,32,16,4,4,4,1,0", "16,32,8,1,4,2,0,0"]),
 ]
 
 
-@pytest.mark.parametrize(("solver", "problem", "tiles"), CASES, ids=lambda x: str(x)[:24])
+IDS = ["igemm-3x3-stride2", "igemm-grouped-dilated", "igemm-large-tiles", "1x1-odd", "1x1-even"]
+
+
+@pytest.mark.parametrize(("solver", "problem", "tiles"), CASES, ids=IDS)
 def test_the_kernels_source_computes_the_convolution(solver, problem, tiles):
     errors = hostcheck.check(problem, solver, tiles)
     assert set(errors) == set(tiles)
