@@ -50,6 +50,7 @@ Exception
         UnknownBackendError             tuna.backends
         FleetError                      tuna.fleet.errors
             HostsFailedError            tuna.fleet.fanout
+            SlurmError                  tuna.fleet.slurm_client
             SshError                    tuna.fleet.ssh
                 UnknownHostKey          tuna.fleet.ssh
                 ChangedHostKey          tuna.fleet.ssh

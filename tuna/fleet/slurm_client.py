@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from tuna.errors import TunaError
+from tuna.fleet.errors import FleetError
 from tuna.fleet.leftovers import owner_alive
 
 log = logging.getLogger(__name__)
@@ -30,7 +30,7 @@ WAITING = {"PENDING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "RESV_DEL_HOLD"
 WORKING = {"CONFIGURING", "RUNNING", "COMPLETING", "SIGNALING", "STAGE_OUT", "RESIZING"}
 
 
-class SlurmError(TunaError):
+class SlurmError(FleetError):
     """Raised when Slurm cannot be asked (no client commands) or refuses what go_fish asks."""
 
 
