@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fleet.sshd import sshd_fixture  # noqa: F401  (the sshd fixture)
 from tests.support.seed import seed
 from tuna.backends.noop import NoopBackend
 from tuna.errors import ConfigurationError, TunaError
@@ -148,3 +149,57 @@ def test_no_more_compile_workers_start_than_there_are_jobs(lite, options):
     assert 2 < total < 50
     first, second = run._plan(HostState(a)), run._plan(HostState(b))
     assert (len(first), len(second)) == (total, 1)
+
+
+def test_the_run_counts_what_its_own_containers_reported(lite, options, sshd, tmp_path):
+    """Two go_fish on one session both printed the session's growth as what their run did:
+    each container's worker writes what it did (TUNA_WORKER_REPORT, in its folder), go_fish
+    reads it as it collects the container. A real sshd on 127.0.0.1; docker is `true`."""
+    import datetime as dt
+    import getpass
+    import json
+
+    from tuna.fleet.phase import FishReport
+    from tuna.jobs import job_counts
+    from tuna.jobs.values import Phase
+
+    m = MachineRow(
+        1,
+        "127.0.0.1",
+        port=sshd.port,
+        user=getpass.getuser(),
+        key_file=str(sshd.client_key),
+        docker_settings={
+            "docker": "true",
+            "scratch": str(tmp_path / "scratch"),
+            "compile_workers": 1,
+        },
+    )
+    sd = seed(lite, configs=2)
+    with Connections(sshd.known_hosts) as conns:
+        run = RemoteWorkers(lite, conns, sd.session, Task.COMPILE, [m], options)
+        [slot] = run._plan(HostState(m))
+        slot.container = "tuna-x-compile-0"
+        argv = shlex.split(run._docker_run(slot))
+        told = "/scratch/report-tuna-x-compile-0.json"
+        assert f"TUNA_WORKER_REPORT={told}" in argv
+        folder = tmp_path / "scratch" / run.run_id / slot.worker
+        folder.mkdir(parents=True)
+        did = {"session": sd.session, "phase": "compile", "done": 5, "errored": 1,
+               "not_applicable": 2}  # fmt: skip
+        (folder / "report-tuna-x-compile-0.json").write_text(json.dumps([did]))
+        run._state(m.host).slots = [slot]
+        run._collect(slot)
+    final = job_counts(lite, sd.session)
+    from tuna.fleet.phase import Progress
+
+    report = FishReport(sd.session, Task.COMPILE, 1, [], Progress(final, 0, 0, 1.0, 0, final))
+    run._per_host = lambda since: {}  # the per-machine table is not this test's
+    run.fill(report, dt.datetime.now())
+    from tuna.db.enums import JobState
+
+    assert report.this_run() == {
+        Phase.COMPILE.done: 5,
+        JobState.ERRORED: 1,
+        JobState.NOT_APPLICABLE: 2,
+    }

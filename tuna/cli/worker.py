@@ -46,6 +46,7 @@ def print_worker_report(r: WorkerReport) -> None:
 @click.option(
     "--report-file",
     type=click.Path(dir_okay=False, path_type=Path),
+    envvar="TUNA_WORKER_REPORT",  # how go_fish asks (an older image ignores it)
     hidden=True,
     help="Also write what the worker did as JSON here (go_fish counts its own workers' jobs).",
 )

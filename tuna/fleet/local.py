@@ -304,8 +304,8 @@ class LocalWorkers:
             own = self.scratch / f"worker-{i}"
             own.mkdir()
             env = {**self.env, **self._environment(plan, own)}
-            argv = [*self.argv(plan), "--report-file", str(own / REPORT_FILE)]
-            proc, out = start_worker(argv, env, path)
+            env["TUNA_WORKER_REPORT"] = str(own / REPORT_FILE)  # what it did, as it exits
+            proc, out = start_worker(self.argv(plan), env, path)
             self.procs.append(proc)
             self.files.append(out)
             self.logs.append(path)

@@ -31,7 +31,9 @@ by themselves before they are stopped).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import json
 import logging
 import re
 import shlex
@@ -64,6 +66,7 @@ from tuna.fleet.phase import (
     Task,
     new_run_id,
     remaining_jobs,
+    reported_done,
     worker_log,
 )
 from tuna.fleet.ssh import Connections, Host, SshError
@@ -152,6 +155,11 @@ def pace_settings(env: dict[str, str] | None = None) -> PaceSettings:
     )
 
 
+def _report_name(container: str) -> str:
+    """A container's report file (``tuna worker --report-file``) in its worker's folder."""
+    return f"report-{container}.json"
+
+
 class _Uncounted:
     """Not counted yet (a sentinel)."""
 
@@ -188,6 +196,7 @@ class RemoteWorkers:
         self._event: Callable[[str], None] = lambda text: log.info("go_fish: %s", text)
         self._lock = threading.Lock()
         self._seen: set[int] = set()  # machines that answered since machine.last_seen was set
+        self.reports: dict[str, list[dict[str, object]] | None] = {}  # by container
         # Compile jobs not yet given a worker (see _compile_share); None: no limit.
         self._compile_left: int | None | _Uncounted = _UNCOUNTED
         if self.task.phase.value == "eval":
@@ -221,6 +230,8 @@ class RemoteWorkers:
             self.backend.worker_environment(self.session, phase, slot.gpu, CONTAINER_SCRATCH)
         )
         env["TUNA_WORKER_NAME"] = f"{m.hostname}/{slot.worker}"
+        # what the worker did, for go_fish's count of this run (an older image ignores it)
+        env["TUNA_WORKER_REPORT"] = f"{CONTAINER_SCRATCH}/{_report_name(slot.container)}"
         # what the workers record as their platform's container (tuna.platforms.collect)
         env["TUNA_IMAGE"] = self.opt.image
         image_id = self._by_host[m.host].image_id
@@ -467,6 +478,7 @@ class RemoteWorkers:
         docker = shlex.split(m.docker)
         logs = shlex.join([*docker, "logs", slot.container])
         rm = shlex.join([*docker, "rm", "-f", slot.container])
+        told = shlex.quote(f"{self._run_dir(m)}/{slot.worker}/{_report_name(slot.container)}")
         try:  # one round trip: the log, then the container is removed
             r = self.conns.run(m.host, f"{logs} 2>&1 && {rm} >/dev/null", timeout=60)
             slot.log.parent.mkdir(parents=True, exist_ok=True)
@@ -474,6 +486,10 @@ class RemoteWorkers:
                 f.write(f"=== {slot.container} on {m.label} (exit {slot.exit_code}) ===\n")
                 f.write(r.stdout)
             slot.collected.add(slot.container)
+            # What the worker reported doing (written as it exited; none if it was killed).
+            report = self.conns.run(m.host, f"cat {told} 2>/dev/null", timeout=30)
+            with contextlib.suppress(ValueError):
+                self.reports[slot.container] = json.loads(report.stdout) if report.ok else None
         except SshError as e:
             log.warning("could not collect %s: %s", slot.container, e)
 
@@ -506,6 +522,13 @@ class RemoteWorkers:
 
     def fill(self, report: FishReport, since: dt.datetime) -> None:
         slots = [s for h in self.hosts for s in h.slots]
+        # Counted from this run's own containers when every one of them reported: another
+        # go_fish on the session moves the session's counts too.
+        told = [self.reports.get(c) for s in slots for c in sorted(s.collected)]
+        whole = all(s.container in s.collected for s in slots)
+        if slots and whole and all(t is not None for t in told):
+            reports = [r for t in told for r in t or []]
+            report.did = reported_done(reports, self.session.id, self.task.phase)
         report.workers = len(slots)
         report.exit_codes = [s.exit_code if s.exit_code is not None else -1 for s in slots]
         report.logs = sorted({s.log for s in slots})
