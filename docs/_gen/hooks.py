@@ -9,6 +9,8 @@
   settings);
 - ``<!-- include: bench/search.md#Figures -->`` becomes that section of the file, as it is
   today (the benchmarks' figures stay in bench/, quoted where they explain something);
+- ``<!-- include-header: docker/compose.head.yml -->`` becomes that file's leading comment
+  block (how to use it, kept in the file);
 - ``<!-- generated: bench -->`` becomes the list of ``bench/*.md``, each of which is added to
   the site as a page of its own, under a Benchmarks tab (``bench/`` stays their one home).
 
@@ -160,6 +162,16 @@ def include_markdown(spec: str, page: Any) -> str:
     return re.sub(r"\]\((?!https?:|/|#)([^)]+)\)", lambda m: f"]({base}{m.group(1)})", body)
 
 
+def header_markdown(path: str) -> str:
+    """A repo file's leading comment block (how to use the file, kept in the file itself)."""
+    lines = []
+    for line in (REPO / path).read_text().splitlines():
+        if not line.startswith("#"):
+            break
+        lines.append(line[2:] if line.startswith("# ") else line[1:])
+    return "```text\n" + "\n".join(lines).strip() + "\n```\n"
+
+
 GENERATED = {"cli": cli_markdown, "schema": schema_markdown, "bench": bench_markdown}
 
 
@@ -192,5 +204,8 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
 
     markdown = re.sub(
         r"<!-- include: (\S+) -->", lambda m: include_markdown(m.group(1), page), markdown
+    )
+    markdown = re.sub(
+        r"<!-- include-header: (\S+) -->", lambda m: header_markdown(m.group(1)), markdown
     )
     return re.sub(r"<!-- generated: (\w+) ?([\w.]*) -->", expand, markdown)
