@@ -20,7 +20,7 @@ from tuna.backends.noop import NoopBackend
 from tuna.jobs import claims, reap_expired, recording
 from tuna.jobs.values import DEFAULT_LEASE_SECONDS, Phase
 from tuna.worker import run_worker
-from tuna.worker.loop import _Heartbeat
+from tuna.worker.heartbeat import Heartbeat
 
 DEADLINE_S = 20.0
 
@@ -108,7 +108,7 @@ def test_a_lease_really_lost_is_still_reported(lite, caplog):
     expire_leases(lite)
     assert reap_expired(lite).returned == sd.jobs
     caplog.set_level(logging.INFO)
-    beat = _Heartbeat(lite, owner, lease_seconds=60, interval=0.01)
+    beat = Heartbeat(lite, owner, lease_seconds=60, interval=0.01)
     beat.hold(jobs)
     beat.start()
     try:
@@ -136,8 +136,8 @@ def test_a_failed_beat_is_one_warning_line_and_its_traceback_is_debug(lite, capl
     with socket.socket() as closed:  # bound, never listening: the server is down
         closed.bind(("127.0.0.1", 0))
         down = Database(f"mysql+pymysql://u:pw@127.0.0.1:{closed.getsockname()[1]}/tuna")
-        caplog.set_level(logging.DEBUG, logger="tuna.worker.loop")
-        beat = _Heartbeat(down, owner, lease_seconds=60, interval=0.01)
+        caplog.set_level(logging.DEBUG, logger="tuna.worker.heartbeat")
+        beat = Heartbeat(down, owner, lease_seconds=60, interval=0.01)
         beat.hold(jobs)
         beat.start()
         try:

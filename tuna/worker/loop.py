@@ -61,7 +61,6 @@ from tuna.backends.base import (
     SessionInfo,
 )
 from tuna.db import Database
-from tuna.db.engine import one_line_error
 from tuna.db.enums import JobState
 from tuna.db.retry import through_outages
 from tuna.errors import TunaError
@@ -72,13 +71,19 @@ from tuna.jobs.values import ClaimedJob, Phase, Recorded
 from tuna.platforms import report_platform
 from tuna.sessions import get_session
 from tuna.worker.exclusive import owning
+from tuna.worker.heartbeat import Heartbeat
 from tuna.worker.hooks import Hook
 from tuna.worker.horse import run_in_horse
 from tuna.worker.progress import Progress
+from tuna.worker.searchwork import (
+    SearchLoader,
+    is_search_job,
+    search_outcome_type,
+    search_step,
+)
 
 if TYPE_CHECKING:
     from tuna.platforms.collect import Probe
-    from tuna.worker.searchwork import SearchLoader
 from tuna.worker.settings import WorkerSettings
 from tuna.worker.signals import on_stop_signals
 from tuna.worker.work import WorkLoader
@@ -149,65 +154,6 @@ class _Abort(BaseException):
     """A second stop signal while the backend runs: abandon the job (it is handed back)."""
 
 
-class _Heartbeat:
-    """Extends the leases of the jobs a worker holds, from its own thread."""
-
-    def __init__(self, db: Database, owner: str, lease_seconds: float, interval: float) -> None:
-        self.db, self.owner = db, owner
-        self.lease_seconds, self.interval = lease_seconds, interval
-        self._held: dict[int, ClaimedJob] = {}
-        self._lost: set[int] = set()
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="tuna-heartbeat", daemon=True)
-
-    def hold(self, jobs: Sequence[ClaimedJob]) -> None:
-        with self._lock:
-            self._held.update((j.id, j) for j in jobs)
-
-    def forget(self, ids: Sequence[int]) -> None:
-        with self._lock:
-            for i in ids:
-                self._held.pop(i, None)
-                self._lost.discard(i)
-
-    def held(self) -> list[ClaimedJob]:
-        with self._lock:
-            return list(self._held.values())
-
-    def is_lost(self, job_id: int) -> bool:
-        with self._lock:
-            return job_id in self._lost
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join()
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            jobs = self.held()
-            if not jobs:
-                continue
-            try:
-                lost = claims.extend_leases(self.db, self.owner, jobs, self.lease_seconds)
-            except Exception as e:  # the database may be back by the next beat; the lease has slack
-                # One line per beat (an outage fails every beat); the traceback at debug level.
-                log.warning("%s: heartbeat failed (%s)", self.owner, one_line_error(e))
-                log.debug("%s: heartbeat failed", self.owner, exc_info=True)
-                continue
-            with self._lock:
-                # A job recorded (or released) by this worker since the list was taken is
-                # gone from the running state too, but it was forgotten before that write.
-                really = [i for i in lost if i in self._held]
-                self._lost.update(really)
-            for job_id in really:
-                log.warning("job %d: lease lost by %s", job_id, self.owner)
-
-
 class Worker:
     """One worker's loop; use :func:`run_worker`."""
 
@@ -254,7 +200,7 @@ class Worker:
         self._backends: dict[str, Backend] = {session.backend: self.backend}
         self._last_work = time.monotonic()
         self._searching = False  # the session had an active search at the last look
-        self.heartbeat = _Heartbeat(
+        self.heartbeat = Heartbeat(
             db,
             self.owner,
             settings.lease_seconds,
@@ -267,11 +213,9 @@ class Worker:
 
     @property
     def searches(self) -> SearchLoader:
-        """The search jobs' loader, imported and made on first use: a worker that never
-        meets a search (most) does not load the bench backend and the searchers."""
+        """The search jobs' loader, made on first use: a worker that never meets a search
+        (most) makes no artifact cache."""
         if self._searches is None:
-            from tuna.worker.searchwork import SearchLoader
-
             self._searches = SearchLoader(self.db)
         return self._searches
 
@@ -419,8 +363,8 @@ class Worker:
             jobs = self._db(lambda: self.loader.with_round_solvers(jobs), "load rounds")
         # A search's build and run jobs; a strategy's rounds (a config's perf job with a
         # search_build: tuna.searches.strategy) are plain jobs of the session's backend.
-        searched = [j for j in jobs if j.config is None and (j.search_build or j.search_run)]
-        plain = [j for j in jobs if j.config is not None or not (j.search_build or j.search_run)]
+        searched = [j for j in jobs if is_search_job(j)]
+        plain = [j for j in jobs if not is_search_job(j)]
         works: dict[int, JobWork | SearchWork | str] = {}
         if plain:
             on = self._platform()
@@ -575,16 +519,12 @@ class Worker:
 def step_of(backend: Backend, work: JobWork | SearchWork, phase: Phase) -> Callable[[Any], Outcome]:
     """The backend call that does ``phase`` of ``work``."""
     if isinstance(work, SearchWork):
-        from tuna.worker.searchwork import search_step
-
         return search_step(backend, phase)
     return backend.compile if phase is Phase.COMPILE else backend.evaluate
 
 
 def _outcome_type(phase: Phase, job: ClaimedJob) -> type[CompileOutcome] | type[EvalOutcome]:
-    if job.config is None and (job.search_build or job.search_run):
-        from tuna.worker.searchwork import search_outcome_type
-
+    if is_search_job(job):
         return search_outcome_type(phase)
     return CompileOutcome if phase is Phase.COMPILE else EvalOutcome
 

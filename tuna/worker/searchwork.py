@@ -36,6 +36,12 @@ SearchRun = tables.search_run.c
 DEFAULT_CACHED_BUILDS = 16
 
 
+def is_search_job(job: ClaimedJob) -> bool:
+    """A search's build or run job (a strategy's round, a config's perf job with a
+    ``search_build``, is a plain job of the session's backend: not one)."""
+    return job.config is None and bool(job.search_build or job.search_run)
+
+
 def search_step(
     backend: Backend, phase: Phase
 ) -> Callable[[SearchWork], BuildOutcome | RunOutcome]:
