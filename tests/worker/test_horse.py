@@ -117,7 +117,7 @@ def test_what_the_child_raises_and_returns_reaches_the_worker_as_before(lite):
 def test_a_checkpoint_in_the_child_is_saved_by_the_worker_before_the_kill(lite):
     sd = seed(lite, configs=1, solvers=["NoopTunable"])
     assert run(lite, sd.session, "compile", NoopBackend()).done == 1
-    r = run(lite, sd.session, "eval", SavingThenHangingBackend(), time_limit=2, record_interval=0)
+    r = run(lite, sd.session, "eval", SavingThenHangingBackend(), time_limit=5, record_interval=0)
     assert r.errored == 1
     assert job_row(lite, sd.jobs[0]).reason.startswith("TimeLimitExceeded")
     with lite.session() as s:
