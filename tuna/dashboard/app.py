@@ -46,6 +46,7 @@ from tuna.jobs.status import JobCounts, job_counts
 from tuna.results import insight
 from tuna.searches import query as searches
 from tuna.sessions import get_session, list_sessions
+from tuna.searches.query import stat_unit
 
 log = logging.getLogger(__name__)
 
@@ -264,7 +265,7 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
             [best_so_far_series(s.label, curve)],
             title=f"Best {s.stat} so far, search {s.name}",
             xlabel="measurements finished (count)",
-            ylabel=f"best {s.stat} (the benchmark's unit, {s.goal} is better)",
+            ylabel=f"best {s.stat} ({stat_unit(s.stat)}, {s.goal} is better)",
             chart_id="best-so-far",
         )
         next_after = rows[-1].seq if order == "seq" and len(rows) == limit else None

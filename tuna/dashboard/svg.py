@@ -105,6 +105,8 @@ def step_chart(
         out.append("</svg>")
         return "\n".join(out)
     xt = nice_ticks(min(0.0, *xs), max(1.0, *xs))
+    if any(t != int(t) for t in xt):  # x counts measurements: no 2.5 or 7.5
+        xt = list(range(math.floor(xt[0]), math.ceil(xt[-1]) + 1))
     yt = nice_ticks(min(ys), max(ys))
     x0, x1, y0, y1 = xt[0], xt[-1], yt[0], yt[-1]
 

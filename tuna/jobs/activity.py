@@ -13,6 +13,7 @@ this module adds rates, machines and history.
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +34,11 @@ RUNNING = (S.COMPILE_START, S.EVAL_START)
 TERMINAL = (S.EVALUATED, S.ERRORED, S.NOT_APPLICABLE)
 MIN_SPAN_S = 10.0
 """A rate is measured over at least this long (a first completion alone is no rate)."""
+LOCAL_WORKERS = "local workers"
+"""Where a job ran that names no machine: go_fish's local worker processes."""
+NICE_BUCKETS_S = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 43200,
+                  86400)  # fmt: skip
+"""Bucket sizes of a jobs-over-time series (seconds), the smallest that fits is taken."""
 LEASE_EXPIRED_PREFIX = "lease expired"
 """How the reaper starts the reason of a job whose lease it took back."""
 
@@ -292,7 +298,7 @@ def lease_losses(db: Database, session_ids: Sequence[int]) -> dict[str, int]:
     with db.transaction() as conn:
         for q in (q_lost, q_expired):
             for m, n in conn.execute(q):
-                name = names.get(m, "(no machine)")
+                name = names.get(m, LOCAL_WORKERS)
                 out[name] = out.get(name, 0) + int(n)
     return out
 
@@ -315,14 +321,19 @@ def jobs_per_machine_over_time(
         if lo is None:
             return Bucketed(0.0, 0.0, {})
         start = float(lo)
-        bucket_s = max((float(hi) - start) / buckets, 1.0)
+        span = float(hi) - start
+        # A round bucket with at most ``buckets`` of them over the span, and no bucket past
+        # its end: one-second buckets over 2 s padded to 60 drew a 0/60/120 sawtooth.
+        bucket_s = next((float(b) for b in NICE_BUCKETS_S if span / b <= buckets),
+                        float(math.ceil(span / buckets / 86400) * 86400))  # fmt: skip
+        n_buckets = int(span // bucket_s) + 1
         slot = func.floor((epoch_seconds(ended) - start) / bucket_s)
         counts: dict[str, list[int]] = {}
         for m, b, n in conn.execute(
             select(Job.machine, slot, func.count()).where(*where).group_by(Job.machine, slot)
         ):
-            series = counts.setdefault(names.get(m, "(no machine)"), [0] * (buckets + 1))
-            series[min(int(b), buckets)] += int(n)
+            series = counts.setdefault(names.get(m, LOCAL_WORKERS), [0] * n_buckets)
+            series[min(int(b), n_buckets - 1)] += int(n)
     return Bucketed(start, bucket_s, counts)
 
 

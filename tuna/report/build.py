@@ -132,32 +132,47 @@ def _speedups(data: ReportData) -> Section:
             sec.notes.append(f"Solver {vs.solver} has no find result on any of these problems.")
             return sec
         baseline = vs.solver
-    elif vs.session is not None or vs.golden is not None:
-        baseline, times = insight.baseline_times(data.db, session=vs.session, golden=vs.golden)
+        compares = f"each problem's fastest solver against {vs.solver} on it"
+    elif vs.session is not None:
+        baseline = f"session {vs.session}"
+        same = insight.solver_times(data.db, vs.session)
+        ups = insight.speedups_vs_same_solver(points, baseline, same)
+        compares = (f"each problem's fastest solver against the same solver in {baseline}: "
+                    "what tuning gained, as tuna quickstart reports it")  # fmt: skip
+        if not ups:
+            sec.notes.append(f"{baseline} has results on none of these problems.")
+            return sec
+    elif vs.golden is not None:
+        baseline, times = insight.baseline_times(data.db, golden=vs.golden)
         ups = insight.speedups_vs_times(points, baseline, times)
+        compares = f"each problem's fastest solver against the fastest in {baseline}"
         if not ups:
             sec.notes.append(f"{baseline} has results on none of these problems.")
             return sec
     else:
         ups = insight.speedups_vs_slowest(points)
         baseline = "slowest solver"
+        compares = "each problem's fastest solver against its slowest"
     ups.sort(key=lambda u: -u.speedup)
     shown = ups[:MAX_BARS]
     if len(ups) > len(shown):
         sec.notes.append(f"The {len(shown)} largest of {len(ups)} speed-ups are drawn; the CSV "
                          "holds all.")  # fmt: skip
     geo = _geomean([u.speedup for u in ups])
-    sec.notes.append(f"{len(ups)} problems; geometric mean speed-up {geo:.2f}x vs {baseline}.")
+    sec.notes.append(f"{len(ups)} problems; geometric mean speed-up {geo:.2f}x vs {baseline} "
+                     f"({compares}).")  # fmt: skip
+    several = len(data.options.sessions) > 1
     sec.figures.append(
-        figures.bar_chart(
+        figures.speedup_chart(
             data.options.out,
             "speedups",
-            f"Best solver vs {baseline}, per problem",
-            [f"c{u.config} {u.family}" for u in shown],
-            {f"speed-up of the best solver over {baseline}": [u.speedup for u in shown]},
-            xlabel="problem (config id, family)",
-            ylabel="speed-up (x, baseline time / best time)",
+            f"Best solver's time vs {baseline}'s, per problem",
+            [(f"s{u.session} " if several else "") + f"c{u.config} {u.family}" for u in shown],
+            [u.speedup for u in shown],
+            xlabel="problem (" + ("session, " if several else "") + "config id, family)",
+            ylabel=f"speed-up (log scale; {baseline} time / best time)",
             csv_header=[
+                "session",
                 "config",
                 "fdb_key",
                 "family",
@@ -170,6 +185,7 @@ def _speedups(data: ReportData) -> Section:
             ],
             csv_rows=[
                 (
+                    u.session,
                     u.config,
                     u.fdb_key,
                     u.family,
@@ -182,7 +198,6 @@ def _speedups(data: ReportData) -> Section:
                 )
                 for u in ups
             ],
-            log=True,
         )  # fmt: skip
     )
     return sec
@@ -292,7 +307,8 @@ def _pareto(data: ReportData) -> Section:
             figures.pareto_chart(
                 data.options.out,
                 f"pareto-s{s['session']}-c{s['config']}",
-                f"Session {s['session']}, config {s['config']} ({s['family']})",
+                f"{s['family']} {s['fdb_key']}"
+                + (f" (session {s['session']})" if len(data.options.sessions) > 1 else ""),
                 [
                     (
                         p["solver"],
@@ -335,19 +351,22 @@ def _fleet(data: ReportData) -> Section:
     over_time: Bucketed = activity.jobs_per_machine_over_time(data.db, sids)
     if over_time.counts:
         n_buckets = len(next(iter(over_time.counts.values())))
-        minutes = [i * over_time.bucket_s / 60 for i in range(n_buckets)]
+        b = over_time.bucket_s
+        unit, per = ("minutes", 60.0) if b * n_buckets > 180 else ("seconds", 1.0)
+        # Each point at its bucket's middle: the jobs that finished in that bucket.
+        at = [(i + 0.5) * b / per for i in range(n_buckets)]
         first = dt.datetime.fromtimestamp(over_time.start, dt.timezone.utc)
-        per_min = 60.0 / over_time.bucket_s
         names = sorted(over_time.counts)
+        bucket = f"{b / per:g} {unit[:-1] if b == per else unit}"
         sec.figures.append(
             figures.lines_chart(
                 data.options.out,
                 "jobs_per_machine",
                 "Jobs finished per machine over time",
-                minutes,
-                {n: [c * per_min for c in over_time.counts[n]] for n in names},
-                xlabel=f"minutes since the first job finished ({first:%Y-%m-%d %H:%M} UTC)",
-                ylabel="jobs finished per minute (latest phase)",
+                at,
+                {n: list(over_time.counts[n]) for n in names},
+                xlabel=f"{unit} since the first job finished ({first:%Y-%m-%d %H:%M:%S} UTC)",
+                ylabel=f"jobs finished per {bucket} (latest phase)",
                 csv_header=["machine", "bucket_start_epoch_s", "bucket_s", "jobs"],
                 csv_rows=[
                     (

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,13 +39,22 @@ def pyplot() -> Any:
 
 @dataclass(frozen=True)
 class Figure:
-    """A drawn figure: its files (relative to the report directory) and its title."""
+    """A drawn figure: its files (relative to the report directory) and its title, and what
+    was drawn (axes' scales, limits and tick labels, bars, text labels): what a test of a
+    figure's honesty reads."""
 
     name: str
     title: str
     files: dict[str, str]
     xlabel: str = ""
     ylabel: str = ""
+    scales: tuple[str, str] = ("linear", "linear")
+    limits: tuple[tuple[float, float], tuple[float, float]] = ((0.0, 1.0), (0.0, 1.0))
+    ticks: tuple[list[str], list[str]] = ([], [])
+    bars: list[tuple[float, float]] = field(default_factory=list)
+    """Each bar's extent along its value axis (start, end)."""
+    texts: list[str] = field(default_factory=list)
+    """The text drawn inside the axes (value labels, point labels)."""
 
 
 def write_csv(path: Path, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
@@ -76,11 +85,35 @@ def save(
         fig.savefig(path, format=fmt, bbox_inches="tight", metadata=metadata)
         files[fmt] = f"figures/{path.name}"
     (ax,) = fig.axes
-    xlabel, ylabel = ax.get_xlabel(), ax.get_ylabel()
+    drawn = _drawn(ax)
     plt.close(fig)
     write_csv(folder / f"{name}.csv", header, rows)
     files["csv"] = f"figures/{name}.csv"
-    return Figure(name, title, files, xlabel, ylabel)
+    return Figure(name, title, files, **drawn)
+
+
+def _drawn(ax: Any) -> dict[str, Any]:
+    from matplotlib.patches import Rectangle
+
+    horizontal = ax.yaxis_inverted() or any(
+        isinstance(p, Rectangle) and p.get_height() < p.get_width() * 0.5 for p in ax.patches[:1]
+    )
+    bars = []
+    for p in ax.patches:
+        if isinstance(p, Rectangle):
+            lo, size = (p.get_x(), p.get_width()) if horizontal else (p.get_y(), p.get_height())
+            bars.append((float(lo), float(lo + size)))
+    ticks = tuple([t.get_text() for t in axis.get_ticklabels() if t.get_text()]
+                  for axis in (ax.xaxis, ax.yaxis))  # fmt: skip
+    return {
+        "xlabel": ax.get_xlabel(),
+        "ylabel": ax.get_ylabel(),
+        "scales": (ax.get_xscale(), ax.get_yscale()),
+        "limits": (tuple(map(float, ax.get_xlim())), tuple(map(float, ax.get_ylim()))),
+        "ticks": ticks,
+        "bars": bars,
+        "texts": [t.get_text() for t in ax.texts],
+    }
 
 
 def bar_chart(
@@ -135,6 +168,60 @@ def bar_chart(
     return save(fig, out, name, title, csv_header, csv_rows)
 
 
+def speedup_chart(
+    out: Path,
+    name: str,
+    title: str,
+    labels: Sequence[str],
+    values: Sequence[float],
+    *,
+    xlabel: str,
+    ylabel: str,
+    csv_header: Sequence[str],
+    csv_rows: Sequence[Sequence[Any]],
+) -> Figure:
+    """Speed-ups as bars from 1x (no change) on a log axis, each labelled with its value.
+
+    A bar's length is then the ratio itself (2x up and 2x down are as long), not its
+    distance from wherever an autoscaled axis happened to start: bars from the axis floor
+    made a 25x bar look 5 % of an 80x one.
+    """
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(max(6, 0.3 * len(labels) + 2), 4.2))
+    at = list(range(len(labels)))
+    lows = [min(v, 1.0) for v in values]
+    colours = ["tab:green" if v >= 1 else "tab:red" for v in values]
+    bars = ax.bar(at, [abs(v - 1.0) for v in values], bottom=lows, color=colours, width=0.7)
+    ax.set_yscale("log")
+    ax.bar_label(bars, labels=[_times(v) for v in values], fontsize=7, padding=2)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    from matplotlib.patches import Patch
+
+    kinds = [("tab:green", "faster than the baseline"), ("tab:red", "slower than the baseline")]
+    ax.legend(handles=[Patch(color=c, label=t) for c, t in kinds if c in colours],
+              loc="upper right", fontsize=8)  # fmt: skip
+    lo, hi = min([*values, 1.0]), max([*values, 1.0])
+    ax.set_ylim(lo / 1.6, hi * 1.6)  # room for the value labels
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _times(v)))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_xticks(at, labels, rotation=60, ha="right")
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(axis="y", alpha=0.3)
+    return save(fig, out, name, title, csv_header, csv_rows)
+
+
+def _times(v: float) -> str:
+    """A ratio as a tick or value label: 1x, 2.5x, 40x, 0.5x (never 4x10^1)."""
+    if v >= 100:
+        return f"{v:.0f}x"
+    return f"{v:.3g}x"
+
+
 def lines_chart(
     out: Path,
     name: str,
@@ -151,6 +238,12 @@ def lines_chart(
     fig, ax = plt.subplots(figsize=(8, 4))
     for legend, values in series.items():
         ax.plot(x, values, marker=".", label=legend)
+    from matplotlib.ticker import MaxNLocator
+
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    if x:
+        ax.set_xlim(0, max(x) + min(x))  # the data's span, not a padded minute
+    ax.set_ylim(bottom=0)
     ax.set_title(title)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
@@ -192,15 +285,56 @@ def pareto_chart(
     if len(front) > 1:
         ax.step([f[0] for f in front], [f[1] for f in front], where=where, color="tab:red",
                 alpha=0.5, zorder=2)  # fmt: skip
-    for label, x, y, optimal, near in points:
-        if optimal or near:
-            ax.annotate(label, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
+    xs, ys = [p[1] for p in points], [p[2] for p in points]
+    for vals, scale in ((xs, ax.set_xscale), (ys, ax.set_yscale)):
+        positive = [v for v in vals if v > 0]
+        # A 400 ms naive solver on a linear axis squashed 1.21 and 1.90 ms together.
+        if positive and len(positive) == len(vals) and max(positive) / min(positive) > WIDE:
+            scale("log")
+    _sane_limits(ax, xs, ys)
+    _label_points(ax, [(p[0], p[1], p[2]) for p in points if p[3] or p[4]])
     ax.set_title(title)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.legend(loc="best", fontsize=8)
     ax.grid(alpha=0.3)
     return save(fig, out, name, title, csv_header, csv_rows)
+
+
+WIDE = 30.0
+"""A span (largest / smallest) past which an axis of positive values is drawn in log scale."""
+
+
+def _sane_limits(ax: Any, xs: Sequence[float], ys: Sequence[float]) -> None:
+    """An axis over one value (or equal values) spans a sensible range around it, from 0
+    for a non-negative quantity (a one-point plot had a -0.04..0.04 MiB axis)."""
+    for vals, set_, scale in ((xs, ax.set_xlim, ax.get_xscale), (ys, ax.set_ylim, ax.get_yscale)):
+        if not vals or max(vals) != min(vals):
+            continue
+        v = vals[0]
+        if scale() == "log":
+            set_(v / 2, v * 2)
+        elif v == 0:
+            set_(0, 1)
+        else:
+            set_(0, v * 2) if v > 0 else set_(v * 2, 0)
+
+
+def _label_points(ax: Any, points: Sequence[tuple[str, float, float]]) -> None:
+    """Label each point beside it, moving a label down a line while it would overlap one
+    already placed (the search Pareto's labels hid each other and the markers)."""
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    placed: list[Any] = []
+    for label, x, y in sorted(points, key=lambda p: (p[1], p[2])):
+        for step in range(12):
+            text = ax.annotate(label, (x, y), textcoords="offset points",
+                               xytext=(6, 4 - 9 * step), fontsize=7)  # fmt: skip
+            box = text.get_window_extent(renderer)
+            if step == 11 or not any(box.overlaps(b) for b in placed):
+                break
+            text.remove()
+        placed.append(box)
 
 
 @dataclass(frozen=True)
@@ -239,6 +373,12 @@ def best_so_far_chart(
                 linewidth=2, label=c.label, zorder=3)  # fmt: skip
     if curves:
         ax.scatter([], [], s=10, alpha=0.3, color="gray", label="a measurement that counts")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # counts: no 2.5 or 7.5
+    values = [v for c in curves for v in c.values if v is not None]
+    if values and min(values) > 0 and max(values) / min(values) > WIDE:
+        ax.set_yscale("log")  # one outlier flattened the curve on a linear axis
     ax.set_title(title)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)

@@ -21,7 +21,7 @@ from typing import Any
 from tuna.report import figures
 from tuna.report.figures import Curve, Figure
 from tuna.report.pareto import StatGoal, rank_goals
-from tuna.searches.query import Measured, RunRow, SearchSummary
+from tuna.searches.query import Measured, RunRow, SearchSummary, stat_unit
 
 BETTER = {"min": "lower is better", "max": "higher is better"}
 
@@ -78,7 +78,7 @@ def _slug(text: str) -> str:
 
 def axis_label(stat: StatGoal | str, goal: str | None = None, prefix: str = "") -> str:
     name, g = (stat.stat, stat.goal) if isinstance(stat, StatGoal) else (stat, goal or "min")
-    return f"{prefix}{name} (the benchmark's unit, {BETTER[g]})"
+    return f"{prefix}{name} ({stat_unit(name)}, {BETTER[g]})"
 
 
 def draw_pareto(

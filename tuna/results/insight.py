@@ -53,6 +53,7 @@ class Speedup:
     baseline: str
     baseline_ms: float
     best_params: str | None = None
+    session: int | None = None
 
     @property
     def speedup(self) -> float:
@@ -302,9 +303,18 @@ def best_per_problem(points: Sequence[FindPoint]) -> dict[tuple[int, int], FindP
 def solver_wins(
     points: Sequence[FindPoint], arch_of: dict[int, str]
 ) -> dict[tuple[str, str], dict[str, int]]:
-    """How many problems each solver is fastest on, per (arch, family)."""
+    """How many problems each solver is fastest on, per (arch, family).
+
+    A problem is a config on an arch: measured in two sessions of one arch, it is one
+    problem, won by the fastest of both (counting it per session counted 4 fwd 1x1 wins
+    where there were 2 such problems)."""
+    best: dict[tuple[str, int], FindPoint] = {}
+    for p in points:
+        k = (arch_of[p.session], p.config)
+        if k not in best or p.time_ms < best[k].time_ms:
+            best[k] = p
     wins: dict[tuple[str, str], dict[str, int]] = {}
-    for p in best_per_problem(points).values():
+    for p in best.values():
         per = wins.setdefault((arch_of[p.session], p.family), {})
         per[p.solver] = per.get(p.solver, 0) + 1
     return wins
@@ -315,7 +325,15 @@ def speedups_vs_solver(points: Sequence[FindPoint], solver: str) -> list[Speedup
     base = {(p.session, p.config): p for p in points if p.solver == solver}
     return [
         Speedup(
-            b.config, b.fdb_key, b.family, b.solver, b.time_ms, solver, base[k].time_ms, b.params
+            b.config,
+            b.fdb_key,
+            b.family,
+            b.solver,
+            b.time_ms,
+            solver,
+            base[k].time_ms,
+            b.params,
+            b.session,
         )  # fmt: skip
         for k, b in best_per_problem(points).items()
         if k in base
@@ -339,6 +357,7 @@ def speedups_vs_slowest(points: Sequence[FindPoint]) -> list[Speedup]:
             "slowest solver",
             slowest[k].time_ms,
             b.params,
+            b.session,
         )  # fmt: skip
         for k, b in best_per_problem(points).items()
     ]
@@ -372,13 +391,58 @@ def baseline_times(
     return name, times
 
 
+def solver_times(db: Database, session: int) -> dict[tuple[int, str], float]:
+    """Each (config, solver name)'s time in ``session``: a base session's same-solver times."""
+    check_sessions(db, [session])
+    q = (
+        select(FindDb.config, Solver.name, FindDb.time_ms)
+        .join(Solver, Solver.id == FindDb.solver)
+        .where(FindDb.session == session)
+    )
+    with db.transaction() as conn:
+        times = {(int(c), str(n)): float(t) for c, n, t in conn.execute(q)}
+    if not times:
+        raise NotFoundError(f"session {session} has no find results to compare with")
+    return times
+
+
+def speedups_vs_same_solver(
+    points: Sequence[FindPoint], name: str, times: dict[tuple[int, str], float]
+) -> list[Speedup]:
+    """Each problem's best time against the same solver's time on it in a base session
+    (what tuning gained: ``tuna quickstart``'s "vs default params"), where it has one."""
+    return [
+        Speedup(
+            b.config,
+            b.fdb_key,
+            b.family,
+            b.solver,
+            b.time_ms,
+            name,
+            times[(b.config, b.solver)],
+            b.params,
+            b.session,
+        )  # fmt: skip
+        for b in best_per_problem(points).values()
+        if (b.config, b.solver) in times
+    ]
+
+
 def speedups_vs_times(
     points: Sequence[FindPoint], name: str, times: dict[int, float]
 ) -> list[Speedup]:
     """Each problem's best time against a base time of the same config (where it has one)."""
     return [
         Speedup(
-            b.config, b.fdb_key, b.family, b.solver, b.time_ms, name, times[b.config], b.params
+            b.config,
+            b.fdb_key,
+            b.family,
+            b.solver,
+            b.time_ms,
+            name,
+            times[b.config],
+            b.params,
+            b.session,
         )  # fmt: skip
         for b in best_per_problem(points).values()
         if b.config in times

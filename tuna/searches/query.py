@@ -709,3 +709,15 @@ def _recent(
         upto -= batch
     out.reverse()
     return out
+
+
+UNITS = {"_ms": "ms", "_us": "µs", "_ns": "ns", "_s": "s", "_bytes": "bytes", "_mib": "MiB",
+         "_gflops": "GFLOP/s", "_qps": "queries/s", "_rps": "requests/s"}  # fmt: skip
+"""A stat's unit from its name's suffix (cpuconv's ``time_ms``: ms)."""
+
+
+def stat_unit(stat: str) -> str:
+    """The unit a stat is in, from its name (``time_ms``: ms), else "the benchmark's unit"."""
+    low = stat.lower()
+    return next((u for suffix, u in UNITS.items() if low.endswith(suffix)),
+                "the benchmark's unit")  # fmt: skip
