@@ -45,8 +45,8 @@ from tuna.jobs import activity, detail
 from tuna.jobs.status import JobCounts, job_counts
 from tuna.results import insight
 from tuna.searches import query as searches
-from tuna.sessions import get_session, list_sessions
 from tuna.searches.query import stat_unit
+from tuna.sessions import get_session, list_sessions
 
 log = logging.getLogger(__name__)
 
