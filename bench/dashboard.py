@@ -67,6 +67,12 @@ PAGES = [
         "/results?session=1&family=wrw+5x5&after=12000-0",
     ),
     ("results, page after config 10000", "/results?session=1&after=10000-0"),
+    ("a job's page", "/jobs/300000"),
+    ("session 1's errored jobs (a failure's drill-down)", "/sessions/1/failures?state=errored"),
+    (
+        "session 1's jobs of one failure reason",
+        "/sessions/1/failures?state=errored&reason=timeout+%28gave+up+after+4+tries%29",
+    ),
 ]
 
 STATE_SQL = """ELT(1 + (CRC32(seq) % 1000 >= 700) + (CRC32(seq) % 1000 >= 800)

@@ -167,6 +167,10 @@ def test_progress_moves_while_go_fish_drains_a_session(chrome, site):
     wait_for("the page to say stalled", lambda: by_css(chrome, "#eta")[0].text == "stalled",
              timeout=20)  # fmt: skip
     assert by_css(chrome, "#rate")[0].text == "—"
+    # The throughput chart drew the local workers' compiles.
+    assert [p.get_attribute("data-label") for p in by_css(chrome, "#throughput path.series")] == [
+        "local workers"
+    ]
     shot(chrome, "session-drained")
 
 

@@ -181,9 +181,12 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
         (prog,) = activity.progress(db, [summary], window_s=cfg.window_s, counts=counts)
         reasons = cache.get(("reasons", sid), lambda: activity.failure_reasons(db, [sid]))
         flying = activity.in_flight(db, session_id=sid, limit=50)
+        recent = activity.recent_throughput(db, sid, window_s=THROUGHPUT_WINDOW_S)
+        throughput = throughput_chart(recent)
         names = {m.id: m.hostname for m in activity.machines(db)}
         return render(request, "session.html", f"Session {sid}", p=prog, reasons=reasons,
                       flying=flying, machine_names=names, counted=cache.age(("counts", sid)),
+                      throughput=throughput,
                       reports=reports.by_session(cfg.reports).get(sid, []))  # fmt: skip
 
     @page
@@ -363,6 +366,32 @@ FAILED_STATES = (JobState.ERRORED.value, JobState.NOT_APPLICABLE.value)
 FAILED_PAGE = 100
 MAX_DOTS = 2000
 """Measurements drawn as dots at most (the latest); the step line always has every step."""
+
+
+THROUGHPUT_WINDOW_S = 600.0
+"""The span of a session page's throughput chart (its last slice ends now)."""
+
+
+def throughput_chart(recent: activity.Bucketed) -> str:
+    """Phases finished per machine and slice over the window, as an inline SVG chart."""
+    minutes = recent.bucket_s / 60.0
+    series = [
+        svg.Series(
+            name,
+            [(i * minutes, float(n)) for i, n in enumerate(counts)],
+            until=len(counts) * minutes,
+        )  # fmt: skip
+        for name, counts in sorted(recent.counts.items())
+    ]
+    window = THROUGHPUT_WINDOW_S / 60
+    return svg.step_chart(
+        series,
+        title=f"Phases finished per machine, last {window:g} minutes",
+        xlabel=f"minutes since {window:g} minutes ago (the right edge is now)",
+        ylabel=f"phases finished per {recent.bucket_s:g} s (count)",
+        chart_id="throughput",
+        empty="no phase finished in this window",
+    )
 
 
 def best_so_far_series(label: str, curve: searches.Curve) -> svg.Series:

@@ -79,6 +79,7 @@ def step_chart(
     width: int = 760,
     height: int = 340,
     chart_id: str = "chart",
+    empty: str = "no measurement counts yet",
 ) -> str:
     """An ``<svg>`` element: the series as step lines over shared axes."""
     left, right, top, bottom = 70, 180, 30, 48
@@ -101,7 +102,7 @@ def step_chart(
     ]
     if not ys:
         out.append(f'<text class="empty" x="{left + pw / 2}" y="{top + ph / 2}" '
-                   'text-anchor="middle" fill="#777">no measurement counts yet</text>')  # fmt: skip
+                   f'text-anchor="middle" fill="#777">{e(empty)}</text>')  # fmt: skip
         out.append("</svg>")
         return "\n".join(out)
     xt = nice_ticks(min(0.0, *xs), max(1.0, *xs))

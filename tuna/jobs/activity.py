@@ -337,6 +337,32 @@ def jobs_per_machine_over_time(
     return Bucketed(start, bucket_s, counts)
 
 
+def recent_throughput(
+    db: Database, session_id: int, *, window_s: float = 600.0, buckets: int = 30
+) -> Bucketed:
+    """Phases (compiles and evaluations) finished per machine and time slice over the last
+    ``window_s`` seconds, the last slice ending now: a live session's throughput.
+
+    Two range reads of the session's recent phase ends (``ix_job_session_compile_end``,
+    ``ix_job_session_eval_end``), as cheap as the rate: only the window's rows are read.
+    """
+    names = _machine_names(db)
+    bucket_s = window_s / buckets
+    counts: dict[str, list[int]] = {}
+    with db.transaction() as conn:
+        start = float(conn.execute(select(epoch_seconds(db_now(-window_s)))).scalar_one())
+        for column in (Job.compile_end, Job.eval_end):
+            slot = func.floor((epoch_seconds(column) - start) / bucket_s)
+            for m, b, n in conn.execute(
+                select(Job.machine, slot, func.count())
+                .where(Job.session == session_id, column >= db_now(-window_s))
+                .group_by(Job.machine, slot)
+            ):
+                series = counts.setdefault(names.get(m, LOCAL_WORKERS), [0] * buckets)
+                series[max(0, min(int(b), buckets - 1))] += int(n)
+    return Bucketed(start, bucket_s, counts)
+
+
 def _machine_names(db: Database) -> dict[int | None, str]:
     with db.transaction() as conn:
         return {i: h for i, h in conn.execute(select(Machine.id, Machine.hostname))}
