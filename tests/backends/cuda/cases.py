@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tuna.backends.base import JobWork, KernelBinary, SessionInfo
+from tuna.backends.base import JobWork, SessionInfo
 from tuna.problems.conv import ConvProblem
 
 
@@ -51,7 +51,3 @@ def work(
         job_id=7, attempt=1, phase=phase, session=session(**(env or {})), config_id=1,
         problem=p, solver=solver, step=step, **kw,
     )  # fmt: skip
-
-
-def kernels_of(*ks: KernelBinary) -> tuple[KernelBinary, ...]:
-    return tuple(ks)

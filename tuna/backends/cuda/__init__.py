@@ -79,7 +79,6 @@ from tuna.problems.conv import ConvProblem
 log = logging.getLogger(__name__)
 
 _PAYLOAD_VERSION = 1
-_SUPPORT = "support"
 
 
 @dataclass(frozen=True)
