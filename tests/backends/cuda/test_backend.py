@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from tests.backends.cuda.cases import MEDIUM, ODD_1X1, conv, work
+from tests.backends.cuda.cases import MEDIUM, ODD_1X1, conv, session, work
 from tuna.backends import get_backend
 from tuna.backends.base import Measurement, Owns, SessionInfo
 from tuna.backends.cuda import CudaBackend
@@ -195,6 +195,19 @@ def test_an_unknown_session_arch_fails_the_compile():
 
     w = dataclasses.replace(w, session=SessionInfo(id=1, arch="gfx90a", num_cu=104, backend="cuda"))
     assert b.compile(w).reason.startswith("session arch: unknown CUDA architecture 'gfx90a'")
+
+
+def test_an_evaluation_is_blocked_on_a_gpu_other_than_the_sessions():
+    b = CudaBackend()
+    assert b.evaluation_blocked(session(CUDA_FAKE_GPU="1")) is None
+    assert b.platform_facts(session(CUDA_FAKE_GPU="1"))["gpu"]["arch"] == "sm_90"
+    assert CudaBackend().evaluation_blocked(session(CUDA_FAKE_GPU="1", CUDA_FAKE_SMS="114")) == (
+        "its GPU (FakeGpu (a test double, not a GPU)) has 114 SMs, the session tunes 132 "
+        "(its --num-cu): evaluate on a GPU of the session's size"
+    )
+    blocked = CudaBackend().evaluation_blocked(session())
+    assert blocked.startswith("no CUDA driver on this host") and "\n" not in blocked
+    assert CudaBackend().platform_facts(session())["gpu"] == {"unavailable": blocked}
 
 
 def test_an_evaluation_worker_gets_its_gpu():

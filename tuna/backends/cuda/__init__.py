@@ -384,6 +384,11 @@ class CudaBackend(Backend):
                 f"its GPU ({facts.name}) is {facts.arch}, the session tunes {session.arch}: "
                 "evaluate on a GPU of the session's arch"
             )
+        if facts.sm_count != session.num_cu:
+            return (
+                f"its GPU ({facts.name}) has {facts.sm_count} SMs, the session tunes "
+                f"{session.num_cu} (its --num-cu): evaluate on a GPU of the session's size"
+            )
         return None
 
     def platform_facts(self, session: SessionInfo) -> dict[str, Any]:

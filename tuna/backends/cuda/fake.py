@@ -14,6 +14,7 @@ Settings (the session environment, test only):
 ``CUDA_FAKE_GPU``        1: evaluate on this fake instead of the driver
 ``CUDA_FAKE_ARCH``       the fake's architecture (default ``sm_90``)
 ``CUDA_FAKE_DRIVER``     the newest CUDA its "driver" accepts (default ``13.0``)
+``CUDA_FAKE_SMS``        its SM count (default 132)
 ``CUDA_FAKE_WRONG``      ``;``-separated candidates whose output is wrong
 ``CUDA_FAKE_CRASH``      ``;``-separated candidates that kill the process (SIGSEGV)
 ``CUDA_FAKE_FAULT``      ``;``-separated candidates that fault (an illegal address)
@@ -46,7 +47,7 @@ def fake_facts(env: Mapping[str, Any]) -> GpuFacts:
     return GpuFacts(
         name="FakeGpu (a test double, not a GPU)",
         arch=str(env.get("CUDA_FAKE_ARCH") or "sm_90"),
-        sm_count=132,
+        sm_count=int(env.get("CUDA_FAKE_SMS") or 132),
         memory_bytes=80 * 2**30,
         driver_cuda=(int(major), int(minor or 0)),
     )
