@@ -132,6 +132,16 @@ def _only_files_in_the_repo() -> Iterator[None]:
 # --- MySQL tier -----------------------------------------------------------------------------------
 
 
+@pytest.fixture
+def own_lock_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``TUNA_LOCK_DIR`` in the test's own directory: the machine locks a machine-owning
+    backend's workers take (tuna.worker.exclusive) are this test's alone. A module that
+    runs such workers uses it in every test (``pytest.mark.usefixtures("own_lock_dir")``)."""
+    locks = tmp_path / "locks"
+    monkeypatch.setenv("TUNA_LOCK_DIR", str(locks))
+    return locks
+
+
 @pytest.fixture(scope="session")
 def mysql_server_url() -> str:
     """URL of the test server (``TUNA_TEST_DB_URL``), as a string with the password."""

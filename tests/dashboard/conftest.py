@@ -17,12 +17,16 @@ import sys
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
 from tests.support.wait import wait_until
+from tuna.db import Database, open_database
+
+T = TypeVar("T")
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = ("chromium", "chromium-browser")
@@ -101,6 +105,46 @@ class Server:
             self.proc.kill()
             self.proc.wait()
         self._out.close()
+
+
+@contextmanager
+def dashboard_client(db: Database, settings: Any = None) -> Iterator[tuple[Any, Database]]:
+    """Starlette's test client of the dashboard on ``db``, opened read-only as ``tuna
+    dashboard`` opens it; the client and that read-only database."""
+    import warnings
+
+    from tuna.dashboard import create_app
+    from tuna.dashboard.app import DashboardSettings
+    from tuna.dashboard.readonly import open_readonly
+
+    with warnings.catch_warnings():  # Starlette 1.x would rather use httpx2; httpx works
+        warnings.simplefilter("ignore")
+        from starlette.testclient import TestClient
+
+    ro = open_readonly(db.url.render_as_string(hide_password=False))
+    try:
+        app = create_app(ro, settings or DashboardSettings())
+        yield TestClient(app, base_url="http://localhost"), ro
+    finally:
+        ro.dispose()
+
+
+@contextmanager
+def dashboard_server(tmp: Path, prepare: Callable[[Database], T]) -> Iterator[tuple[Server, T]]:
+    """A running ``tuna dashboard --refresh 1`` on a SQLite database in ``tmp`` that
+    ``prepare`` filled (its database stays open for the test); the server and what
+    ``prepare`` returned."""
+    url = f"sqlite:///{tmp / 'tuna.db'}"
+    db = open_database(url)
+    try:
+        prepared = prepare(db)
+        server = Server(url, tmp / "dashboard.log", "--refresh", "1")
+        try:
+            yield server, prepared
+        finally:
+            server.stop()
+    finally:
+        db.dispose()
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ with warnings.catch_warnings():  # Starlette 1.x would rather use httpx2; httpx 
     warnings.simplefilter("ignore")
     from starlette.testclient import TestClient
 
-from tests.dashboard.conftest import LIVE_JS, scripts
+from tests.dashboard.conftest import LIVE_JS, dashboard_client, scripts
 from tests.report.seed import seed, seeded_database
 from tests.support.seed import open_test_db
 from tuna.cli import main
@@ -50,19 +50,15 @@ def site(request, tmp_path_factory):
 
 
 def _site(db, sd, tmp_path):
-    ro = open_readonly(db.url.render_as_string(hide_password=False))
-    sent: list[str] = []
-    event.listen(ro.engine, "before_cursor_execute",
-                 lambda _c, _cur, stmt, *_a: sent.append(stmt))  # fmt: skip
     reports = tmp_path / "reports"
     (reports / "r1").mkdir(parents=True)
     (reports / "r1" / "report.json").write_text(f'{{"sessions": [{sd.tuned}]}}')
     (reports / "r1" / "index.html").write_text("<p>a report</p>")
-    client = TestClient(
-        create_app(ro, DashboardSettings(refresh_s=7, reports=reports)), base_url="http://localhost"
-    )
-    yield client, sd, ro, sent
-    ro.dispose()
+    with dashboard_client(db, DashboardSettings(refresh_s=7, reports=reports)) as (client, ro):
+        sent: list[str] = []
+        event.listen(ro.engine, "before_cursor_execute",
+                     lambda _c, _cur, stmt, *_a: sent.append(stmt))  # fmt: skip
+        yield client, sd, ro, sent
 
 
 def cells(html: str, table: str) -> list[list[str]]:

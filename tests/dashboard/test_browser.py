@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from tests.dashboard.conftest import Server, artifacts_dir, tuna, wait_for
+from tests.dashboard.conftest import Server, artifacts_dir, dashboard_server, tuna, wait_for
 from tests.report.seed import Seeded, seed, session
-from tuna.db import open_database
+from tuna.db import Database
 from tuna.fleet.machines import add_machine
 from tuna.jobs.load import load_jobs
 
@@ -37,17 +37,17 @@ class Site:
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Iterator[Site]:
     tmp = tmp_path_factory.mktemp("browser")
-    url = f"sqlite:///{tmp / 'tuna.db'}"
-    db = open_database(url)
-    sd = seed(db)
-    drain = session(db, "drain", {"NOOP_SLEEP_S": "0.25"})
-    load_jobs(db, drain, step="find", tag="net")
-    session(db, LONG_NAME)
-    add_machine(db, LONG_NAME[:120], arch="gfx90a", num_cu=104)
-    db.dispose()
-    server = Server(url, tmp / "dashboard.log", "--refresh", "1")
-    yield Site(server, sd, drain, url, tmp)
-    server.stop()
+
+    def prepare(db: Database) -> tuple[Seeded, int]:
+        sd = seed(db)
+        drain = session(db, "drain", {"NOOP_SLEEP_S": "0.25"})
+        load_jobs(db, drain, step="find", tag="net")
+        session(db, LONG_NAME)
+        add_machine(db, LONG_NAME[:120], arch="gfx90a", num_cu=104)
+        return sd, drain
+
+    with dashboard_server(tmp, prepare) as (server, (sd, drain)):
+        yield Site(server, sd, drain, f"sqlite:///{tmp / 'tuna.db'}", tmp)
 
 
 def shot(driver: Any, name: str) -> Path:

@@ -9,15 +9,14 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
-from tests.dashboard.conftest import Server, wait_for
+from tests.dashboard.conftest import Server, dashboard_server, wait_for
 from tests.dashboard.test_browser import by_css, shot
 from tests.report.seed import session
 from tests.searches.seed import add_build, add_run, add_search, land, seed_searches
-from tuna.db import Database, open_database
+from tuna.db import Database
 
 # (threads, p95_ms) of the runs that land while the page watches: the best (lowest p95)
 # moves at the 1st, 2nd and 4th; the 3rd does not improve it.
@@ -35,19 +34,17 @@ class Site:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Iterator[Site]:
-    tmp: Path = tmp_path_factory.mktemp("search-browser")
-    url = f"sqlite:///{tmp / 'tuna.db'}"
-    db = open_database(url)
-    sd = seed_searches(db)
-    sid = session(db, "live")
-    search = add_search(db, sid, "latency", {"stat": "p95_ms", "goal": "min"}, budget=4)
-    build = add_build(db, search, {"opt": "O2"}, built=True)
-    for seq, (threads, _) in enumerate(LANDING):
-        add_run(db, search, seq, {"opt": "O2", "threads": threads}, build)
-    server = Server(url, tmp / "dashboard.log", "--refresh", "1")
-    yield Site(server, db, sid, search, sd.session)
-    server.stop()
-    db.dispose()
+    def prepare(db: Database) -> tuple[Database, int, int, int]:
+        sd = seed_searches(db)
+        sid = session(db, "live")
+        search = add_search(db, sid, "latency", {"stat": "p95_ms", "goal": "min"}, budget=4)
+        build = add_build(db, search, {"opt": "O2"}, built=True)
+        for seq, (threads, _) in enumerate(LANDING):
+            add_run(db, search, seq, {"opt": "O2", "threads": threads}, build)
+        return db, sid, search, sd.session
+
+    with dashboard_server(tmp_path_factory.mktemp("search-browser"), prepare) as (server, ids):
+        yield Site(server, *ids)
 
 
 def read(what: str, check):

@@ -13,7 +13,7 @@ with warnings.catch_warnings():  # Starlette 1.x would rather use httpx2; httpx 
     warnings.simplefilter("ignore")
     from starlette.testclient import TestClient
 
-from tests.dashboard.conftest import LIVE_JS, scripts
+from tests.dashboard.conftest import LIVE_JS, dashboard_client, scripts
 from tests.dashboard.test_app import cells
 from tests.report.seed import seeded_database, session
 from tests.searches.seed import add_build, add_run, add_search, seed_searches
@@ -29,12 +29,8 @@ NS = "{http://www.w3.org/2000/svg}"
 def site(request, tmp_path_factory):
     with seeded_database(request, tmp_path_factory.mktemp("search-pages")) as db:
         sd = seed_searches(db)
-        ro = open_readonly(db.url.render_as_string(hide_password=False))
-        client = TestClient(
-            create_app(ro, DashboardSettings(refresh_s=3)), base_url="http://localhost"
-        )
-        yield client, sd
-        ro.dispose()
+        with dashboard_client(db, DashboardSettings(refresh_s=3)) as (client, _ro):
+            yield client, sd
 
 
 def chart(page: str) -> ET.Element:

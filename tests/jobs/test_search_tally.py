@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import case, func, select, true
 
-from tests.searches.helpers import bench_session, new_search
+from tests.searches.helpers import BISECT, BISECT_SEARCHER, bench_session, new_search
 from tests.support.seed import expire_leases
 from tuna.backends.base import BuildOutcome, RunOutcome
 from tuna.db import Database
@@ -22,16 +22,6 @@ from tuna.searches import SearchDriver
 
 TUNA = Path(__file__).resolve().parents[2] / "tuna"
 
-# A dynamic search with one build (b), one run at a time: its later runs are inserted
-# after earlier ones land, and inserted invalid at once when its build failed.
-BISECT = """\
-a = []
-b = [10]
-
-def META_get_no_rebuild_params():
-    return ["a"]
-"""
-BISECT_SEARCHER = "Bisect('a', 1, 40, 1, lambda r: r.valid and r.stats['t'] <= 170)"
 
 STEPS = st.lists(
     st.tuples(

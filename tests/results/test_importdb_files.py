@@ -12,12 +12,14 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import func, select, text
 
 from tests.support.data import MIOPEN_DATA
 from tests.support.seed import make_session
+from tests.support.wait import wait_until
 from tuna.backends.miopen.solvers import BY_NAME
 from tuna.db import Database
 from tuna.db.models import (
@@ -79,6 +81,12 @@ def miopen_order(entries: list[FindEntry]) -> list[FindEntry]:
         return (e.time_ms, known is None, sid, e.solver)
 
     return sorted(entries, key=rank)
+
+
+def _alive(thread: threading.Thread, result: list[Any]) -> bool:
+    """True while ``thread`` runs; its result (an error) fails the test once it ended."""
+    assert thread.is_alive(), result
+    return True
 
 
 @pytest.mark.parametrize("name", SAMPLES, ids=str)
@@ -314,11 +322,9 @@ def test_a_second_import_says_what_it_waits_for_and_then_succeeds(mysql_url: str
 
             t = threading.Thread(target=second)
             t.start()
-            deadline = time.monotonic() + 30
-            while not said:
-                assert time.monotonic() < deadline, "the second import never said it waits"
-                assert t.is_alive(), result
-                time.sleep(0.05)
+            wait_until(
+                lambda: _alive(t, result) and said, "the second import to say it waits", timeout=30
+            )
             assert said == [
                 f"waiting for another import_db to finish (it holds the lock '{LOCK_NAME}', "
                 f"MySQL connection {holder}); nothing is written until it has"
@@ -537,11 +543,9 @@ def test_a_second_import_on_sqlite_waits_and_says_so(lite: Database) -> None:
     t = threading.Thread(target=second)
     t.start()
     try:
-        deadline = time.monotonic() + 30
-        while not said:
-            assert time.monotonic() < deadline, "the second import never said it waits"
-            assert t.is_alive(), result
-            time.sleep(0.05)
+        wait_until(
+            lambda: _alive(t, result) and said, "the second import to say it waits", timeout=30
+        )
         assert said == [
             "waiting for another import_db (or another writer) to finish: it holds the write "
             f"lock of the SQLite database {path}; nothing is written until it has"

@@ -33,6 +33,19 @@ SPEC: dict[str, Any] = {
 }
 
 
+# A dynamic search with one build (b), one run at a time: Bisect the largest a whose run
+# stays under a bound; its later runs are inserted after earlier ones land, and inserted
+# invalid at once when its build failed.
+BISECT = """\
+a = []
+b = [10]
+
+def META_get_no_rebuild_params():
+    return ["a"]
+"""
+BISECT_SEARCHER = "Bisect('a', 1, 40, 1, lambda r: r.valid and r.stats['t'] <= 170)"
+
+
 def bench_session(db: Database) -> int:
     return make_session(db, arch="cpu", num_cu=1, backend="bench")
 

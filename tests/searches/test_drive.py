@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.searches.helpers import (
+    BISECT,
+    BISECT_SEARCHER,
     SPEC,
     bench_session,
     builds,
@@ -30,16 +32,6 @@ from tuna.searchers import Proposer
 from tuna.searches import SearchDriver
 from tuna.searches.create import load_space, make_searcher
 from tuna.worker.loop import run_worker
-
-# a dynamic search: Bisect the largest a whose run stays under a bound, b from the base
-BISECT = """\
-a = []
-b = [10]
-
-def META_get_no_rebuild_params():
-    return ["a"]
-"""
-BISECT_SEARCHER = "Bisect('a', 1, 40, 1, lambda r: r.valid and r.stats['t'] <= 170)"
 
 # a dynamic searcher of rounds: 3 points a round, each round above the last round's best
 ROUNDS = """\

@@ -41,6 +41,8 @@ from tuna.searches import SessionSearches
 from tuna.searches.strategy import StrategyRequest, create_strategy_search
 from tuna.worker import run_worker
 
+pytestmark = pytest.mark.usefixtures("own_lock_dir")
+
 NAMES = ("MR", "NV", "VW", "KC", "NT", "LO", "PB")
 
 
@@ -74,11 +76,6 @@ class FakeTimedCpuConv(CpuConvBackend):
         assert best.time_ms is not None
         find = FindResult(best.time_ms, 0, "miopenConvolutionFwdAlgoDirect", best.params)
         return EvalOutcome(perf=PerfResult(best.params), find=find, measurements=tuple(fresh))
-
-
-@pytest.fixture(autouse=True)
-def _own_lock_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("TUNA_LOCK_DIR", str(tmp_path / "locks"))
 
 
 @pytest.mark.serial

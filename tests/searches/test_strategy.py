@@ -39,17 +39,14 @@ from tuna.searches.strategy import (
 )
 from tuna.worker import run_worker
 
+pytestmark = pytest.mark.usefixtures("own_lock_dir")
+
 LINE = "./bin/MIOpenDriver conv -n 1 -c 16 -H 8 -W 8 -k 16 -y 1 -x 1 -F 1\n"
 OTHER = "./bin/MIOpenDriver conv -n 1 -c 32 -H 14 -W 14 -k 32 -y 1 -x 1 -F 1\n"
 SOLVER = "CpuGemm1x1"  # 354 candidates on LINE (64, then 70 with MR 12, 16 and KC 1024,
 # then 354 with VW 16, the loop order LO and packing PB)
 ENV = {"CPUCONV_OPT": "1", "CPUCONV_REPEATS": "1", "CPUCONV_PER_UNIT": "16"}
 CPUCONV = {"arch": "cpu", "num_cu": 2, "backend": "cpuconv", "environment": ENV}
-
-
-@pytest.fixture(autouse=True)
-def _own_lock_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("TUNA_LOCK_DIR", str(tmp_path / "locks"))
 
 
 def strategy_request(session: int, config: int, *args: Any, **kw: Any) -> StrategyRequest:

@@ -19,6 +19,8 @@ from tuna.backends.noop import NoopBackend
 from tuna.worker import run_worker
 from tuna.worker.exclusive import lock_name, owning
 
+pytestmark = pytest.mark.usefixtures("own_lock_dir")
+
 DEADLINE_S = 20.0
 
 
@@ -99,11 +101,6 @@ def _two_workers(db, session: int, phase: str, backends: list[NoopBackend]) -> l
     if errors:
         raise errors[0]
     return reports
-
-
-@pytest.fixture(autouse=True)
-def _own_lock_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("TUNA_LOCK_DIR", str(tmp_path / "locks"))
 
 
 def test_evaluations_of_a_machine_owning_backend_never_overlap_and_compiles_do(lite):

@@ -25,6 +25,8 @@ from tuna.jobs.load import load_jobs
 from tuna.sessions import SessionSpec, create_session
 from tuna.worker import run_worker
 
+pytestmark = pytest.mark.usefixtures("own_lock_dir")
+
 LINE = "MIOpenDriver conv -n 1 -c 8 -H 10 -W 10 -k 8 -y 3 -x 3 -p 1 -q 1 -F 1\n"
 ENV = {
     "CPUCONV_MAX_CANDIDATES": "10",
@@ -58,11 +60,6 @@ def _rows(db: Database, session: int) -> list[tuple[str, bool]]:
     with db.session() as s:
         q = select(Measurement.params, Measurement.valid).where(Measurement.session == session)
         return [tuple(r) for r in s.execute(q.order_by(Measurement.id))]
-
-
-@pytest.fixture(autouse=True)
-def _own_lock_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("TUNA_LOCK_DIR", str(tmp_path / "locks"))
 
 
 def test_a_perf_job_killed_midway_resumes_without_measuring_anything_twice(db):
