@@ -421,7 +421,9 @@ def go_fish_cmd(
     the run lasts until every search is over.
 
     Remote workers get the database from TUNA_WORKER_DB_URL (default TUNA_DB_URL) through
-    a file only root can read, never on a command line. Its pace over SSH, in seconds:
+    a file only root can read, local ones through a file only you can read, never on a
+    command line or in their environment. Logs go to <log dir>/<phase>/<arch>/<host>/
+    session-<S>/<run>/. Its pace over SSH, in seconds:
     TUNA_FLEET_POLL_EVERY (3), TUNA_FLEET_POLL_TIMEOUT (10), TUNA_FLEET_REAP_EVERY (5),
     TUNA_FLEET_DRAIN_GRACE (30; see the README). MITuna's spelling works too: an
     optional library name first (the session's backend), --session_id, --fin_steps,
