@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from tuna.cli import main
 from tuna.fleet.quickstart import sample_lines
 
@@ -45,3 +47,21 @@ def test_quickstart_tunes_the_sample_end_to_end(runner, monkeypatch):
         assert float(ms) > 0
         assert float(vs_naive) >= 1.0  # the fastest is never slower than the naive solver
     assert "geometric mean speed-up of tuning over default parameters" in out
+
+
+@pytest.mark.parametrize(("spread", "said"), [(1.1, False), (2.0, True)])
+def test_unstable_timings_are_said_next_to_the_figure(runner, monkeypatch, spread, said):
+    """Issue #24: the geomean swung 8.8x-17.0x between runs with no word about it."""
+    from types import SimpleNamespace
+
+    import tuna.cli.quickstart as command
+    from tuna.fleet.quickstart import QuickstartResult, QuickstartRow
+
+    row = QuickstartRow("k", "CpuIm2colGemm", "1,1", 1.0, 8.0, 4.0)
+    canned = QuickstartResult(SimpleNamespace(configs=1, inserted=1), 2, 3, [], [row], spread)  # type: ignore[arg-type]
+    monkeypatch.setattr(command, "run_quickstart", lambda *a, **kw: canned)
+    result = runner.invoke(main, ["quickstart", "-w", "1"])
+    assert result.exit_code == 0, result.output
+    line = next(x for x in result.stdout.splitlines() if x.startswith("geometric mean"))
+    assert line.startswith("geometric mean speed-up of tuning over default parameters: 4.00x")
+    assert ("(timings unstable: a winner's repeated runs spread 2.00x" in line) is said

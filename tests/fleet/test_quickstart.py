@@ -112,3 +112,24 @@ def test_the_quick_start_speed_up_matches_the_layers_timed_alone(sqlite_url, tmp
         f"quick start {geomean(reported):.2f}x vs alone {geomean(alone):.2f}x "
         f"(per layer {[round(r, 2) for r in reported]} vs {[round(a, 2) for a in alone]})"
     )
+
+
+def test_a_winners_repeated_timings_say_whether_the_figures_are_stable(db):
+    """Issue #24: the quick start's geomean swung 8.8x-17.0x with no word about it. The
+    spread of a stored winner's timings (its first run and its re-timing turns) is what the
+    quick start reports next to the figure."""
+    from tests.support.history import add_find, add_measurements, add_platform, make_configs
+    from tests.support.history import session as make_session
+    from tuna.fleet.quickstart import QuickstartResult, timing_spread
+
+    h = make_configs(db)
+    a, b = make_session(db), make_session(db)
+    solver, on = h.solvers["NoopTunable"], add_platform(db, {})
+    add_measurements(db, a, h.configs[0], solver, [1.0, 1.1, 1.05], platform=on)  # p0 p1 p2
+    add_find(db, a, h.configs[0], solver, 1.0, params="p0")
+    assert timing_spread(db, [a, b]) == 1.0  # one timing of the winner p0: nothing to compare
+    add_measurements(db, a, h.configs[0], solver, [1.6], platform=on)  # p0 again, disturbed
+    assert timing_spread(db, [a, b]) == pytest.approx(1.6)
+    assert timing_spread(db, [b]) == 1.0
+    result = QuickstartResult(None, a, b, [], [], timing_spread(db, [a]))  # type: ignore[arg-type]
+    assert result.unstable

@@ -120,9 +120,15 @@ def quickstart(workers: int | None, candidates: int) -> None:
     gains = [r.vs_default for r in result.rows if r.vs_default]
     if gains:
         geo = math.exp(sum(math.log(g) for g in gains) / len(gains))
+        unstable = ""
+        if result.unstable:  # said next to the figure, not only in a log
+            unstable = (
+                f" (timings unstable: a winner's repeated runs spread {result.spread:.2f}x, "
+                "a busy machine?; each counts by its fastest)"
+            )
         console.print(
             f"geometric mean speed-up of tuning over default parameters: {geo:.2f}x (each "
-            "problem's fastest solver, tuned vs the same solver with its defaults)",
+            f"problem's fastest solver, tuned vs the same solver with its defaults){unstable}",
             markup=False,
         )
     console.print(

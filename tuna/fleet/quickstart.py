@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from sqlalchemy import select
+from sqlalchemy import and_, func, select
 
 from tuna.catalog.importer import ImportReport, import_configs
 from tuna.catalog.parsing import read_lines
 from tuna.db import Database
-from tuna.db.models import ConfigTag, ConvConfig, FindDb, Solver
+from tuna.db.models import ConfigTag, ConvConfig, FindDb, Measurement, Solver
 from tuna.fleet.local import FishReport, Progress, Task
 from tuna.fleet.pool import run_local_stages
 from tuna.jobs.load import load_jobs
@@ -31,6 +31,8 @@ from tuna.sessions import SessionSpec, create_session
 
 TAG = "quickstart"
 NAIVE = "CpuDirectNaive"
+#: A winner's timings further apart than this (slowest over fastest) make the figures unstable.
+UNSTABLE_SPREAD = 1.25
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,13 @@ class QuickstartResult:
     default_session: int
     runs: list[FishReport]
     rows: list[QuickstartRow]
+    spread: float = 1.0
+    """How far apart a stored winner's repeated timings were (slowest over fastest, the
+    worst layer of either session): above ``UNSTABLE_SPREAD`` the figures are unstable."""
+
+    @property
+    def unstable(self) -> bool:
+        return self.spread > UNSTABLE_SPREAD
 
 
 def sample_lines() -> list[tuple[int, str]]:
@@ -125,7 +134,32 @@ def run_quickstart(
         on_stage=stage,
         on_progress=on_progress,
     )
-    return QuickstartResult(imported, tuned.id, default.id, runs, compare(db, tuned.id, default.id))
+    rows = compare(db, tuned.id, default.id)
+    spread = timing_spread(db, [tuned.id, default.id])
+    return QuickstartResult(imported, tuned.id, default.id, runs, rows, spread)
+
+
+def timing_spread(db: Database, sessions: list[int]) -> float:
+    """The largest spread (slowest over fastest valid time) of the timings of a stored
+    winner (a find row's params, timed first and in the re-timing turns) in ``sessions``."""
+    f, m = FindDb, Measurement
+    with db.session() as s:
+        rows = s.execute(
+            select(func.max(m.time_ms) / func.min(m.time_ms))
+            .select_from(f)
+            .join(
+                m,
+                and_(
+                    m.session == f.session,
+                    m.config == f.config,
+                    m.solver == f.solver,
+                    m.params == func.coalesce(f.params, ""),
+                ),
+            )
+            .where(f.session.in_(sessions), m.valid, m.time_ms > 0)
+            .group_by(f.id)
+        ).scalars()
+        return max((float(x) for x in rows if x is not None), default=1.0)
 
 
 def compare(db: Database, tuned: int, default: int) -> list[QuickstartRow]:

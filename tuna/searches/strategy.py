@@ -12,9 +12,9 @@ every candidate timed is a ``measurement`` row, and the round's ``search_run`` r
 filled from them in the same fenced transaction (:mod:`tuna.jobs.search_results`).
 
 When the strategy is done, one **final** job of the best measured candidates writes the
-perf-db and find-db rows (with the winner's kernel): its candidates were measured in this
-session, so on the same platform they are reused, not timed again; on another platform
-they are measured for real. Nothing predicted is ever a result.
+perf-db and find-db rows (with the winner's kernel): the backend times them again in turns
+and each counts by its fastest timing (cpuconv's ``_retime_finalists``), so that a
+disturbed run cannot crown a slow candidate. Nothing predicted is ever a result.
 
 The model's history is a query (:func:`strategy_history`): this problem's measurements and,
 with ``transfer``, those of every other problem, that count for the session under its

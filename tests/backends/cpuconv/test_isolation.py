@@ -19,7 +19,7 @@ import pytest
 
 from tests.backends.cpuconv.cases import conv, work
 from tuna.backends.base import Measurement
-from tuna.backends.cpuconv import CpuConvBackend, isolate, run
+from tuna.backends.cpuconv import RETIME_TURNS, CpuConvBackend, isolate, run
 from tuna.backends.cpuconv import solvers as sv
 
 P = conv(batchsize=1, in_channels=2, out_channels=2, in_size=(4, 4), fil_size=(1, 1))
@@ -117,9 +117,11 @@ def test_the_backend_evaluates_in_isolation(
     assert e.ok, e.reason
     assert e.perf is not None and e.perf.params != crashed[0]
     assert f"{crashed[0]} (crashed (SIGSEGV))" in caplog.text
-    # every candidate is a measurement, the crashed one saying what happened
-    rows = {m.params: m for m in e.measurements}
-    assert len(rows) == len(e.measurements) == 4
+    # every candidate is a measurement, the crashed one saying what happened (and the 3
+    # that passed are re-timed in turns before the winner is stored: issue #24)
+    rows = {m.params: m for m in e.measurements[:4]}
+    assert len(rows) == 4 and len(e.measurements) == 4 + 3 * RETIME_TURNS
+    assert {m.params for m in e.measurements[4:]} == set(rows) - {crashed[0]}
     assert rows[crashed[0]] == Measurement(
         crashed[0], None, False, "crashed (SIGSEGV)", "random", budget=4
     )  # the 4 candidates cpuconv chose: its budget (e3d0dbf)

@@ -7,6 +7,7 @@ import json
 
 from sqlalchemy import func, select
 
+from tuna.backends.cpuconv import FINALISTS, RETIME_TURNS
 from tuna.catalog.importer import import_configs, read_lines
 from tuna.db import Database
 from tuna.db.enums import JobState
@@ -73,14 +74,16 @@ def test_a_session_is_tuned_end_to_end(lite, tmp_path):
     assert set(perf) == {"CpuDirectTiled", "CpuIm2colGemm", "CpuGemm1x1", "CpuWinograd2x3"}
     assert count(lite, KernelCache) >= 8 and count(lite, JobKernel) >= 8
 
-    # Every candidate compiled was measured once, on the eval worker's platform.
+    # Every candidate compiled was measured once, on the eval worker's platform, and each
+    # job's finalists (its 3 fastest) again in 3 turns before its winner was stored.
     with lite.session() as s:
         payloads = s.scalars(select(Job.result).where(Job.session == session)).all()
         measured = s.execute(
             select(Measurement.job, Measurement.params, Measurement.platform)
         ).all()
-    assert len(measured) == sum(len(json.loads(p)["candidates"]) for p in payloads)
-    assert len({(j, p) for j, p, _ in measured}) == len(measured)
+    sizes = [len(json.loads(p)["candidates"]) for p in payloads]
+    assert len({(j, p) for j, p, _ in measured}) == sum(sizes)
+    assert len(measured) == sum(n + min(FINALISTS, n) * RETIME_TURNS for n in sizes)
     assert len({platform for *_, platform in measured}) == 1
 
     # Each find row links the shared object its winner is built into, one of its job's
