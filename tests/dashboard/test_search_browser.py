@@ -72,6 +72,14 @@ def test_the_searches_page_is_in_the_navigation_and_links_each_search(chrome, si
     read("the search page", lambda: chrome.title.startswith("Search "))
     read("its best", lambda: by_css(chrome, "#best")[0].text == "250")
     read("its chart", lambda: by_css(chrome, "svg#best-so-far path.series"))
+    # Its runs in parallel coordinates: one line per counting run, inside the chart's box.
+    lines = read("its parallel coordinates", lambda: by_css(chrome, "svg#parallel polyline.run"))
+    box = by_css(chrome, "svg#parallel")[0].rect
+    assert len(lines) == 4 and all(
+        box["x"] <= ln.rect["x"] and ln.rect["x"] + ln.rect["width"] <= box["x"] + box["width"]
+        for ln in lines
+    )
+    shot(chrome, "search-parallel")
 
     def pick_pending() -> bool:
         Select(by_css(chrome, "select[name=status]")[0]).select_by_visible_text("pending")

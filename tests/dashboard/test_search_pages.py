@@ -153,3 +153,33 @@ def test_a_strategy_rounds_candidates_are_shown_once_not_on_every_run_row(tmp_pa
     assert by_build.count(candidates[-1]) == 1  # the full list once, above the runs
     assert f'href="/searches/{search}?build={build}"' in html
     ro.dispose()
+
+
+def test_a_search_page_draws_its_runs_in_parallel_coordinates(site):
+    client, sd = site
+    html_text = client.get(f"/searches/{sd.serve}").text
+    svg = ET.fromstring(re.search(r'<svg id="parallel".*?</svg>', html_text, re.S).group(0))
+    axes = [g.get("data-name") for g in svg.iter(f"{NS}g") if g.get("data-name")]
+    assert axes == ["batch", "threads", "throughput"]
+    lines = svg.findall(f"{NS}polyline[@class='run']")
+    valid = [r for r in cells(html_text, "runs") if r[6] == "yes"]  # valid and counting
+    assert len(lines) == len(valid) > 1
+    values = [float(p.get("data-value")) for p in lines]
+    assert values == sorted(values)  # maximised: the best drawn last, on top
+    assert all(len(p.get("points").split()) == 3 for p in lines)
+
+
+def test_parallel_coordinates_of_categories_and_no_runs():
+    from tuna.dashboard.svg import parallel_coordinates
+
+    svg = ET.fromstring(parallel_coordinates(
+        [({"algo": "gemm", "tile": 4, "fixed": 1}, 2.0),
+         ({"algo": "direct", "tile": 8, "fixed": 1}, 1.0)],
+        value="time_ms", goal="min", title="t",
+    ))  # fmt: skip
+    axes = [g.get("data-name") for g in svg.iter(f"{NS}g") if g.get("data-name")]
+    assert axes == ["algo", "tile", "time_ms"]  # "fixed" never varies: no axis
+    best = svg.findall(f"{NS}polyline")[-1]
+    assert best.get("data-value") == "1.0"
+    empty = parallel_coordinates([], value="v", goal="max", title="t")
+    assert "no finished run with a value yet" in empty

@@ -271,10 +271,19 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
             ylabel=f"best {s.stat} ({stat_unit(s.stat)}, {s.goal} is better)",
             chart_id="best-so-far",
         )
+        finished = cache.get(("parallel", search_id), lambda: searches.runs(
+            db, s, status="valid", order="best", limit=PARALLEL_RUNS))  # fmt: skip
+        parallel = svg.parallel_coordinates(
+            [(r.point, r.value) for r in finished if r.value is not None],
+            value=s.stat, goal=s.goal,
+            title=f"The {len(finished)} best runs' parameters and {s.stat}"
+                  f" (darker: better; {s.goal}imise)",
+        )  # fmt: skip
         next_after = rows[-1].seq if order == "seq" and len(rows) == limit else None
         return render(request, "search.html", f"Search {s.id}: {s.name}", s=s, best=best,
-                      curve=curve, chart=chart, stored=stored, rows=rows, run_status=status,
-                      build=build, order=order, limit=limit, next_after=next_after,
+                      curve=curve, chart=chart, stored=stored, parallel=parallel, rows=rows,
+                      run_status=status, build=build, order=order, limit=limit,
+                      next_after=next_after,
                       statuses=searches.RUN_STATUSES)  # fmt: skip
 
     @page
@@ -364,6 +373,8 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
 
 FAILED_STATES = (JobState.ERRORED.value, JobState.NOT_APPLICABLE.value)
 FAILED_PAGE = 100
+PARALLEL_RUNS = 300
+"""Runs a search page's parallel-coordinates chart draws at most (the best)."""
 MAX_DOTS = 2000
 """Measurements drawn as dots at most (the latest); the step line always has every step."""
 

@@ -147,3 +147,84 @@ def step_chart(
                    "</g>")  # fmt: skip
     out.append("</svg>")
     return "\n".join(out)
+
+
+def parallel_coordinates(
+    runs: Sequence[tuple[dict[str, object], float]],
+    *,
+    value: str,
+    goal: str,
+    title: str,
+    width: int = 760,
+    height: int = 320,
+    chart_id: str = "parallel",
+) -> str:
+    """An ``<svg>``: one vertical axis per parameter and one for ``value``, one line per run
+    through its values; the better the run, the darker its line (drawn last, on top).
+
+    A parameter of numbers is scaled between its least and greatest; any other (text,
+    lists) is a category, its values sorted and spread evenly. Parameters that never vary
+    are left out (they would be a flat line through every run).
+    """
+    e = escape
+    out = [
+        f'<svg id="{e(chart_id)}" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+        f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="{e(title)}" font-family="sans-serif" font-size="11">',
+        f'<text class="title" x="{width / 2}" y="16" text-anchor="middle" '
+        f'font-size="13">{e(title)}</text>',
+    ]
+    names = sorted({k for p, _ in runs for k in p})
+    varying = [n for n in names if len({repr(p.get(n)) for p, _ in runs}) > 1]
+    if not runs or not all(math.isfinite(v) for _, v in runs):
+        out.append(f'<text class="empty" x="{width / 2}" y="{height / 2}" text-anchor="middle" '
+                   'fill="#777">no finished run with a value yet</text></svg>')  # fmt: skip
+        return "\n".join(out)
+    left, right, top, bottom = 60, 60, 50, 30
+    axes = [*varying, value]
+    gap = (width - left - right) / max(len(axes) - 1, 1)
+    ph = height - top - bottom
+
+    def scale(name: str) -> tuple[dict[str, float] | None, float, float]:
+        vals = [v for _, v in runs] if name == value else [p.get(name) for p, _ in runs]
+        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in vals):
+            nums = [float(v) for v in vals]  # type: ignore[arg-type]
+            return None, min(nums), max(nums)
+        cats = sorted({repr(v) for v in vals})
+        return {c: i / max(len(cats) - 1, 1) for i, c in enumerate(cats)}, 0.0, 1.0
+
+    scales = {n: scale(n) for n in axes}
+
+    def y_of(name: str, v: object) -> float:
+        cats, lo, hi = scales[name]
+        if cats is not None:
+            frac = cats[repr(v)]
+        else:
+            frac = 0.5 if hi == lo else (float(v) - lo) / (hi - lo)  # type: ignore[arg-type]
+        return round(top + ph - frac * ph, 2)
+
+    for k, name in enumerate(axes):
+        x = left + k * gap
+        cats, lo, hi = scales[name]
+        low, high = ("", "") if cats is not None else (_fmt(lo), _fmt(hi))
+        cls = "value-axis" if name == value else "axis"
+        out.append(f'<g class="{cls}" data-name="{e(name)}"><line x1="{x}" y1="{top}" x2="{x}" '
+                   f'y2="{top + ph}" stroke="#999"/><text class="axis-name" x="{x}" '
+                   f'y="{top - 18}" text-anchor="middle">{e(fit(name, int(gap // CHAR_PX) or 4))}'
+                   f'</text><text x="{x}" y="{top - 5}" text-anchor="middle" fill="#777">'
+                   f'{e(high)}</text><text x="{x}" y="{top + ph + 14}" text-anchor="middle" '
+                   f'fill="#777">{e(low)}</text></g>')  # fmt: skip
+    values = [v for _, v in runs]
+    lo, hi = min(values), max(values)
+    ranked = sorted(runs, key=lambda r: r[1], reverse=(goal == "min"))  # the best last
+    for p, v in ranked:
+        good = 0.5 if hi == lo else (v - lo) / (hi - lo)
+        if goal == "min":
+            good = 1 - good
+        shade = round(220 - 190 * good)
+        pts = " ".join(f"{left + k * gap},{y_of(n, v if n == value else p.get(n))}"
+                       for k, n in enumerate(axes))  # fmt: skip
+        out.append(f'<polyline class="run" data-value="{v!r}" points="{pts}" fill="none" '
+                   f'stroke="rgb({shade},{shade},255)" stroke-width="1.5"/>')  # fmt: skip
+    out.append("</svg>")
+    return "\n".join(out)
