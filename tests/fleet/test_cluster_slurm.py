@@ -372,7 +372,9 @@ def test_a_killed_go_fish_leaves_arrays_the_next_run_cancels_then_finishes(
     assert "Slurm: nothing left over" in out, out
 
 
-def test_a_partition_slurm_does_not_have_is_one_line_with_what_to_do(slurm, slurm_db, tmp_path):
+def test_a_partition_slurm_does_not_have_and_an_array_it_refuses_are_one_line_each(
+    slurm, slurm_db, tmp_path
+):
     sd = noop_session(slurm_db, 2)
     proc = start_go_fish(
         slurm, tmp_path, "--session", str(sd.session), "--compile", "--slurm", "--partition", "nope"
@@ -383,4 +385,18 @@ def test_a_partition_slurm_does_not_have_is_one_line_with_what_to_do(slurm, slur
         "Error: Slurm partition 'nope' does not exist (partitions: all, cpu, gpu); name one of "
         "them with --partition or TUNA_SLURM_PARTITION" in out
     ), out
+    # An array Slurm refuses (MaxArraySize is 1001 by default): one line, and no run folder
+    # (with its database URL) left behind.
+    proc = start_go_fish(
+        slurm, tmp_path, "--session", str(sd.session), "--compile", "--slurm", "-w", "1024"
+    )
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 1, out
+    assert re.search(
+        rf"Error: Slurm refused the session {sd.session} compile array of 1024 task\(s\) "
+        r"\(--partition=cpu --cpus-per-task=1\): .*Invalid job array specification; check the "
+        r"partition, account, QoS and time limit, or ask for fewer workers \(-w\)",
+        out,
+    ), out
+    assert not any((tmp_path / "slurm-runs").iterdir())
     assert states(slurm_db, sd.session) == {S.NEW: len(sd.jobs)}
