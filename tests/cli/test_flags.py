@@ -236,6 +236,10 @@ BIG = "99999999999999999999"
         ["machine", "add", "h", "--num-cu", BIG],
         ["go_fish", "-s", "1", "--compile", "--local", "--claim-batch", BIG],
         ["worker", "-s", "1", "--phase", "compile", "--claim-batch", BIG],
+        ["worker", "-s", "1", "--phase", "compile", "--gpu", BIG],
+        ["worker", "-s", "1", "--phase", "compile", "--machine", BIG],
+        ["load_jobs", "-t", "x", "-s", "1", "--min-trials", BIG],
+        ["search", "create", "-s", "1", "--strategy", "random", "--config", BIG],
     ],
     ids=lambda a: " ".join(a[:2]) + " " + a[-2],
 )

@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from tuna.cli.base import (
+    COUNT_RANGE,
     SMALLINT_RANGE,
     TunaCommand,
     console,
@@ -76,7 +77,7 @@ from tuna.sessions.rules import exclusion_hint
     "--min-trials",
     "--min_trials",
     "min_trials",
-    type=int,
+    type=COUNT_RANGE,
     help="Skip (config, solver) pairs that already have this many measurements that count "
     "for the session (its history rules: `tuna session rules`); with --strategy, no search "
     "is made for them.",

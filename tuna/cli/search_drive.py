@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from tuna.cli.base import TunaCommand, console, database, session_option, verbose_option
+from tuna.cli.base import ID_RANGE, TunaCommand, console, database, session_option, verbose_option
 from tuna.cli.strategy import (
     StrategyFlags,
     describe_strategy,
@@ -79,7 +79,7 @@ from tuna.searches.strategy import StrategyRequest, create_strategy_search, sear
     "Most runs; with --strategy, most measurements: a count (64) or a share of the space "
     "(0.1, 10%)."
 )
-@click.option("--config", "config_id", type=int, help="With --strategy: the config to tune.")
+@click.option("--config", "config_id", type=ID_RANGE, help="With --strategy: the config to tune.")
 @click.option("--solver", help="With --strategy: the tunable solver whose space to search.")
 @verbose_option
 def create_cmd(

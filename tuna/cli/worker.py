@@ -8,6 +8,8 @@ from pathlib import Path
 import click
 
 from tuna.cli.base import (
+    COUNT_RANGE,
+    ID_RANGE,
     TunaCommand,
     database,
     session_option,
@@ -42,7 +44,7 @@ def print_worker_report(r: WorkerReport) -> None:
 )
 @click.option("--burst", is_flag=True, help="Exit once no job of this phase is ready or in flight.")
 @click.option("--max-jobs", type=click.IntRange(min=1), help="Exit after claiming N jobs.")
-@click.option("--gpu", type=int, help="GPU index this worker uses (recorded on its jobs).")
+@click.option("--gpu", type=COUNT_RANGE, help="GPU index this worker uses (recorded on its jobs).")
 @click.option(
     "--report-file",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -53,7 +55,7 @@ def print_worker_report(r: WorkerReport) -> None:
 @click.option(
     "--machine",
     "machine_id",
-    type=int,
+    type=ID_RANGE,
     help="Id of the machine this worker runs on (recorded on its jobs; go_fish sets it).",
 )
 @click.option(
