@@ -167,6 +167,7 @@ def test_a_search_page_draws_its_runs_in_parallel_coordinates(site):
     values = [float(p.get("data-value")) for p in lines]
     assert values == sorted(values)  # maximised: the best drawn last, on top
     assert all(len(p.get("points").split()) == 3 for p in lines)
+    assert "needs 8 finished runs over parameters that vary" in html_text  # 4 are too few
 
 
 def test_parallel_coordinates_of_categories_and_no_runs():
@@ -183,3 +184,26 @@ def test_parallel_coordinates_of_categories_and_no_runs():
     assert best.get("data-value") == "1.0"
     empty = parallel_coordinates([], value="v", goal="max", title="t")
     assert "no finished run with a value yet" in empty
+
+
+def test_parameter_importance_names_the_parameter_that_decides_the_stat(tmp_path):
+    from tests.searches.seed import land
+
+    url = f"sqlite:///{tmp_path / 'tuna.db'}"
+    db = open_test_db(url)
+    sid = session(db, "importance")
+    search = add_search(db, sid, "grid", {"stat": "time_ms", "goal": "min"}, budget=100)
+    seq = 0
+    for batch in (1, 2, 4, 8):
+        for threads in (1, 2, 4, 8):
+            add_run(db, search, seq, {"batch": batch, "threads": threads})
+            land(db, search, seq, {"time_ms": 3.0 * batch})  # threads do nothing
+            seq += 1
+    db.dispose()
+    ro = open_readonly(url)
+    html_text = TestClient(create_app(ro), base_url="http://localhost").get(
+        f"/searches/{search}").text  # fmt: skip
+    rows = cells(html_text, "importance")
+    assert [r[0] for r in rows] == ["batch", "threads"]
+    assert rows[0][1] == "100 %" and rows[1][1] == "0 %"
+    ro.dispose()

@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -279,9 +280,12 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
             title=f"The {len(finished)} best runs' parameters and {s.stat}"
                   f" (darker: better; {s.goal}imise)",
         )  # fmt: skip
+        weights = cache.get(("importance", search_id), lambda: parameter_importance(
+            [(r.point, r.value) for r in finished if r.value is not None]))  # fmt: skip
         next_after = rows[-1].seq if order == "seq" and len(rows) == limit else None
         return render(request, "search.html", f"Search {s.id}: {s.name}", s=s, best=best,
-                      curve=curve, chart=chart, stored=stored, parallel=parallel, rows=rows,
+                      curve=curve, chart=chart, stored=stored, parallel=parallel,
+                      importance=weights, rows=rows,
                       run_status=status, build=build, order=order, limit=limit,
                       next_after=next_after,
                       statuses=searches.RUN_STATUSES)  # fmt: skip
@@ -403,6 +407,40 @@ def throughput_chart(recent: activity.Bucketed) -> str:
         chart_id="throughput",
         empty="no phase finished in this window",
     )
+
+
+MIN_RUNS_FOR_IMPORTANCE = 8
+
+
+def parameter_importance(
+    runs: list[tuple[dict[str, Any], float]],
+) -> list[tuple[str, float]] | str:
+    """Which parameters decide the stat: Tuna's cost model (gradient-boosted trees,
+    :mod:`tuna.searchers.costmodel`) fitted to the runs, each parameter's share of its split
+    gain, largest first. A note instead when there is too little to fit or no LightGBM."""
+    from tuna.searchers import costmodel
+
+    names = sorted({k for p, _ in runs for k in p
+                    if len({repr(q.get(k)) for q, _ in runs}) > 1})  # fmt: skip
+    if len(runs) < MIN_RUNS_FOR_IMPORTANCE or not names:
+        return f"needs {MIN_RUNS_FOR_IMPORTANCE} finished runs over parameters that vary"
+    codes: dict[str, dict[str, int]] = {}
+
+    def num(name: str, v: Any) -> float:
+        if isinstance(v, int | float) and not isinstance(v, bool):
+            return float(v)
+        c = codes.setdefault(name, {})
+        return float(c.setdefault(repr(v), len(c)))
+
+    rows = [[num(n, p.get(n)) for n in names] for p, _ in runs]
+    values = [v for _, v in runs]
+    targets = [math.log(v) for v in values] if min(values) > 0 else values
+    try:
+        trees = costmodel.Trees(costmodel.Settings(trees=50, min_leaf=2)).fit(rows, targets)
+    except costmodel.ModelLibraryMissing as e:
+        return str(e)
+    shares = costmodel.importance(trees, names)
+    return sorted(shares.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
 def best_so_far_series(label: str, curve: searches.Curve) -> svg.Series:

@@ -162,6 +162,16 @@ class Trees:
         return [float(v) for v in self._booster.predict(np.asarray(rows, dtype=np.float64))]
 
 
+def importance(trees: Trees, columns: Sequence[str]) -> dict[str, float]:
+    """Each column's share of the fitted trees' total split gain (0 to 1; all 0 when the
+    trees made no split): which parameters the model found to matter."""
+    if trees._booster is None:
+        return {c: 0.0 for c in columns}
+    gains = [float(g) for g in trees._booster.feature_importance(importance_type="gain")]
+    total = sum(gains)
+    return {c: (g / total if total > 0 else 0.0) for c, g in zip(columns, gains, strict=True)}
+
+
 def centred_log_times(times: Sequence[float]) -> list[float]:
     """``log(t) - mean(log(t))``: one problem's times on a scale other problems share."""
     logs = [math.log(t) for t in times]
