@@ -14,6 +14,7 @@ from tuna.jobs import (
     job_counts,
     record_outcome,
 )
+from tuna.jobs.status import per_second, seconds_left
 
 S = JobState
 
@@ -59,3 +60,10 @@ def test_lost_leases_and_failed_tries_outlive_the_phase_lifetime(db):
     assert c.by_state[S.COMPILED] == 2 and len(first) == 2
     history = retry_history(db, sd.session)
     assert (history.leases_lost, history.tries_failed, history.jobs) == (2, 1, 2)
+
+
+def test_one_rate_and_eta_for_every_progress_line():
+    assert per_second(30, 60.0) == 0.5 and per_second(30, 0.0) == 0.0
+    assert seconds_left(10, 0.5) == 20.0
+    assert seconds_left(10, 0.0) is None
+    assert seconds_left(0, 0.5) == 0.0

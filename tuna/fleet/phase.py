@@ -20,6 +20,7 @@ from tuna.db.enums import JobState, JobStep
 from tuna.db.models import Job
 from tuna.errors import TunaError
 from tuna.jobs import JobCounts, Phase
+from tuna.jobs.status import per_second, seconds_left
 
 
 class Task(str, enum.Enum):
@@ -105,11 +106,11 @@ class Progress:
 
     @property
     def rate(self) -> float:
-        return self.finished / self.elapsed_s if self.elapsed_s > 0 else 0.0
+        return per_second(self.finished, self.elapsed_s)
 
     @property
     def eta_s(self) -> float | None:
-        return self.remaining / self.rate if self.rate > 0 else None
+        return seconds_left(self.remaining, self.rate)
 
 
 def reported_done(

@@ -27,7 +27,7 @@ from tuna.db import Database
 from tuna.db.clock import db_now
 from tuna.db.enums import JobState
 from tuna.db.models import Job, Machine
-from tuna.jobs.status import JobCounts, job_counts
+from tuna.jobs.status import JobCounts, job_counts, per_second, seconds_left
 
 S = JobState
 RUNNING = (S.COMPILE_START, S.EVAL_START)
@@ -111,9 +111,7 @@ class Progress:
 
     @property
     def rate_per_min(self) -> float:
-        if not self.working:
-            return 0.0
-        return self.recent * 60.0 / self.window_s if self.window_s > 0 else 0.0
+        return 60.0 * per_second(self.recent, self.window_s) if self.working else 0.0
 
     @property
     def eta_s(self) -> float | None:
@@ -121,9 +119,9 @@ class Progress:
         (no job in flight, or none finished in the window)."""
         if self.phases_left == 0:
             return 0.0
-        if self.recent == 0 or not self.working:
+        if not self.working:
             return None
-        return self.phases_left * self.window_s / self.recent
+        return seconds_left(self.phases_left, per_second(self.recent, self.window_s))
 
 
 @dataclass(frozen=True)

@@ -113,6 +113,17 @@ def job_counts(db: Database, session_id: int, *, top_reasons: int = 20) -> JobCo
     return JobCounts(session_id, by_state, int(expired), reasons)
 
 
+def per_second(done: int, seconds: float) -> float:
+    """How many finished per second, ``done`` of them in ``seconds`` (0 over no time): the
+    rate a progress line (go_fish's, the dashboard's) shows."""
+    return done / seconds if seconds > 0 else 0.0
+
+
+def seconds_left(left: int, rate: float) -> float | None:
+    """Seconds until ``left`` more have finished at ``rate`` per second; None at no rate."""
+    return left / rate if rate > 0 else None
+
+
 @dataclass(frozen=True)
 class RetryHistory:
     """A session's lost leases and failed tries over its jobs' lives (``retries`` is only
