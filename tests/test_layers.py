@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -267,3 +268,86 @@ def test_the_check_sees_an_upward_import(
     (root / "cli" / "__init__.py").write_text("from tuna.jobs import x\n")
     (bad,) = upward_imports(root)
     assert bad.startswith(expected), bad
+
+
+def _module_of(path: Path, root: Path) -> str:
+    parts = path.relative_to(root.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def module_circles(root: Path = TUNA) -> list[list[str]]:
+    """Circles of imports between the modules of ``root`` (every import, also a lazy one or
+    one under TYPE_CHECKING), each as the modules it passes."""
+    paths = {_module_of(p, root): p for p in root.rglob("*.py")}
+
+    def known(name: str) -> str | None:
+        while name and name not in paths:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {}
+    for module, path in paths.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        found: set[str | None] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found |= {known(a.name) for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:  # relative: from the package, up level - 1
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*up, *([base] if base else [])])
+                # from a package import a module: that module (the package runs first anyway)
+                found |= {f"{base}.{a.name}" if f"{base}.{a.name}" in paths else known(base)
+                          for a in node.names}  # fmt: skip
+        graph[module] = {m for m in found if m and m != module}
+    circles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                circles.append([*path[path.index(nxt) :], nxt])
+            elif nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[node] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    return circles
+
+
+def test_no_module_of_tuna_imports_itself_round_a_circle() -> None:
+    assert module_circles() == []
+
+
+def test_the_check_sees_a_circle_also_through_a_lazy_import(tmp_path: Path) -> None:
+    root = tmp_path / "tuna"
+    (root / "jobs").mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "jobs" / "__init__.py").write_text("")
+    (root / "jobs" / "a.py").write_text("from tuna.jobs.b import x\n")
+    (root / "jobs" / "b.py").write_text("def f():\n    from tuna.jobs import a\n")
+    assert module_circles(root) == [["tuna.jobs.a", "tuna.jobs.b", "tuna.jobs.a"]]
+
+
+def test_a_module_over_600_lines_says_why_in_its_first_line() -> None:
+    """STYLE.md: past ~500 lines a module is a sign to split along a seam; one that stays
+    long says why in a first line ``# Over 600 lines: <reason>.``"""
+    unexplained = [
+        f"{p.relative_to(TUNA.parent)} ({n} lines)"
+        for p in _sources()
+        if (n := len(lines := p.read_text().splitlines())) > 600
+        and not lines[0].startswith("# Over 600 lines: ")
+    ]
+    assert unexplained == []
+
+
+def test_the_readme_s_map_of_the_code_names_every_package_of_the_tree() -> None:
+    readme = (TUNA.parent / "README.md").read_text()
+    layout = readme.split("## Layout of the code", 1)[1].split("\n## ", 1)[0]
+    mapped = set(re.findall(r"tuna/(\w+)(?:/|\.py)", layout))
+    tree = {p.name.removesuffix(".py") for p in TUNA.iterdir() if p.name != "__init__.py"}
+    assert mapped == tree - {"__pycache__"}

@@ -73,20 +73,28 @@ def test_a_wrong_from_state_changes_nothing(lite):
     assert job_row(lite, job).state is S.NEW
 
 
+TUNA = Path(__file__).resolve().parents[2] / "tuna"
+
+
+def lines_outside(module: str, pattern: str, unless: str = "\0") -> list[str]:
+    """``file:line`` of every line of tuna/ outside ``module`` that matches ``pattern``
+    (and does not hold ``unless``)."""
+    found = re.compile(pattern)
+    return [
+        f"{p.relative_to(TUNA)}:{n}"
+        for p in TUNA.rglob("*.py")
+        if p != TUNA / module
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if found.search(line) and unless not in line
+    ]
+
+
 def test_nothing_outside_the_state_machine_assigns_job_state():
     # A line that names another table's state (a search's, in its JSON listing) says so
     # with a trailing ``# not job.state``. A new job's state is the machine's too
     # (states.entered), also where tuna.jobs.load inserts it.
-    root = Path(__file__).resolve().parents[2] / "tuna"
-    pattern = re.compile(r"\.state\s*=[^=]|values\([^)]*\bstate\s*=|[\"']state[\"']\s*:")
-    offenders = [
-        f"{p.relative_to(root)}:{n}"
-        for p in root.rglob("*.py")
-        if p != root / "jobs" / "states.py"
-        for n, line in enumerate(p.read_text().splitlines(), 1)
-        if pattern.search(line) and "# not job.state" not in line
-    ]
-    assert offenders == []
+    assigns = r"\.state\s*=[^=]|values\([^)]*\bstate\s*=|[\"']state[\"']\s*:"
+    assert lines_outside("jobs/states.py", assigns, unless="# not job.state") == []
 
 
 def test_seeded_noop_jobs_cover_every_solver(lite):
@@ -95,16 +103,8 @@ def test_seeded_noop_jobs_cover_every_solver(lite):
 
 
 def test_nothing_outside_load_creates_jobs():
-    root = Path(__file__).resolve().parents[2] / "tuna"
-    pattern = re.compile(r"insert\((tables\.)?[jJ]ob\b|insert_missing\w*\(\w+, Job\b|\bJob\(\w+=")
-    offenders = [
-        f"{p.relative_to(root)}:{n}"
-        for p in root.rglob("*.py")
-        if p != root / "jobs" / "load.py"
-        for n, line in enumerate(p.read_text().splitlines(), 1)
-        if pattern.search(line)
-    ]
-    assert offenders == []
+    inserts = r"insert\((tables\.)?[jJ]ob\b|insert_missing\w*\(\w+, Job\b|\bJob\(\w+="
+    assert lines_outside("jobs/load.py", inserts) == []
 
 
 @pytest.mark.parametrize("step", list(JobStep))

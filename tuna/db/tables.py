@@ -1,3 +1,4 @@
+# Over 600 lines: the whole schema in one place, each table beside its indexes.
 """Tuna's tables, as SQLAlchemy Core ``Table`` objects: the one definition of the schema.
 
 The ORM classes in :mod:`tuna.db.models` are mapped onto these tables, and code on a hot

@@ -1,3 +1,4 @@
+# Over 600 lines: one launcher: SSH, docker and the containers' watch share a connection.
 """go_fish on a fleet: worker containers on remote machines over SSH, watched until done.
 
 For one phase of a session, go_fish:

@@ -1,3 +1,4 @@
+# Over 600 lines: one launcher: batch script, array submission and watch share a run.
 """go_fish on Slurm: each phase one job array of ``tuna worker --burst`` tasks.
 
 Where a site's scheduler owns the machines (nobody may SSH in or ``docker run``; jobs wait in

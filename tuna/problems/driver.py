@@ -1,3 +1,4 @@
+# Over 600 lines: one grammar: the driver's flag table beside the rules resolving it.
 """The MIOpenDriver command-line grammar (``driver/InputFlags.cpp``, ``driver/conv_driver.hpp``).
 
 Every flag takes one value (``-n 32`` or ``--batchsize 32``); a repeated flag keeps its last

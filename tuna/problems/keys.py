@@ -1,3 +1,4 @@
+# Over 600 lines: one grammar: each db key's parser beside its writer, per direction.
 """MIOpen db keys for a ``ConvProblem`` (reference §2) and the text-db record grammar (§3.3).
 
 MIOpen builds a ``ProblemDescription(in, weights, out, direction)`` and keys it by its "in" and

@@ -1,3 +1,4 @@
+# Over 600 lines: one import: its readers, checks and writers share the record types.
 """import_db: MIOpen's perf and find db files as a session's rows, e.g. to seed a baseline.
 
 Reads text find dbs (v2.0 and legacy v1.0 entries), text perf dbs (x keys and legacy dash

@@ -288,11 +288,11 @@ class _library_alias:
     """Make ``import library`` mean :mod:`tuna.searchers` while a parameter file runs."""
 
     def __enter__(self) -> None:
-        import tuna.searchers
-
         self._had = "library" in sys.modules
         self._old = sys.modules.get("library")
-        sys.modules["library"] = tuna.searchers
+        # The package is loaded whenever this module is (Python runs a package's
+        # __init__ before its modules): no import of it from here, where it is half done.
+        sys.modules["library"] = sys.modules[__package__ or "tuna.searchers"]
 
     def __exit__(self, *exc: object) -> None:
         if self._had and self._old is not None:

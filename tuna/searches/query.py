@@ -1,3 +1,4 @@
+# Over 600 lines: the read side of searches: lists, a search's page, curves, shared SQL.
 """Searches, read-only: what ``tuna search list/show``, the report and the dashboard show.
 
 Every query goes through an index: a session's searches through ``search``'s unique
