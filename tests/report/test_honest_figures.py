@@ -134,3 +134,17 @@ def test_jobs_per_machine_buckets_fit_the_span_and_local_workers_are_named(lite_
     rows = read_csv(tmp_path / "figures" / "jobs_per_machine.csv")
     assert {r["machine"] for r in rows} == {"local workers"}
     assert sum(int(r["jobs"]) for r in rows) == 36
+
+
+def test_pareto_point_labels_do_not_overlap_each_other(tmp_path):
+    """The search Pareto's labels sat on top of each other and hid the markers."""
+    plt = figures.pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    pts = [(f"#{k} a-long-label", 1.0 + k * 1e-3, 5.0) for k in range(6)]
+    ax.scatter([p[1] for p in pts], [p[2] for p in pts])
+    figures._label_points(ax, pts)
+    renderer = fig.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in ax.texts]
+    assert len(boxes) == 6
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
+    plt.close(fig)

@@ -324,6 +324,7 @@ def _label_points(ax: Any, points: Sequence[tuple[str, float, float]]) -> None:
     """Label each point beside it, moving a label down a line while it would overlap one
     already placed (the search Pareto's labels hid each other and the markers)."""
     fig = ax.figure
+    fig.draw_without_rendering()  # lays the axes out: until then a text's extent is a unit box
     renderer = fig.canvas.get_renderer()
     placed: list[Any] = []
     for label, x, y in sorted(points, key=lambda p: (p[1], p[2])):
