@@ -85,3 +85,28 @@ def test_two_go_fish_that_find_one_dead_run_clean_it_once(sshd, tmp_path):
         assert list(scratch.iterdir()) == []  # the runs and the claims are gone
         again = clean_leftovers(a, found[0], tmp_path / "logs")  # a stale listing
         assert again.empty
+
+
+def test_machines_that_share_a_scratch_folder_claim_a_run_each(sshd, tmp_path):
+    """The test cluster's hosts (and machines on NFS) share one scratch folder: a claim is
+    per machine, so each machine's containers of a dead run are still cleaned."""
+    import getpass
+
+    from tuna.fleet.leftovers import _claim, _release
+    from tuna.fleet.machines import MachineRow
+    from tuna.fleet.ssh import Connections
+
+    def machine(i: int) -> MachineRow:
+        settings = {"docker": "true", "scratch": str(tmp_path / "scratch")}
+        key = str(sshd.client_key)
+        return MachineRow(i, "127.0.0.1", sshd.port, getpass.getuser(), key_file=key,
+                          docker_settings=settings)  # fmt: skip
+
+    run = "20260101-000000-aaaaaa"
+    with Connections(sshd.known_hosts) as conns:
+        assert _claim(conns, machine(1), [run]) == [run]
+        assert _claim(conns, machine(2), [run]) == [run]  # another machine: its own claim
+        assert _claim(conns, machine(1), [run]) == []  # held (by this live process)
+        _release(conns, machine(1), [run])
+        _release(conns, machine(2), [run])
+        assert _claim(conns, machine(1), [run]) == [run]

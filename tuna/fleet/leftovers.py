@@ -29,7 +29,7 @@ from tuna.fleet.phase import worker_log
 from tuna.fleet.ssh import Connections
 
 OWNER_FILE = "owner"
-TIDY_PREFIX = ".tidy-"  # <scratch>/.tidy-<run>: a go_fish is tidying that run (hidden from */)
+TIDY_PREFIX = ".tidy-"  # <scratch>/.tidy-<run>-m<id>: a go_fish tidies it (hidden from */)
 _FIELDS = ("run", "owner", "phase", "arch", "worker", "session")
 
 
@@ -153,16 +153,22 @@ def find_leftovers(
     return found
 
 
+def _claim_dir(m: MachineRow, run: str) -> str:
+    return f"{m.scratch}/{TIDY_PREFIX}{run}-m{m.id}"
+
+
 def _claim(conns: Connections, m: MachineRow, runs: list[str]) -> list[str]:
     """The runs of ``runs`` this go_fish gets to tidy on ``m``: each is claimed by making
-    ``<scratch>/.tidy-<run>`` (``mkdir`` is atomic) with this go_fish's owner in it; a
-    claim whose go_fish is gone is taken over (renamed away first, so one taker wins)."""
+    ``<scratch>/.tidy-<run>-m<machine id>`` (``mkdir`` is atomic) with this go_fish's owner
+    in it; a claim whose go_fish is gone is taken over (renamed away first, so one taker
+    wins). The machine is in the name: machines may share a scratch folder (NFS, or the
+    test cluster's hosts on one file system), and each machine's containers are its own."""
     if not runs:
         return []
     scratch, owner = shlex.quote(m.scratch), shlex.quote(this_owner())
     script = [f"mkdir -p {scratch}"]
     for run in runs:
-        d = shlex.quote(f"{m.scratch}/{TIDY_PREFIX}{run}")
+        d = shlex.quote(_claim_dir(m, run))
         script.append(
             f'if mkdir {d} 2>/dev/null; then printf %s {owner} > {d}/{OWNER_FILE}; echo "+{run}"; '
             f'else echo "?{run}|$(cat {d}/{OWNER_FILE} 2>/dev/null)"; fi'
@@ -176,8 +182,8 @@ def _claim(conns: Connections, m: MachineRow, runs: list[str]) -> list[str]:
             if owner_alive(claimer) is False:  # its go_fish died while tidying
                 stale.append(run)
     for run in stale:
-        d = shlex.quote(f"{m.scratch}/{TIDY_PREFIX}{run}")
-        gone = shlex.quote(f"{m.scratch}/{TIDY_PREFIX}{run}.stale.{os.getpid()}")
+        d = shlex.quote(_claim_dir(m, run))
+        gone = shlex.quote(f"{_claim_dir(m, run)}.stale.{os.getpid()}")
         take = (
             f"mv {d} {gone} 2>/dev/null && rm -rf {gone} && mkdir {d} 2>/dev/null && "
             f"printf %s {owner} > {d}/{OWNER_FILE} && echo taken"
@@ -189,7 +195,7 @@ def _claim(conns: Connections, m: MachineRow, runs: list[str]) -> list[str]:
 
 def _release(conns: Connections, m: MachineRow, runs: list[str]) -> None:
     if runs:
-        paths = " ".join(shlex.quote(f"{m.scratch}/{TIDY_PREFIX}{run}") for run in runs)
+        paths = " ".join(shlex.quote(_claim_dir(m, run)) for run in runs)
         conns.run(m.host, f"rm -rf {paths}", timeout=30)
 
 
