@@ -1,0 +1,171 @@
+"""tuna.tune: a Python function tuned in-process, every run a search_run of a stored search."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import func, select
+
+import tuna
+from tuna.db import Database
+from tuna.db.models import Search, SearchRun, TuningSession
+from tuna.errors import TunaError
+from tuna.searches.query import find_search
+
+SPACE = {"x": [1, 2, 3, 4, 5], "y": ["a", "b"]}
+
+
+def quadratic(params):
+    return (params["x"] - 3) ** 2 + (0.5 if params["y"] == "b" else 0.0)
+
+
+def _rows(db: Database) -> list[SearchRun]:
+    with db.session() as s:
+        return list(
+            s.execute(select(SearchRun).order_by(SearchRun.search, SearchRun.seq)).scalars()
+        )
+
+
+def _counts(db: Database) -> tuple[int, int, int]:
+    with db.session() as s:
+        return tuple(  # type: ignore[return-value]
+            s.execute(select(func.count()).select_from(t)).scalar_one()
+            for t in (TuningSession, Search, SearchRun)
+        )
+
+
+def test_every_run_is_stored_and_the_best_is_found(db):
+    result = tuna.tune(quadratic, SPACE, storage=db)
+    assert len(result.runs) == 10
+    assert result.best_params == {"x": 3, "y": "a"}
+    assert result.best_value == 0.0
+    rows = _rows(db)
+    assert [r.seq for r in rows] == list(range(10))
+    assert all(r.valid and r.finished is not None for r in rows)
+    assert rows[0].point == {"x": 1, "y": "a"} and rows[0].value == 4.0
+    summary = find_search(db, result.search)  # what `tuna search show` reads
+    assert (summary.name, summary.state) == ("quadratic", "done")
+    assert summary.best == 0.0
+
+
+def test_maximize_with_a_strategy_a_budget_and_a_dict_of_stats(db):
+    def score(p):
+        return {"score": p["x"] * 10, "x_again": p["x"]}
+
+    result = tuna.tune(
+        score,
+        {"x": list(range(20))},
+        direction="maximize",
+        strategy="Random(space, 8, seed=3)",
+        budget=5,
+        storage=db,
+        stat="score",
+    )
+    assert len(result.runs) == 5 == len(_rows(db))
+    assert result.best is not None
+    assert result.best_value == max(r.stats["score"] for r in result.runs)
+
+
+def test_an_objective_that_raises_is_an_invalid_run_with_its_reason(db):
+    def fragile(p):
+        if p["x"] == 2:
+            raise ValueError("x=2 does not compile")
+        return p["x"]
+
+    result = tuna.tune(fragile, {"x": [1, 2, 3]}, storage=db)
+    assert [r.valid for r in result.runs] == [True, False, True]
+    assert result.best_params == {"x": 1}
+    bad = _rows(db)[1]
+    assert bad.valid is False
+    assert bad.reason == "objective raised ValueError: x=2 does not compile"
+    assert result.runs[1].reason == bad.reason
+
+
+def test_an_interrupted_study_resumes_without_measuring_a_point_twice(db):
+    calls: list[dict] = []
+    stop_at = {"x": 4, "y": "a"}
+
+    def objective(p):
+        if p == stop_at:
+            raise KeyboardInterrupt
+        calls.append(p)
+        return quadratic(p)
+
+    with pytest.raises(KeyboardInterrupt):
+        tuna.tune(objective, SPACE, storage=db, name="study")
+    assert len(calls) == 6 and len(_rows(db)) == 6
+    with db.session() as s:
+        search = s.execute(select(Search)).scalar_one()
+        assert search.state == "stopped"
+        assert "again with the same name" in (search.reason or "")
+
+    stop_at = {}
+    result = tuna.tune(objective, SPACE, storage=db, name="study")
+    assert len(calls) == 10  # the 6 measured before the interruption were not run again
+    assert len({tuple(sorted(c.items())) for c in calls}) == 10
+    assert len(result.runs) == 10 and result.best_params == {"x": 3, "y": "a"}
+    assert [r.seq for r in _rows(db)] == list(range(10))
+    assert find_search(db, result.search).state == "done"
+
+    again = tuna.tune(objective, SPACE, storage=db, name="study")  # finished: nothing to do
+    assert len(calls) == 10 and again.search == result.search and len(again.runs) == 10
+
+
+def test_a_dynamic_searcher_resumes_where_it_stopped(db):
+    seen: list[int] = []
+    interrupt = [True]
+
+    def objective(p):
+        if p["t"] == 8 and interrupt[0]:
+            raise KeyboardInterrupt
+        seen.append(p["t"])
+        return 1.0 / p["t"]
+
+    step = 'Step("t", 1, 64, lambda t: t * 2)'
+    with pytest.raises(KeyboardInterrupt):
+        tuna.tune(objective, {"t": []}, strategy=step, storage=db, name="steps")
+    interrupt[0] = False
+    result = tuna.tune(objective, {"t": []}, strategy=step, storage=db, name="steps")
+    assert seen == [1, 2, 4, 8, 16, 32, 64]
+    assert result.best_params == {"t": 64}
+
+
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        ({"space": {"x": []}}, "list no values"),
+        ({"space": {"x": [object()]}}, "must be a list of numbers, strings or booleans"),
+        ({"space": [1, 2]}, "give a dict of each parameter's values"),
+        ({"direction": "down"}, "use 'minimize' or 'maximize'"),
+        ({"budget": 0}, "give at least 1 run"),
+        ({"strategy": "Nope(space)"}, "NameError"),
+        ({"objective": 42}, "is not callable"),
+    ],
+)
+def test_bad_input_is_one_clear_error_and_stores_nothing(lite, kw, message):
+    args = {"objective": quadratic, "space": SPACE, "storage": lite, **kw}
+    with pytest.raises(TunaError, match=message):
+        tuna.tune(**args)
+    assert _counts(lite) == (0, 0, 0)
+
+
+def test_resuming_with_another_space_is_refused(lite):
+    tuna.tune(quadratic, SPACE, storage=lite)
+    with pytest.raises(TunaError, match="another space, strategy or objective"):
+        tuna.tune(quadratic, {"x": [1, 2], "y": ["a"]}, storage=lite)
+    assert len(_rows(lite)) == 10
+
+
+def test_the_default_storage_is_the_sqlite_database_under_tuna_data_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("TUNA_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv("TUNA_DB_URL", raising=False)
+    tuna.tune(quadratic, {"x": [1, 2], "y": ["a"]})
+    result = tuna.tune(quadratic, {"x": [1, 2], "y": ["a"]})  # same study: nothing re-run
+    assert len(result.runs) == 2
+    assert any(p.suffix == ".db" or "sqlite" in p.name for p in tmp_path.rglob("*"))
+
+
+def test_stats_that_never_hold_the_objective_stat_fail_the_search(lite):
+    with pytest.raises(TunaError, match="'value' is in no run's output"):
+        tuna.tune(lambda p: {"time": p["x"]}, {"x": [1, 2]}, storage=lite, name="no-value")
+    with lite.session() as s:
+        assert s.execute(select(Search.state)).scalar_one() == "failed"

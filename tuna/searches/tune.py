@@ -1,0 +1,292 @@
+"""Tuning a Python function in-process: ``tuna.tune(objective, space, ...)`` (issue #28).
+
+The study is an ordinary stored search, so ``tuna search show``, the dashboard and the
+reports see it: one ``search`` row (its space as JSON text, its searcher expression, its
+objective), one finished ``search_run`` per call of the objective, in a session of the
+``bench`` backend labelled ``tuna.tune`` (made on first use). The searcher is driven by the
+same :class:`~tuna.searchers.propose.Proposer` as a dry run, in this process, one point at a
+time; no job is enqueued.
+
+**Resume**: a second call with the same name continues the study. Its recorded runs are
+replayed into a fresh searcher (:func:`tuna.searchers.replay`), so a point already measured
+is not measured again; the space, the strategy and the objective must be the ones it was
+made with. A call that leaves early (Ctrl-C inside the objective) marks the search
+``stopped``, so no ``go_fish --search`` tries to drive it as a bench search.
+
+An objective that raises is an invalid run with the exception as its reason; everything
+else (a bad space, strategy, direction or budget) is refused before anything is written.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from sqlalchemy import select, update
+from sqlalchemy.engine import URL
+
+from tuna.backends.base import SessionSpec
+from tuna.db import Database, open_database
+from tuna.db.clock import db_now
+from tuna.db.models import Search, SearchRun, TuningSession
+from tuna.jobs.search_results import insert_runs, objective_value
+from tuna.searchers import Objective, Run, dry_run, replay
+from tuna.searchers.errors import ObjectiveError, SearchError
+from tuna.searchers.space import ParameterSpace, parse_json_space
+from tuna.searches.create import make_searcher
+from tuna.sessions.session import add_session
+
+log = logging.getLogger(__name__)
+
+LABEL = "tuna.tune"  # the label of the session studies are stored in
+DIRECTIONS = {"minimize": "min", "min": "min", "maximize": "max", "max": "max"}
+
+ObjectiveFn = Callable[[dict[str, Any]], float | Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    """A study's outcome: its search id, every run in proposal order, and the best that counts."""
+
+    search: int
+    name: str
+    stat: str
+    runs: list[Run]
+    best: Run | None
+
+    @property
+    def best_params(self) -> dict[str, Any] | None:
+        return dict(self.best.config) if self.best is not None else None
+
+    @property
+    def best_value(self) -> float | None:
+        return float(self.best.stats[self.stat]) if self.best is not None else None
+
+
+@dataclass(frozen=True)
+class _Study:
+    name: str
+    space: ParameterSpace
+    space_text: str
+    strategy: str | None
+    objective: Objective
+    budget: int | None
+
+
+def tune(
+    objective: ObjectiveFn,
+    space: Mapping[str, Sequence[Any]],
+    direction: str = "minimize",
+    strategy: str | None = None,
+    budget: int | None = None,
+    storage: str | URL | Database | None = None,
+    *,
+    name: str | None = None,
+    stat: str = "value",
+) -> TuneResult:
+    """Tune ``objective(params)`` over ``space`` and store every run; see the module docstring.
+
+    ``space`` maps each parameter to its values; ``strategy`` is a searcher expression as
+    ``tuna search create --searcher`` takes (``"Random(space, 20, seed=1)"``; None: every
+    point); ``budget`` caps the runs; ``storage`` is a database URL (None: the default
+    database, SQLite under ``TUNA_DATA_DIR``). ``objective`` returns a number (stored as the
+    stat ``stat``) or a dict of stats that holds ``stat``.
+    """
+    study = _check(objective, space, direction, strategy, budget, name, stat)
+    db = storage if isinstance(storage, Database) else open_database(storage)
+    try:
+        return _run(db, study, objective)
+    finally:
+        if not isinstance(storage, Database):
+            db.dispose()
+
+
+def _check(
+    objective: object,
+    space: object,
+    direction: str,
+    strategy: str | None,
+    budget: int | None,
+    name: str | None,
+    stat: str,
+) -> _Study:
+    """Every input checked before anything is opened or written; a SearchError says what."""
+    if not callable(objective):
+        raise SearchError(f"objective {objective!r} is not callable; give a function of params")
+    if direction not in DIRECTIONS:
+        raise SearchError(f"direction {direction!r}: use 'minimize' or 'maximize'")
+    if budget is not None and (isinstance(budget, bool) or budget < 1):
+        raise SearchError(f"budget {budget!r}: give at least 1 run, or None for no limit")
+    if not isinstance(stat, str) or not stat.strip():
+        raise SearchError(f"stat {stat!r}: name the stat the objective returns")
+    study_name = name if name is not None else getattr(objective, "__name__", "")
+    if not study_name.strip() or len(study_name) > 128:
+        raise SearchError(f"study name {study_name!r}: give 1 to 128 characters (name=...)")
+    if not isinstance(space, Mapping):
+        raise SearchError(
+            f"space {space!r}: give a dict of each parameter's values, e.g. {{'x': [1, 2, 4]}}"
+        )
+    try:
+        text = json.dumps({str(k): list(v) for k, v in space.items()})
+    except (TypeError, ValueError) as e:
+        raise SearchError(
+            f"space: {e}; each parameter's values must be a list of numbers, strings or booleans"
+        ) from e
+    parsed = parse_json_space(text, source=f"{study_name}.json")
+    searcher = make_searcher(strategy, parsed)
+    plan = dry_run(parsed, searcher)  # an empty parameter, a searcher that raises: refused now
+    if not plan.proposals:
+        raise SearchError(f"study {study_name!r}: the strategy proposes nothing to run")
+    goal: Literal["min", "max"] = "max" if DIRECTIONS[direction] == "max" else "min"
+    return _Study(study_name, parsed, text, strategy or None, Objective(stat, goal), budget)
+
+
+def _run(db: Database, study: _Study, objective: ObjectiveFn) -> TuneResult:
+    search_id = _open_search(db, study)
+    with db.session() as s:
+        rows = s.execute(
+            select(SearchRun).where(SearchRun.search == search_id).order_by(SearchRun.seq)
+        ).scalars()
+        recorded = [(r.seq, _run_of(r)) for r in rows]
+    runs = [r for _, r in recorded]
+    replayed = replay(study.space, runs, make_searcher(study.strategy, study.space))
+    proposer, proposal = replayed.proposer, replayed.next
+    if recorded:
+        log.info("study %r: search %d resumed after %d run(s)", study.name, search_id, len(runs))
+    finished = False
+    try:
+        while proposal is not None and (study.budget is None or proposal.index < study.budget):
+            run = _measure(objective, dict(proposal.config), study.objective.stat)
+            _record(db, search_id, proposal.index, proposal.point, run, study.objective)
+            runs.append(run)
+            proposal = proposer.send(run)
+        finished = True
+    finally:
+        state = "stopped"
+        reason: str | None = "interrupted; call tuna.tune again with the same name to resume"
+        if finished:
+            state, reason = _ending(study.objective, runs)
+        _end(db, search_id, state, reason)
+    if state == "failed":
+        raise SearchError(f"study {study.name!r} (search {search_id}): {reason}")
+    best = study.objective.best(runs)
+    return TuneResult(search_id, study.name, study.objective.stat, runs, best)
+
+
+def _measure(objective: ObjectiveFn, params: dict[str, Any], stat: str) -> Run:
+    """One call of the objective as a Run: what it returned, or why it is invalid."""
+    try:
+        out = objective(dict(params))
+    except Exception as e:  # the user's code: an invalid run, the search goes on
+        return Run.invalid(params, f"objective raised {type(e).__name__}: {e}")
+    if isinstance(out, bool) or not isinstance(out, int | float | Mapping):
+        return Run.invalid(
+            params, f"objective returned {out!r}; return a number or a dict of stats"
+        )
+    stats = {stat: float(out)} if isinstance(out, int | float) else dict(out)
+    try:
+        json.dumps(stats)
+    except (TypeError, ValueError) as e:
+        return Run.invalid(params, f"objective returned stats that are not JSON data: {e}")
+    return Run(params, stats)
+
+
+def _session(s: Any) -> int:
+    """The session studies live in (label ``tuna.tune``), made on first use."""
+    found = s.execute(
+        select(TuningSession.id)
+        .where(TuningSession.label == LABEL, TuningSession.backend == "bench")
+        .order_by(TuningSession.id)
+        .limit(1)
+    ).scalar()
+    if found is not None:
+        return int(found)
+    spec = SessionSpec(arch="python", num_cu=1, backend="bench", label=LABEL)
+    return add_session(s, spec).id
+
+
+def _open_search(db: Database, study: _Study) -> int:
+    """The study's search: made, or found (same name) and checked to be the same study."""
+    objective = {"stat": study.objective.stat, "goal": study.objective.goal, "valid": None}
+    with db.session(immediate=True) as s:
+        session = _session(s)
+        row = s.execute(
+            select(Search).where(Search.session == session, Search.name == study.name)
+        ).scalar_one_or_none()
+        if row is None:
+            row = Search(
+                session=session,
+                name=study.name,
+                space_file=f"{study.name}.json"[:255],
+                space_text=study.space_text,
+                base={},
+                searcher=study.strategy,
+                objective=objective,
+                budget=study.budget,
+                parallelism=1,
+                backend="bench",
+                spec={"python": True, "required_stats": [study.objective.stat]},
+                state="active",
+            )
+            s.add(row)
+            s.flush()
+            return row.id
+        was = (json.loads(row.space_text), row.searcher, dict(row.objective))
+        now = (json.loads(study.space_text), study.strategy, objective)
+        if was != now or not row.spec.get("python"):
+            raise SearchError(
+                f"study {study.name!r} (search {row.id}) was made with another space, strategy "
+                "or objective; give the same ones to resume it, or another name= for a new study"
+            )
+        row.state, row.reason, row.finished, row.budget = "active", None, None, study.budget
+        return row.id
+
+
+def _record(
+    db: Database, search: int, seq: int, point: Mapping[str, Any], run: Run, objective: Objective
+) -> None:
+    stats = dict(run.stats)
+    with db.session() as s:
+        finished = s.execute(select(db_now())).scalar_one()
+        insert_runs(
+            s.connection(),
+            [
+                {
+                    "search": search,
+                    "seq": seq,
+                    "point": dict(point),
+                    "config": dict(run.config),
+                    "stats": stats if run.valid else None,
+                    "value": objective_value({"stat": objective.stat}, stats),
+                    "valid": run.valid,
+                    "reason": run.reason,
+                    "finished": finished,
+                }
+            ],
+        )
+
+
+def _ending(objective: Objective, runs: Sequence[Run]) -> tuple[str, str | None]:
+    try:
+        objective.best(runs)
+    except ObjectiveError as e:
+        return "failed", str(e)
+    return "done", None
+
+
+def _end(db: Database, search: int, state: str, reason: str | None) -> None:
+    with db.session() as s:
+        s.execute(
+            update(Search)
+            .where(Search.id == search)
+            .values(state=state, reason=reason, finished=db_now())
+        )
+
+
+def _run_of(row: SearchRun) -> Run:
+    if row.valid:
+        return Run(dict(row.config), dict(row.stats or {}))
+    return Run.invalid(dict(row.config), row.reason or "invalid")
