@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from sqlalchemy import func, select
 
@@ -169,3 +172,16 @@ def test_stats_that_never_hold_the_objective_stat_fail_the_search(lite):
         tuna.tune(lambda p: {"time": p["x"]}, {"x": [1, 2]}, storage=lite, name="no-value")
     with lite.session() as s:
         assert s.execute(select(Search.state)).scalar_one() == "failed"
+
+
+def test_the_docs_example_runs_and_prints_what_the_page_says(tmp_path, monkeypatch, capsys):
+    page = (Path(__file__).parents[2] / "docs/tutorials/benchmark-search.md").read_text()
+    section = page.split("## A Python function: `tuna.tune`", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    shown = re.search(r"It prints `([^`]*)`", section)
+    assert shown is not None
+    monkeypatch.setenv("TUNA_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv("TUNA_DB_URL", raising=False)
+    for _ in range(2):  # the second run resumes the study: the same result, nothing re-run
+        exec(compile(code, "benchmark-search.md", "exec"), {"__name__": "docs"})
+        assert capsys.readouterr().out.strip() == shown.group(1)
