@@ -8,10 +8,9 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import select
 
-from tests.support.databases import copy_sqlite_template
+from tests.support.cli import embedded_runner, ok
 from tuna.backends import backend_names, backends_with_spaces, get_backend
 from tuna.backends.noop import NoopBackend
-from tuna.cli import main
 from tuna.config import load_settings
 from tuna.db import open_database
 from tuna.db.models import FindDb, Measurement, PerfDb, Search
@@ -21,20 +20,9 @@ from tuna.problems.driver import parse_driver_line
 LINE = "MIOpenDriver conv -n 1 -c 16 -H 8 -W 8 -k 16 -y 1 -x 1 -F 1"
 
 
-def _ok(runner: CliRunner, *args: str) -> str:
-    r = runner.invoke(main, list(args))
-    assert r.exit_code == 0, r.output
-    return r.output
-
-
 @pytest.fixture
 def runner(tmp_path, monkeypatch) -> CliRunner:
-    """The CLI on the embedded database (a copy of a migrated one) in ``tmp_path/data``."""
-    monkeypatch.setenv("TUNA_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("TUNA_LOCK_DIR", str(tmp_path / "locks"))
-    monkeypatch.setenv("COLUMNS", "200")
-    copy_sqlite_template(tmp_path / "data" / "tuna.db")
-    return CliRunner()
+    return embedded_runner(tmp_path, monkeypatch)
 
 
 def test_every_backend_that_declares_spaces_gives_each_tunable_solver_one() -> None:
@@ -60,12 +48,12 @@ def test_every_backend_that_declares_spaces_gives_each_tunable_solver_one() -> N
 
 
 def test_load_jobs_strategy_hillclimb_runs_end_to_end_on_noop(runner: CliRunner) -> None:
-    _ok(runner, "import_configs", "-t", "net", "-d", LINE)
-    _ok(runner, "session", "create", "--arch", "gfx-noop", "--num-cu", "1", "--backend", "noop")
-    out = _ok(runner, "load_jobs", "-t", "net", "-s", "1", "--strategy", "hillclimb",
+    ok(runner, "import_configs", "-t", "net", "-d", LINE)
+    ok(runner, "session", "create", "--arch", "gfx-noop", "--num-cu", "1", "--backend", "noop")
+    out = ok(runner, "load_jobs", "-t", "net", "-s", "1", "--strategy", "hillclimb",
               "--budget", "6", "--round-size", "2", "--seed", "1")  # fmt: skip
     assert "searches created 1" in " ".join(out.split()), out
-    out = _ok(runner, "go_fish", "-s", "1", "--search", "--local", "-w", "1")
+    out = ok(runner, "go_fish", "-s", "1", "--search", "--local", "-w", "1")
     db = open_database(load_settings().db_url)
     try:
         with db.session() as s:

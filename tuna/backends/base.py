@@ -396,20 +396,22 @@ class Backend(abc.ABC):
         apply."""
         return TuningSpace()
 
-    def problem_features(self, problem: ConvProblem, solver: str) -> dict[str, float]:
+    def problem_features(self, problem: ConvProblem, solver: str, /) -> dict[str, float]:
         """The numbers of ``problem`` that decide which candidates of ``solver`` are fast,
-        by name, for a cost model (which knows nothing of convolutions). None by default."""
+        by name, for a cost model (which knows nothing of convolutions). None by default.
+        (This and the next two take their arguments by position: a backend may bind its
+        module's functions to them.)"""
         return {}
 
     def candidate_features(
-        self, features: Mapping[str, float], params: Mapping[str, Any]
+        self, features: Mapping[str, float], params: Mapping[str, Any], /
     ) -> dict[str, float]:
         """What a candidate's parameter values mean on a problem (``features`` from
         :meth:`problem_features`), for a cost model: ratios of a parameter and a problem
         size that a tree cannot form itself. None by default."""
         return {}
 
-    def parse_params(self, solver: str, text: str) -> dict[str, int]:
+    def parse_params(self, solver: str, text: str, /) -> dict[str, int]:
         """A candidate's parameter string (a perf-db row's) as values by name; raises
         ``ValueError`` saying what is wrong when it is not one of ``solver``'s. A string of
         an older space may be read into today's names."""

@@ -8,9 +8,8 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import select
 
-from tests.support.databases import copy_sqlite_template
+from tests.support.cli import embedded_runner, ok
 from tuna.backends.cuda import CudaBackend
-from tuna.cli import main
 from tuna.config import load_settings
 from tuna.db import open_database
 from tuna.db.models import FindDb, Measurement, PerfDb, Search
@@ -19,29 +18,19 @@ from tuna.problems.driver import parse_driver_line
 LINE = "MIOpenDriver conv -n 1 -c 8 -H 6 -W 6 -k 16 -y 1 -x 1 -F 1"
 
 
-def _ok(runner: CliRunner, *args: str) -> str:
-    r = runner.invoke(main, list(args))
-    assert r.exit_code == 0, r.output
-    return r.output
-
-
 @pytest.fixture
 def runner(tmp_path, monkeypatch) -> CliRunner:
-    monkeypatch.setenv("TUNA_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("TUNA_LOCK_DIR", str(tmp_path / "locks"))
-    monkeypatch.setenv("COLUMNS", "200")
-    copy_sqlite_template(tmp_path / "data" / "tuna.db")
-    return CliRunner()
+    return embedded_runner(tmp_path, monkeypatch)
 
 
 def test_a_model_search_on_the_cuda_space_records_its_measured_winner(runner):
-    _ok(runner, "import_configs", "-t", "net", "-d", LINE)
-    _ok(runner, "session", "create", "--arch", "sm_90", "--num-cu", "132", "--backend", "cuda",
+    ok(runner, "import_configs", "-t", "net", "-d", LINE)
+    ok(runner, "session", "create", "--arch", "sm_90", "--num-cu", "132", "--backend", "cuda",
         "--env", "CUDA_FAKE_GPU=1", "--env", "CUDA_REPEATS=3")  # fmt: skip
-    out = _ok(runner, "load_jobs", "-t", "net", "-s", "1", "--strategy", "model",
+    out = ok(runner, "load_jobs", "-t", "net", "-s", "1", "--strategy", "model",
               "--budget", "6", "--round-size", "3", "--seed", "1")  # fmt: skip
     assert "searches created 2" in " ".join(out.split()), out  # both solvers apply to a 1x1
-    out = _ok(runner, "go_fish", "-s", "1", "--search", "--local", "-w", "2")
+    out = ok(runner, "go_fish", "-s", "1", "--search", "--local", "-w", "2")
     db = open_database(load_settings().db_url)
     try:
         with db.session() as s:

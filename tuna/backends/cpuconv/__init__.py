@@ -48,7 +48,6 @@ import json
 import logging
 import random
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -143,16 +142,10 @@ class CpuConvBackend(Backend):
             return TuningSpace()
         return TuningSpace(spec.names, tuple(candidates), self.problem_features(problem, solver))
 
-    def problem_features(self, problem: ConvProblem, solver: str) -> dict[str, float]:
-        return problem_features(problem, solver)
-
-    def candidate_features(
-        self, features: Mapping[str, float], params: Mapping[str, Any]
-    ) -> dict[str, float]:
-        return candidate_features(features, params)
-
-    def parse_params(self, solver: str, text: str) -> dict[str, int]:
-        return sv.parse_params(solver, text)
+    # The contract's features and parameter parsing are this backend's module functions.
+    problem_features = staticmethod(problem_features)
+    candidate_features = staticmethod(candidate_features)
+    parse_params = staticmethod(sv.parse_params)
 
     def default_params(self, problem: ConvProblem, solver: str) -> str:
         """The untuned parameters of ``solver`` on ``problem`` (``""``: it has none)."""

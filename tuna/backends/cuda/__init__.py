@@ -153,16 +153,10 @@ class CudaBackend(Backend):
             return TuningSpace()
         return TuningSpace(sv.NAMES, tuple(candidates), self.problem_features(problem, solver))
 
-    def problem_features(self, problem: ConvProblem, solver: str) -> dict[str, float]:
-        return problem_features(problem, solver)
-
-    def candidate_features(
-        self, features: Mapping[str, float], params: Mapping[str, Any]
-    ) -> dict[str, float]:
-        return candidate_features(features, params)
-
-    def parse_params(self, solver: str, text: str) -> dict[str, int]:
-        return sv.parse_params(solver, text)
+    # The contract's features and parameter parsing are this backend's module functions.
+    problem_features = staticmethod(problem_features)
+    candidate_features = staticmethod(candidate_features)
+    parse_params = staticmethod(sv.parse_params)
 
     def default_params(self, problem: ConvProblem, solver: str) -> str:
         return sv.default_params(problem, solver)
