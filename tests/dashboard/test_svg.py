@@ -93,3 +93,20 @@ def test_a_long_legend_label_is_cut_to_the_margin_with_its_full_text_as_a_title(
     assert float(cut.get("x")) + CHAR_PX * len(cut.text) <= 760
     path = svg.find(f"{NS}path[@class='series']")
     assert path.get("data-label") == long
+
+
+def test_a_best_so_far_chart_spanning_orders_of_magnitude_is_on_a_log_axis():
+    """A first measurement of 900 flattened 3, 2.5 and 2 into one line on a linear axis."""
+    svg = ET.fromstring(step_chart(
+        [Series("s", [(1.0, 900.0), (2.0, 3.0), (3.0, 2.5), (4.0, 2.0)], until=4.0)],
+        title="t", xlabel="x", ylabel="best time_ms (ms)",
+    ))  # fmt: skip
+    texts = {t.get("class"): t.text for t in svg.iter(f"{NS}text") if t.get("class")}
+    assert texts["ylabel"] == "best time_ms (ms) (log scale)"
+    ticks = [t.text for t in svg.iter(f"{NS}text") if t.get("class") == "ytick"]
+    assert ticks[0] == "1" and ticks[-1] == "1000" and "10" in ticks and "100" in ticks
+    d = svg.find(f"{NS}path[@class='series']").get("d")
+    ys = [float(v) for v in re.findall(r"V([\d.]+)", d)]
+    assert ys[1] - ys[0] > 5 and ys[2] - ys[1] > 5  # 3 -> 2.5 -> 2 apart (0.1 px when linear)
+    xs = [t.text for t in svg.iter(f"{NS}text") if t.get("class") == "xtick"]
+    assert all(float(x).is_integer() for x in xs)

@@ -60,6 +60,8 @@ def _fmt(v: float) -> str:
     return f"{v:.6g}"
 
 
+LOG_SPAN = 30.0
+"""A y span (largest / smallest, all positive) past which the axis is logarithmic."""
 CHAR_PX = 7
 """The widest a character of the charts' 11 px sans-serif font is, near enough (digits and
 most letters are 6 px; a label cut to fit at 7 px never runs past the margin)."""
@@ -86,6 +88,9 @@ def step_chart(
     pw, ph = width - left - right, height - top - bottom
     xs = [x for s in series for x, _ in (*s.steps, *s.dots)] + [s.until for s in series]
     ys = [y for s in series for _, y in (*s.steps, *s.dots)]
+    log = bool(ys) and min(ys) > 0 and max(ys) / min(ys) > LOG_SPAN  # outliers flattened it
+    if log:
+        ylabel += " (log scale)"
     e = escape
     out = [
         f'<svg id="{e(chart_id)}" xmlns="http://www.w3.org/2000/svg" width="{width}" '
@@ -108,14 +113,20 @@ def step_chart(
     xt = nice_ticks(min(0.0, *xs), max(1.0, *xs))
     if any(t != int(t) for t in xt):  # x counts measurements: no 2.5 or 7.5
         xt = list(range(math.floor(xt[0]), math.ceil(xt[-1]) + 1))
-    yt = nice_ticks(min(ys), max(ys))
+    if log:
+        lo_e, hi_e = math.floor(math.log10(min(ys))), math.ceil(math.log10(max(ys)))
+        yt = [10.0**k * m for k in range(lo_e, hi_e) for m in (1, 2, 5)] + [10.0**hi_e]
+    else:
+        yt = nice_ticks(min(ys), max(ys))
     x0, x1, y0, y1 = xt[0], xt[-1], yt[0], yt[-1]
+    ly0, ly1 = (math.log10(y0), math.log10(y1)) if log else (y0, y1)
 
     def px(x: float) -> float:
         return round(left + (x - x0) / (x1 - x0) * pw, 2)
 
     def py(y: float) -> float:
-        return round(top + ph - (y - y0) / (y1 - y0) * ph, 2)
+        v = math.log10(y) if log else y
+        return round(top + ph - (v - ly0) / (ly1 - ly0) * ph, 2)
 
     for t in xt:
         out.append(f'<line x1="{px(t)}" y1="{top + ph}" x2="{px(t)}" y2="{top + ph + 4}" '
