@@ -207,3 +207,24 @@ def test_parameter_importance_names_the_parameter_that_decides_the_stat(tmp_path
     assert [r[0] for r in rows] == ["batch", "threads"]
     assert rows[0][1] == "100 %" and rows[1][1] == "0 %"
     ro.dispose()
+
+
+def test_a_study_of_tuna_tune_is_a_search_the_pages_show(db):
+    """tuna.tune's runs, stored through a URL, on the searches list and the search's page."""
+    import tuna
+
+    def objective(p):
+        if p["x"] == 2:
+            raise RuntimeError("no good")
+        return {"loss": (p["x"] - 3) ** 2}
+
+    url = db.url.render_as_string(hide_password=False)
+    result = tuna.tune(objective, {"x": [1, 2, 3, 4]}, storage=url, name="py", stat="loss")
+    with dashboard_client(db) as (client, _ro):
+        listed = client.get("/searches")
+        assert listed.status_code == 200
+        rows = {c[1]: c for c in cells(listed.text, "searches")}
+        assert rows["py"][:3] == [str(result.search), "py", "done"]
+        page = client.get(f"/searches/{result.search}")
+        assert page.status_code == 200
+        assert "objective raised RuntimeError: no good" in html.unescape(page.text)

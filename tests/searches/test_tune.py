@@ -185,3 +185,24 @@ def test_the_docs_example_runs_and_prints_what_the_page_says(tmp_path, monkeypat
     for _ in range(2):  # the second run resumes the study: the same result, nothing re-run
         exec(compile(code, "benchmark-search.md", "exec"), {"__name__": "docs"})
         assert capsys.readouterr().out.strip() == shown.group(1)
+
+
+def test_a_search_driver_leaves_a_study_being_measured_alone(db):
+    """go_fish --search / tuna search run on the study's session while it runs: no jobs."""
+    from tuna.db.models import Job
+    from tuna.searches import SessionSearches
+
+    seen: list[int] = []
+
+    def objective(p):
+        if p["x"] == 2:  # mid-study, the search is active: drive its session once
+            with db.session() as s:
+                session = s.execute(select(Search.session)).scalar_one()
+            seen.append(SessionSearches(db, session).tick())
+        return p["x"]
+
+    result = tuna.tune(objective, {"x": [1, 2, 3]}, storage=db)
+    assert seen == [0] and len(result.runs) == 3
+    with db.session() as s:
+        assert s.execute(select(func.count()).select_from(Job)).scalar_one() == 0
+        assert s.execute(select(Search.state)).scalar_one() == "done"

@@ -31,6 +31,8 @@ from tuna.sessions.session import session_row
 
 GOALS = ("min", "max")
 STATES = ("active", "done", "failed", "stopped")
+# A search's spec key marking one tuna.tune measures in its own process: no driver takes it.
+IN_PROCESS = "python"
 
 
 @dataclass(frozen=True)

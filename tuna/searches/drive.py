@@ -50,7 +50,7 @@ from tuna.searchers import Objective, Proposal, RoundProposer, Run, build_key, r
 from tuna.searchers.builtin import SearcherInterface
 from tuna.searchers.errors import ObjectiveError, SearchError
 from tuna.searchers.propose import Proposer
-from tuna.searches.create import load_space, make_searcher
+from tuna.searches.create import IN_PROCESS, load_space, make_searcher
 from tuna.searches.strategy import (
     FINAL_CANDIDATES,
     candidate_space,
@@ -531,11 +531,15 @@ class SessionSearches:
         self.active = 0
 
     def active_ids(self) -> list[int]:
+        """The active searches, but for a ``tuna.tune`` study: its own process measures it."""
         with self.db.session() as s:
-            q = select(Search.id).where(Search.session == self.session_id, Search.state == "active")
+            q = select(Search.id, Search.spec).where(
+                Search.session == self.session_id, Search.state == "active"
+            )
             if self.only is not None:
                 q = q.where(Search.id == self.only)
-            return list(s.execute(q.order_by(Search.id)).scalars())
+            rows = s.execute(q.order_by(Search.id)).all()
+        return [r.id for r in rows if not (r.spec or {}).get(IN_PROCESS)]
 
     def tick(self, *, look: bool = True) -> int:
         """One round over the active searches; returns how many are still active.

@@ -36,7 +36,7 @@ from tuna.jobs.search_results import insert_runs, objective_value
 from tuna.searchers import Objective, Run, dry_run, replay
 from tuna.searchers.errors import ObjectiveError, SearchError
 from tuna.searchers.space import ParameterSpace, parse_json_space
-from tuna.searches.create import make_searcher
+from tuna.searches.create import IN_PROCESS, make_searcher
 from tuna.sessions.session import add_session
 
 log = logging.getLogger(__name__)
@@ -228,7 +228,7 @@ def _open_search(db: Database, study: _Study) -> int:
                 budget=study.budget,
                 parallelism=1,
                 backend="bench",
-                spec={"python": True, "required_stats": [study.objective.stat]},
+                spec={IN_PROCESS: True, "required_stats": [study.objective.stat]},
                 state="active",
             )
             s.add(row)
@@ -236,7 +236,7 @@ def _open_search(db: Database, study: _Study) -> int:
             return row.id
         was = (json.loads(row.space_text), row.searcher, dict(row.objective))
         now = (json.loads(study.space_text), study.strategy, objective)
-        if was != now or not row.spec.get("python"):
+        if was != now or not row.spec.get(IN_PROCESS):
             raise SearchError(
                 f"study {study.name!r} (search {row.id}) was made with another space, strategy "
                 "or objective; give the same ones to resume it, or another name= for a new study"
