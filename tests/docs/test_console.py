@@ -1,6 +1,7 @@
-"""Every console example of the docs runs against the real commands and prints what the page
-shows, unless the page marks it illustrative and says why (a real run's timings, the test
-cluster, a terminal's tables): ``<!-- illustrative: REASON -->`` right above the block.
+"""Every console example of the README and the docs runs against the real commands and prints
+what the page shows, unless the page marks it illustrative and says why (a real run's
+timings, the test cluster, a terminal's tables): ``<!-- illustrative: REASON -->`` right
+above the block.
 
 Each page's checked blocks run in order in one sandbox (a fresh embedded database, a working
 directory holding the inputs they name: the sample networks, tests/data/docs and a copy of
@@ -23,7 +24,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.support.databases import copy_sqlite_template
-from tests.support.docs import REPO, ConsoleBlock, console_blocks, pages
+from tests.support.docs import REPO, ConsoleBlock, console_blocks
 from tests.support.seed import open_test_db
 from tuna.cli import main
 
@@ -32,7 +33,7 @@ STANDALONE = {"import_configs", "query_db", "load_jobs", "load_job", "export_db"
 INPUTS = REPO / "tests" / "data" / "docs"
 _URL = re.compile(r"sqlite:///\S*?tuna\.db")
 
-BLOCKS = console_blocks([p for p in pages() if p.name != "README.md"])
+BLOCKS = console_blocks()  # README.md and docs/**/*.md
 CHECKED = [b for b in BLOCKS if b.illustrative is None]
 PAGES = sorted({b.path for b in CHECKED})
 

@@ -78,3 +78,9 @@ def test_the_readmes_links_name_files_of_the_repo() -> None:
     assert local, "README.md links nowhere into the docs"
     missing = [link for link in local if not (REPO / link).exists()]
     assert not missing, f"README.md links to files that do not exist: {missing}"
+
+
+def test_the_readme_is_short() -> None:
+    """What Tuna is, the two commands, a taste of each way in, links: the rest is in docs/."""
+    lines = page("README.md").splitlines()
+    assert len(lines) <= 150, f"README.md has {len(lines)} lines: move the detail into docs/"

@@ -68,7 +68,7 @@ def dashboard_cmd(
     """Serve a read-only dashboard: sessions with progress, machines, failures, results.
 
     It connects read-only and never writes; pages refresh themselves. For a MySQL
-    database, give it a user with SELECT grants only (see README, "tuna dashboard").
+    database, give it a user with SELECT grants only (docs/how-to/see.md, "tuna dashboard").
     Ctrl-C stops it.
 
     \b

@@ -425,7 +425,7 @@ def go_fish_cmd(
     command line or in their environment. Logs go to <log dir>/<phase>/<arch>/<host>/
     session-<S>/<run>/. Its pace over SSH, in seconds:
     TUNA_FLEET_POLL_EVERY (3), TUNA_FLEET_POLL_TIMEOUT (10), TUNA_FLEET_REAP_EVERY (5),
-    TUNA_FLEET_DRAIN_GRACE (30; see the README). MITuna's spelling works too: an
+    TUNA_FLEET_DRAIN_GRACE (30; docs/reference/configuration.md). MITuna's spelling works too: an
     optional library name first (the session's backend), --session_id, --fin_steps,
     -m 1,2.
 

@@ -133,6 +133,6 @@ def quickstart(workers: int | None, candidates: int) -> None:
         )
     console.print(
         f"done in {time.monotonic() - started:.0f} s. Next: query_db -f FILE, "
-        "tuna jobs status --session N, SELECT ... FROM find_db (see README).",
+        "tuna jobs status --session N, SELECT ... FROM find_db (see docs/how-to/sql.md).",
         markup=False,
     )

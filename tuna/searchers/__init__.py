@@ -8,8 +8,8 @@ Users import the built-in searchers in their parameter files under the shorter n
     from tuna.search import Bisect, Composer, Step
 
 (``from library import ...``, the name the benchmark autotuner used, works too inside a
-parameter file). See ``reference/search.md`` §1 for the behaviour these follow, and the
-README's "Searches (foundation)".
+parameter file). See ``reference/search.md`` §1 for the behaviour these follow, and
+docs/reference/search-files.md.
 """
 
 from __future__ import annotations
