@@ -24,7 +24,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.support.databases import copy_sqlite_template
-from tests.support.docs import REPO, ConsoleBlock, console_blocks
+from tests.support.docs import REPO, ConsoleBlock, console_blocks, pages
 from tests.support.seed import open_test_db
 from tuna.cli import main
 
@@ -101,3 +101,20 @@ def test_every_console_example_prints_what_the_page_shows(
                 + "\n--- the page shows:\n"
                 + "\n".join(shown)
             )
+
+
+_TUNE = re.compile(r"```python\n(import tuna\n.*?tuna\.tune\(.*?)```\s*It prints `([^`]+)`", re.S)
+TUNE_EXAMPLES = [(p, m) for p in pages() for m in _TUNE.finditer(p.read_text())]
+
+
+@pytest.mark.parametrize("path", sorted({p for p, _ in TUNE_EXAMPLES}), ids=str)
+def test_every_tuna_tune_example_prints_what_the_page_says(
+    path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A ``tuna.tune`` example, run as a user would paste it (the default database in a data
+    directory of its own), prints the line the page says it prints."""
+    monkeypatch.setenv("TUNA_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.chdir(tmp_path)
+    for _, m in [(p, m) for p, m in TUNE_EXAMPLES if p == path]:
+        exec(compile(m.group(1), str(path), "exec"), {})  # noqa: S102
+        assert capsys.readouterr().out.strip() == m.group(2), f"{path}: {m.group(2)}"
