@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tuna.cli import main
+from tuna.db.enums import JobStep
 from tuna.fleet.commands import (
     CONTAINER_DB_URL,
     CONTAINER_LOCK_DIR,
@@ -37,6 +38,15 @@ def test_a_worker_can_be_given_later_stages_to_work_in_the_same_process():
     assert argv[-4:] == ["--then", "4:compile", "--then", "3:eval"]
     ctx = main.commands["worker"].make_context("worker", argv[2:])
     assert [(s, p.value) for s, p in ctx.params["then"]] == [(4, "compile"), (3, "eval")]
+
+
+def test_an_evaluation_worker_is_told_its_step_and_takes_only_that_steps_jobs():
+    """Issue #24: go_fish --run_find hands its step on; the worker command takes it."""
+    argv = worker_argv(3, "compile", then=[(3, "eval")], step=JobStep.FIND)
+    assert argv[-2:] == ["--step", "find"]
+    ctx = main.commands["worker"].make_context("worker", argv[2:])
+    assert ctx.params["step"] == "find"
+    assert "--step" not in worker_argv(3, "compile")
 
 
 @given(

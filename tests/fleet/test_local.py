@@ -14,7 +14,7 @@ from tests.support.seed import make_session
 from tests.support.wait import wait_until
 from tuna.backends.base import Owns
 from tuna.catalog.importer import import_configs, read_lines
-from tuna.db.enums import JobState
+from tuna.db.enums import JobState, JobStep
 from tuna.db.models import Job
 from tuna.errors import TunaError
 from tuna.fleet.local import LocalWorkers, Task, evaluation_workers, run_local, worker_environment
@@ -75,15 +75,43 @@ def test_compile_then_run_perf_drains_the_session_with_logs_per_worker(sqlite_ur
     db.dispose()
 
 
-def test_evaluating_another_steps_jobs_is_refused(db, tmp_path):
+def test_go_fish_evaluates_the_step_asked_for_and_leaves_the_other_steps_jobs_compiled(
+    db, tmp_path
+):
+    """Issue #24: --run_perf and --run_find each refused a session with compiled jobs of both
+    steps. Each evaluates its own step's jobs, exits 0, and the other's stay compiled."""
     sid = setup(db)
+    load_jobs(db, sid, step="find", tag="net")
     url = db.url.render_as_string(hide_password=False)
     compiled = run_local(
         db, sid, Task.COMPILE, workers=1, log_dir=tmp_path, db_url=url, interval=0.2
     )
     assert compiled.drained and compiled.exit_codes == [0]
-    with pytest.raises(TunaError, match="--run_find would evaluate them too.*--run_perf"):
-        run_local(db, sid, Task.RUN_FIND, workers=1, log_dir=tmp_path, db_url=url)
+
+    def states() -> dict[tuple[str, str], int]:
+        with db.session() as s:
+            rows = s.execute(select(Job.step, Job.state)).all()
+        out: dict[tuple[str, str], int] = {}
+        for step, state in rows:
+            key = (JobStep(step).value, JobState(state).value)
+            out[key] = out.get(key, 0) + 1
+        return out
+
+    n = states()[("perf", "compiled")]
+    assert n > 0 and states() == {("perf", "compiled"): n, ("find", "compiled"): n}
+    env = dict(os.environ, TUNA_DB_URL=url, TUNA_LOG_DIR=str(tmp_path / "logs"))
+    for flag, done in (("--run_perf", "perf"), ("--run_find", "find")):
+        fish = subprocess.run(
+            [sys.executable, "-m", "tuna.cli", "go_fish", "--session", str(sid), flag, "-w", "1"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert fish.returncode == 0, fish.stdout + fish.stderr
+        if done == "perf":
+            assert states() == {("perf", "evaluated"): n, ("find", "compiled"): n}
+    assert states() == {("perf", "evaluated"): n, ("find", "evaluated"): n}
 
 
 def test_find_enforce_environment():

@@ -75,7 +75,7 @@ def test_worker_containers_get_the_url_from_a_file_never_argv(lite, options, mon
     assert argv[image_at - 4 : image_at] == ["--device", "/dev/kfd", "--ipc", "host"]
     assert argv[image_at + 1 :] == [
         "tuna", "worker", "-v", "--session", str(run.session.id), "--phase", "eval", "--burst",
-        "--machine", "1", "--gpu", "3",
+        "--machine", "1", "--gpu", "3", "--step", "perf",  # --run_perf's step only (issue #24)
     ]  # fmt: skip
 
 

@@ -16,6 +16,7 @@ from tuna.cli.base import (
     verbose_option,
     worker_settings_options,
 )
+from tuna.db.enums import JobStep
 from tuna.db.retry import through_outages
 from tuna.jobs import Phase
 from tuna.worker import JobLog, WorkerReport, WorkerSettings, run_worker
@@ -45,6 +46,12 @@ def print_worker_report(r: WorkerReport) -> None:
 @click.option("--burst", is_flag=True, help="Exit once no job of this phase is ready or in flight.")
 @click.option("--max-jobs", type=click.IntRange(min=1), help="Exit after claiming N jobs.")
 @click.option("--gpu", type=COUNT_RANGE, help="GPU index this worker uses (recorded on its jobs).")
+@click.option(
+    "--step",
+    type=click.Choice([s.value for s in (JobStep.PERF, JobStep.FIND, JobStep.KERNEL)]),
+    help="Evaluate only jobs of this step (and a search's runs); other steps' compiled jobs "
+    "stay compiled. Compile stages take every step.",
+)
 @click.option(
     "--report-file",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -76,6 +83,7 @@ def worker_cmd(
     burst: bool,
     max_jobs: int | None,
     gpu: int | None,
+    step: str | None,
     report_file: Path | None,
     machine_id: int | None,
     then: list[Stage],
@@ -91,10 +99,17 @@ def worker_cmd(
     Examples:
       tuna worker --session 3 --phase compile
       tuna worker --session 3 --phase eval --gpu 0
+      tuna worker --session 3 --phase eval --step find --burst
       tuna worker --session 3 --phase compile --burst --claim-batch 16
       tuna worker --session 3 --phase compile --then 4:compile --then 3:eval --then 4:eval
     """
-    settings = settings.but(burst=burst, max_jobs=max_jobs, gpu=gpu, machine=machine_id)
+    settings = settings.but(
+        burst=burst,
+        max_jobs=max_jobs,
+        gpu=gpu,
+        machine=machine_id,
+        step=JobStep(step) if step else None,
+    )
     # A worker started during an outage (a database restart, a fleet started before its
     # head) waits for it as a running worker does: a line per try, up to the patience.
     db = through_outages(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from tuna.db.enums import JobStep
 from tuna.worker.settings import WorkerSettings
 
 CONTAINER_DB_URL = "/run/tuna/db_url"
@@ -28,13 +29,15 @@ def worker_argv(
     gpu: int | None = None,
     settings: WorkerSettings | None = None,
     then: Sequence[tuple[int, str]] = (),
+    step: JobStep | None = None,
 ) -> list[str]:
     """``tuna worker`` for one phase of a session, exiting once the phase is drained.
 
     ``program`` is how to call ``tuna`` where the worker runs (in a container ``tuna``;
     on this machine ``python -m tuna.cli``). ``-v`` gives the log a line per job; the
     ``settings`` go_fish hands on follow (:meth:`WorkerSettings.argv`). ``then`` are
-    (session, phase) stages the same process works next (:mod:`tuna.worker.stages`).
+    (session, phase) stages the same process works next (:mod:`tuna.worker.stages`);
+    ``step`` the one step its evaluation takes (go_fish's ``--run_perf``: ``Task.step``).
     """
     argv = [*program, "worker", "-v", "--session", str(session), "--phase", phase, "--burst"]
     for then_session, then_phase in then:
@@ -43,6 +46,8 @@ def worker_argv(
         argv += ["--machine", str(machine)]
     if gpu is not None:
         argv += ["--gpu", str(gpu)]
+    if step is not None:
+        argv += ["--step", step.value]
     return argv + (settings or WorkerSettings()).argv()
 
 

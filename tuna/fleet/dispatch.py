@@ -36,9 +36,9 @@ from tuna.fleet.phase import (
     FishReport,
     Progress,
     Task,
-    check_steps,
     finished_jobs,
     remaining_jobs,
+    task_remaining,
 )
 from tuna.jobs import JobCounts, Phase, job_counts, reap_expired
 from tuna.jobs.status import search_work_waiting
@@ -142,7 +142,6 @@ def dispatch(
     on_event: Callable[[str], None] | None = None,
 ) -> FishReport:
     """Run ``task`` of session ``session_id`` with ``launcher``'s workers until it is over."""
-    check_steps(db, session_id, task)
     phase = task.phase
     events: list[str] = []
 
@@ -155,6 +154,14 @@ def dispatch(
 
     def counts() -> JobCounts:
         return through_outages(lambda: job_counts(db, session_id), what="go_fish: count jobs")
+
+    def remaining(now: JobCounts) -> int:
+        """Jobs of the phase ready or in flight (an evaluation's: of its step, and runs)."""
+        if task.step is None:
+            return remaining_jobs(now, phase)
+        return through_outages(
+            lambda: task_remaining(db, session_id, task), what="go_fish: count jobs"
+        )
 
     def builds() -> int:
         """A search's builds queued or in flight: evaluate workers take them too."""
@@ -194,7 +201,7 @@ def dispatch(
                 stop_driving.wait(pace.interval)
 
     start_counts = counts()
-    start_remaining = remaining_jobs(start_counts, phase) + builds()
+    start_remaining = remaining(start_counts) + builds()
     run_started = db_clock()
     started = time.monotonic()
 
@@ -203,7 +210,7 @@ def dispatch(
         now_builds = builds()
         return Progress(
             now_counts,
-            remaining_jobs(now_counts, phase) + now_builds,
+            remaining(now_counts) + now_builds,
             finished_jobs(start_counts, now_counts, phase, start_remaining),
             time.monotonic() - started,
             launcher.alive(),
@@ -230,7 +237,7 @@ def dispatch(
         try:
             if launcher.tidy(event):  # what killed runs left may have changed the queue
                 start_counts = counts()
-                start_remaining = remaining_jobs(start_counts, phase) + builds()
+                start_remaining = remaining(start_counts) + builds()
                 run_started = db_clock()
                 started = time.monotonic()
             if start_remaining == 0 and not drive:  # workers would only wait to exit

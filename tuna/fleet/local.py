@@ -56,6 +56,7 @@ from tuna.fleet.phase import (
     new_run_id,
     remaining_jobs,
     reported_done,
+    task_remaining,
     worker_environment,
     worker_log,
 )
@@ -201,8 +202,14 @@ class LocalWorkers:
     def argv(self, plan: Sequence[StageTask]) -> list[str]:
         (session, task), rest = plan[0], plan[1:]
         then = [(s, t.phase.value) for s, t in rest]
+        step = next((t.step for _, t in plan if t.step is not None), None)
         return worker_argv(
-            session, task.phase.value, program=LOCAL_PROGRAM, settings=self.settings, then=then
+            session,
+            task.phase.value,
+            program=LOCAL_PROGRAM,
+            settings=self.settings,
+            then=then,
+            step=step,
         )
 
     def note(self) -> str:
@@ -261,8 +268,10 @@ class LocalWorkers:
 
     def _drained(self) -> bool:
         session, task = self.watching
-        counts = through_outages(lambda: job_counts(self.db, session), what="go_fish: count")
-        return remaining_jobs(counts, task.phase) == 0
+        left = through_outages(
+            lambda: task_remaining(self.db, session, task), what="go_fish: count"
+        )
+        return left == 0
 
     def _mine(self) -> list[int]:
         """While the watched stage has work: the processes that work it. Once drained: those

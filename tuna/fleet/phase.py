@@ -12,15 +12,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy import func, select
-
 from tuna.config import MAX_WORKERS as MAX_WORKERS
 from tuna.db import Database
 from tuna.db.enums import JobState, JobStep
-from tuna.db.models import Job
 from tuna.errors import TunaError
 from tuna.jobs import JobCounts, Phase
-from tuna.jobs.status import per_second, seconds_left
+from tuna.jobs.status import count_jobs, per_second, seconds_left
 
 
 class Task(str, enum.Enum):
@@ -159,34 +156,13 @@ class FishReport:
         return errored if done == 0 else 0
 
 
-def check_steps(db: Database, session_id: int, task: Task) -> None:
-    """Refuse to evaluate jobs of another step than the task names (claims take any step)."""
-    step = task.step
-    if step is None:
-        return
-    with db.session() as s:
-        others = s.execute(
-            select(Job.step, func.count())
-            .where(
-                Job.session == session_id,
-                Job.state == JobState.COMPILED,
-                Job.step != step,
-                Job.step != JobStep.RUN,  # a search's runs: any evaluation takes them
-            )
-            .group_by(Job.step)
-        ).all()
-    if others:
-        found = ", ".join(f"{n} {JobStep(st).value}" for st, n in others)
-        flag = {
-            JobStep.PERF: "--run_perf",
-            JobStep.FIND: "--run_find",
-            JobStep.KERNEL: "--bin_cache",
-        }
-        raise TunaError(
-            f"session {session_id} has compiled jobs of another step ({found}); "
-            f"{flag[step]} would evaluate them too. Use "
-            + " / ".join(flag[JobStep(st)] for st, _ in others)
-        )
+def task_remaining(db: Database, session_id: int, task: Task) -> int:
+    """Jobs of ``task``'s phase ready or in flight; an evaluation counts only its step's
+    (and a search's runs, which any evaluation takes): its workers claim no other step's,
+    which stay compiled for their own run (issue #24)."""
+    phase = task.phase
+    steps = None if task.step is None else [task.step, JobStep.RUN]
+    return sum(count_jobs(db, session_id, [phase.ready, phase.running], steps).values())
 
 
 def remaining_jobs(counts: JobCounts, phase: Phase) -> int:

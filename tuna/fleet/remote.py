@@ -258,7 +258,12 @@ class RemoteWorkers:
                 run_args=m.run_args,
                 image=self.opt.image,
                 command=worker_argv(
-                    self.session.id, phase, machine=m.id, gpu=slot.gpu, settings=self.opt.settings
+                    self.session.id,
+                    phase,
+                    machine=m.id,
+                    gpu=slot.gpu,
+                    settings=self.opt.settings,
+                    step=self.task.step,
                 ),
             )
         )

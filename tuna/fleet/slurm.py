@@ -54,7 +54,7 @@ from tuna.db.retry import through_outages
 from tuna.errors import ConfigurationError, TunaError
 from tuna.fleet.commands import worker_argv
 from tuna.fleet.leftovers import this_owner
-from tuna.fleet.phase import FishReport, Task, remaining_jobs, worker_log
+from tuna.fleet.phase import FishReport, Task, task_remaining, worker_log
 from tuna.fleet.slurm_client import (
     COMMENT_TAG,
     JOB_PREFIX,
@@ -71,7 +71,6 @@ from tuna.fleet.slurm_client import (
     tuna_arrays,
     wait_ended,
 )
-from tuna.jobs import job_counts
 from tuna.sessions import get_session
 from tuna.worker.settings import WorkerSettings
 
@@ -390,7 +389,9 @@ class SlurmArrays:
                 **backend.worker_environment(info, phase, None, "$scratch"),
             }
             script = batch_script(
-                argv=worker_argv(session, phase, program=self.program, settings=self.settings),
+                argv=worker_argv(
+                    session, phase, program=self.program, settings=self.settings, step=task.step
+                ),
                 db_url_file=url_file,
                 log=task_log(self.log_dir, phase, info.arch, session, self.run_id),
                 env=env,
@@ -561,8 +562,10 @@ class SlurmArrays:
 
     def _work_left(self, a: Array) -> bool:
         session, task = a.stage
-        counts = through_outages(lambda: job_counts(self.db, session), what="go_fish: count")
-        return remaining_jobs(counts, task.phase) > 0
+        left = through_outages(
+            lambda: task_remaining(self.db, session, task), what="go_fish: count"
+        )
+        return left > 0
 
     def alive(self) -> int:
         a = self.watching

@@ -49,7 +49,8 @@ def claim_query(
 ) -> Select[Any]:
     """The claim's SELECT: ready jobs of the session, lowest (priority, id) first, skipping
     rows other claims hold. ``ix_job_claim`` (session, state, priority, id) serves it
-    without a sort, whatever the table's size. ``step`` takes only jobs of that step.
+    without a sort, whatever the table's size. ``step`` takes only jobs of that step (an
+    evaluation's also a search's runs, which any evaluation takes).
 
     A search's run jobs are inserted a build at a time
     (:func:`tuna.jobs.load.insert_run_jobs`), so the id order claims the runs of one build
@@ -83,7 +84,9 @@ def _claim_select(
     q = select(*_claim_columns(phase)).where(
         Job.session == bindparam("session", type_=Integer), Job.state == phase.ready
     )
-    if step is not None:
+    if step is not None and phase is Phase.EVAL and step is not JobStep.RUN:
+        q = q.where(Job.step.in_([step, JobStep.RUN]))  # a search's runs: any evaluation's
+    elif step is not None:
         q = q.where(Job.step == step)
     if search_only:  # a search's builds and a strategy's rounds (tuna.searches.strategy)
         q = q.where(Job.search_build.is_not(None))
@@ -175,7 +178,7 @@ def claim_in_transaction(
     the ordinary claim fills the rest of ``limit`` (it sees them running by then).
     """
     claimed: list[ClaimedJob] = []
-    if held and phase is Phase.EVAL and step in (None, JobStep.RUN):
+    if held and phase is Phase.EVAL:  # runs: an evaluation of any step takes them
         ids = (
             conn.execute(
                 _held_runs(),
@@ -257,9 +260,9 @@ def claim_jobs(
     One transaction: the claim query skips rows other claims hold locked, then the rows
     move (by primary key) to the phase's running state with a new attempt, the lease
     and the phase's start time, all on the database clock. ``step`` claims only jobs of
-    that step; ``search_only`` only a search's jobs (those with a ``search_build``: its
-    builds, a strategy's rounds). An evaluate worker takes a search's compile-phase work
-    this way.
+    that step (an evaluation also a search's runs); ``search_only`` only a search's jobs
+    (those with a ``search_build``: its builds, a strategy's rounds). An evaluate worker
+    takes a search's compile-phase work this way.
 
     ``held``: the search builds (``search_build`` ids) whose artifact the worker already
     has; their ready runs come first, lowest (priority, id) first, then any job as above.

@@ -21,7 +21,7 @@ from sqlalchemy import Connection, Select, bindparam, select
 
 from tuna.backends.base import BuildOutcome, CompileOutcome, EvalOutcome, Outcome, RunOutcome
 from tuna.db import Database, tables
-from tuna.db.enums import JobState
+from tuna.db.enums import JobState, JobStep
 from tuna.db.retry import with_retry
 from tuna.errors import DatabaseError
 from tuna.jobs.claims import claim_in_transaction, claim_jobs
@@ -106,6 +106,7 @@ def record_and_claim(
     max_retries: int = DEFAULT_MAX_RETRIES,
     measured_on: MeasuredOn | None = None,
     held: Collection[int] = (),
+    step: JobStep | None = None,
 ) -> tuple[Recorded, list[ClaimedJob]]:
     """:func:`record_outcomes`, then :func:`claim_jobs`, in one transaction.
 
@@ -115,12 +116,12 @@ def record_and_claim(
     instead of two, and one connection checkout instead of two.
     The record is fenced exactly as on its own (measurements included, ``measured_on`` as
     there), and both halves commit or roll back together (a retried transaction repeats
-    both). ``held`` as for :func:`claim_jobs`.
+    both). ``held`` and ``step`` as for :func:`claim_jobs`.
     """
     if not outcomes:
         claimed = claim_jobs(
             db, session_id, phase, owner=owner, limit=limit, lease_seconds=lease_seconds,
-            gpu=gpu, machine=machine, held=held,
+            gpu=gpu, machine=machine, held=held, step=step,
         )  # fmt: skip
         return Recorded(), claimed
     if measured_on is None and any(
@@ -132,7 +133,7 @@ def record_and_claim(
         with db.transaction(immediate=True) as conn:
             rec = _record(conn, outcomes, max_retries, measured_on)
             claimed = claim_in_transaction(
-                conn, session_id, phase, owner, limit, lease_seconds, gpu, machine, None, held
+                conn, session_id, phase, owner, limit, lease_seconds, gpu, machine, step, held
             )
             return rec, claimed
 

@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 
 from tuna.db import Database, tables
 from tuna.db.clock import db_now
-from tuna.db.enums import JobState
+from tuna.db.enums import JobState, JobStep
 from tuna.sessions import session_row
 
 # The tables' columns, named as the ORM classes: statements here are Core (tuna.db.tables),
@@ -41,15 +41,20 @@ class JobCounts:
         return sum(self.by_state.values())
 
 
-def count_jobs(db: Database, session_id: int, states: Iterable[JobState]) -> dict[JobState, int]:
-    """How many jobs of the session are in each of ``states`` (through the claim index)."""
+def count_jobs(
+    db: Database,
+    session_id: int,
+    states: Iterable[JobState],
+    steps: Iterable[JobStep] | None = None,
+) -> dict[JobState, int]:
+    """How many jobs of the session are in each of ``states`` (through the claim index);
+    with ``steps``, only jobs of those steps."""
     wanted = list(states)
+    query = select(Job.state, func.count()).where(Job.session == session_id, Job.state.in_(wanted))
+    if steps is not None:
+        query = query.where(Job.step.in_(list(steps)))
     with db.transaction() as conn:
-        rows = conn.execute(
-            select(Job.state, func.count())
-            .where(Job.session == session_id, Job.state.in_(wanted))
-            .group_by(Job.state)
-        ).all()
+        rows = conn.execute(query.group_by(Job.state)).all()
     found = {JobState(r[0]): int(r[1]) for r in rows}
     return {st: found.get(st, 0) for st in wanted}
 

@@ -61,7 +61,7 @@ from tuna.backends.base import (
     SessionInfo,
 )
 from tuna.db import Database
-from tuna.db.enums import JobState
+from tuna.db.enums import JobState, JobStep
 from tuna.db.retry import through_outages
 from tuna.errors import TunaError
 from tuna.jobs import claims, recording, requeue
@@ -210,6 +210,9 @@ class Worker:
         self._in_backend = False
         self._next_reap = 0.0
         self._unrecorded: list[tuple[ClaimedJob, Outcome]] = []  # for the next claim
+        # An evaluation of one step (go_fish --run_perf) leaves other steps' jobs alone.
+        self._step = settings.step if phase is Phase.EVAL else None
+        self._steps = None if self._step is None else [self._step, JobStep.RUN]
 
     @property
     def searches(self) -> SearchLoader:
@@ -292,6 +295,7 @@ class Worker:
                 max_retries=self.settings.max_retries,
                 measured_on=self._measured_on,
                 held=self._searches.held_builds() if self._searches is not None else (),
+                step=self._step,
             ),
             "record and claim" if pending else "claim",
         )
@@ -325,7 +329,9 @@ class Worker:
         if self._reap(now=True):
             return False
         counts = self._db(
-            lambda: count_jobs(self.db, self.session_id, [self.phase.ready, self.phase.running]),
+            lambda: count_jobs(
+                self.db, self.session_id, [self.phase.ready, self.phase.running], self._steps
+            ),
             "count jobs",
         )
         if any(counts.values()):

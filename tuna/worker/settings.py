@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from tuna.db.enums import JobStep
 from tuna.db.retry import DEFAULT_OUTAGE_PATIENCE
 from tuna.jobs.values import DEFAULT_LEASE_SECONDS, DEFAULT_MAX_RETRIES
 
@@ -22,6 +23,8 @@ class WorkerSettings:
       not waited for: a worker of several compile stages moves on to the next at once).
     * ``max_jobs``: stop after claiming that many jobs.
     * ``gpu``, ``machine``: where the worker runs (recorded on its jobs).
+    * ``step``: an evaluation takes only jobs of this step (and a search's runs), and is
+      drained when they are: other steps' compiled jobs stay compiled. Compiles take all.
     * ``owner``: the lease owner id (default: ``host:pid:random``).
     * ``claim_batch``: jobs claimed per transaction (more is cheaper for short jobs; a
       claimed job waits for the ones before it).
@@ -42,6 +45,7 @@ class WorkerSettings:
     max_jobs: int | None = None
     gpu: int | None = None
     machine: int | None = None
+    step: JobStep | None = None
     owner: str | None = None
     claim_batch: int = 1
     lease_seconds: float = DEFAULT_LEASE_SECONDS
