@@ -7,11 +7,12 @@ from sqlalchemy import text
 from tests.support.seed import (
     KERNEL,
     expire_leases,
+    force_state,
     job_row,
     seed,
 )
 from tuna.backends import CompileOutcome
-from tuna.db.enums import JobState
+from tuna.db.enums import JobState, JobStep
 from tuna.jobs import (
     Phase,
     claim_jobs,
@@ -20,6 +21,7 @@ from tuna.jobs import (
     record_outcome,
     release_jobs,
 )
+from tuna.jobs.status import count_jobs
 
 S = JobState
 
@@ -86,3 +88,20 @@ def test_release_hands_jobs_back_without_a_retry(db):
     assert (row.state, row.retries, row.attempt, row.lease_owner) == (S.NEW, 0, 1, None)
     again = claim_jobs(db, sd.session, Phase.COMPILE, owner="w", limit=2)
     assert {j.attempt for j in again} == {2}
+
+
+def test_an_evaluation_of_one_step_claims_that_steps_jobs_and_search_runs_only(db):
+    """Issue #24: go_fish --run_find's workers leave the compiled perf jobs alone (and count
+    only what they may claim to know they are drained); a search's runs go to any step."""
+    sd = seed(db, configs=3, solvers=["NoopDirect", "NoopTunable"])
+    for i, job_id in enumerate(sd.jobs):
+        force_state(db, job_id, "compiled", step=["find", "find", "run"][i] if i < 3 else "perf")
+    compiled = [S.COMPILED]
+    assert count_jobs(db, sd.session, compiled) == {S.COMPILED: 6}
+    assert count_jobs(db, sd.session, compiled, [JobStep.FIND, JobStep.RUN]) == {S.COMPILED: 3}
+    assert count_jobs(db, sd.session, compiled, [JobStep.PERF]) == {S.COMPILED: 3}
+    found = claim_jobs(db, sd.session, Phase.EVAL, owner="w", limit=10, step=JobStep.FIND)
+    assert sorted(j.id for j in found) == sd.jobs[:3]
+    assert claim_jobs(db, sd.session, Phase.EVAL, owner="w", limit=10, step=JobStep.FIND) == []
+    perf = claim_jobs(db, sd.session, Phase.EVAL, owner="w", limit=10, step=JobStep.PERF)
+    assert sorted(j.id for j in perf) == sd.jobs[3:]
