@@ -316,28 +316,68 @@ def _best_upsert(mysql_dialect: bool) -> Executable:
 
 
 def _stored_by(conn: Connection, find: Mapping[_Key, Mapping[str, Any]]) -> set[_Key]:
-    """The keys whose stored find row is the one in ``find`` (its job, time and params)."""
+    """The keys whose stored find row is the one in ``find`` (its job, time and params).
+
+    On MariaDB the rows are read as they are now, not as this transaction's snapshot has
+    them (``FOR UPDATE``), one unique-key lookup per key: the upsert above already holds
+    their record locks, so the read takes no new lock. A read of several keys at once
+    (``(session, config, solver) IN (...)``) is a range scan that also locks the gaps after
+    each key, and those gap locks deadlocked concurrent workers inserting neighbouring find
+    rows (tests/worker/test_mysql.py's sixteen workers, 3 runs in 10)."""
     won: set[_Key] = set()
-    keys = sorted(find)
-    for chunk in _chunks(keys):
-        for r in conn.execute(
-            select(
-                FindDb.session,
-                FindDb.config,
-                FindDb.solver,
-                FindDb.job,
-                FindDb.time_ms,
-                FindDb.params,
-            )
-            .where(tuple_(FindDb.session, FindDb.config, FindDb.solver).in_(list(chunk)))
-            .with_for_update()  # InnoDB: the rows as they are now, not this snapshot's
+    if _is_mysql(conn):
+        stmt = _stored_row_for_update()
+        found = []
+        for session, config, solver in sorted(find):
+            if config is None or solver is None:
+                found.extend(_stored_rows(conn, [(session, config, solver)]))
+                continue
+            found.extend(conn.execute(stmt, {"s": session, "c": config, "v": solver}))
+    else:
+        found = _stored_rows(conn, sorted(find))
+    for r in found:
+        key = (r.session, r.config, r.solver)
+        mine = find.get(key)
+        if mine is not None and (r.job, r.time_ms, r.params) == (
+            mine["job"],
+            mine["time_ms"],
+            mine["params"],
         ):
-            key = (r.session, r.config, r.solver)
-            mine = find.get(key)
-            if mine is not None and (r.job, r.time_ms, r.params) == (
-                mine["job"],
-                mine["time_ms"],
-                mine["params"],
-            ):
-                won.add(key)
+            won.add(key)
     return won
+
+
+_STORED_COLUMNS = (
+    FindDb.session,
+    FindDb.config,
+    FindDb.solver,
+    FindDb.job,
+    FindDb.time_ms,
+    FindDb.params,
+)
+
+
+@functools.cache
+def _stored_row_for_update() -> Executable:
+    return (
+        select(*_STORED_COLUMNS)
+        .where(
+            FindDb.session == bindparam("s"),
+            FindDb.config == bindparam("c"),
+            FindDb.solver == bindparam("v"),
+        )
+        .with_for_update()
+    )
+
+
+def _stored_rows(conn: Connection, keys: Sequence[_Key]) -> list[Any]:
+    rows: list[Any] = []
+    for chunk in _chunks(keys):
+        rows.extend(
+            conn.execute(
+                select(*_STORED_COLUMNS)
+                .where(tuple_(FindDb.session, FindDb.config, FindDb.solver).in_(list(chunk)))
+                .with_for_update()
+            )
+        )
+    return rows
