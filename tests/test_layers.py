@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.docs import page
+
 TUNA = Path(__file__).resolve().parent.parent / "tuna"
 
 # Higher imports lower; within "services" packages import each other (acyclically).
@@ -354,9 +356,8 @@ def test_a_module_over_600_lines_says_why_in_its_first_line() -> None:
     assert unexplained == []
 
 
-def test_the_readme_s_map_of_the_code_names_every_package_of_the_tree() -> None:
-    readme = (TUNA.parent / "README.md").read_text()
-    layout = readme.split("## Layout of the code", 1)[1].split("\n## ", 1)[0]
+def test_the_docs_map_of_the_code_names_every_package_of_the_tree() -> None:
+    layout = page("explanation/layout.md")
     mapped = set(re.findall(r"tuna/(\w+)(?:/|\.py)", layout))
     tree = {p.name.removesuffix(".py") for p in TUNA.iterdir() if p.name != "__init__.py"}
     assert mapped == tree - {"__pycache__"}

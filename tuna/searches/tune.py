@@ -282,7 +282,7 @@ def _end(db: Database, search: int, state: str, reason: str | None) -> None:
         s.execute(
             update(Search)
             .where(Search.id == search)
-            .values(state=state, reason=reason, finished=db_now())
+            .values(state=state, reason=reason, finished=db_now())  # not job.state: the search's
         )
 
 
