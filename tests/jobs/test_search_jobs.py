@@ -9,16 +9,17 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, insert, select
 
 from tests.searches.helpers import bench_session, builds, jobs_by_step_state, new_search, runs
-from tests.support.seed import expire_leases, job_row
+from tests.support.seed import expire_leases, force_state, job_row
 from tuna.backends.base import BuildOutcome, RunOutcome
 from tuna.db import Database
 from tuna.db.enums import JobState, JobStep
 from tuna.db.models import Artifact, Job, SearchRun
 from tuna.jobs import JobFilter, Phase, claim_jobs, reap_expired, record_outcomes, reset_jobs
 from tuna.jobs.load import insert_run_jobs
+from tuna.jobs.status import count_jobs
 from tuna.searches import SearchDriver
 
 S = JobState
@@ -208,3 +209,22 @@ def test_a_held_run_locked_by_another_claim_is_skipped_not_waited_for(mysql_db):
         got = _claim(db, session, Phase.EVAL, 2, held=[second])
     assert [j.id for j in got] == mine[1:]
     assert job_row(db, mine[0]).state is S.COMPILED
+
+
+def test_an_evaluation_of_any_step_takes_a_searchs_runs_and_a_strategys_rounds(db):
+    """Issue #24: go_fish --run_find's workers take only find jobs, but a search's work is
+    any evaluation's: its runs (step run) and a strategy's rounds (perf jobs of a build)."""
+    session, _ = _enqueued(db)
+    first, second = _claim(db, session, Phase.COMPILE)
+    record_outcomes(db, "w", [(first, BuildOutcome(artifact=b"tar bytes"))])
+    force_state(db, second.id, "compiled", step="perf")  # as a strategy's round: a build's
+    with db.session() as s:  # and a plain perf job
+        s.execute(insert(Job).values(session=session, step="perf", state="compiled"))
+    compiled = [S.COMPILED]
+    assert count_jobs(db, session, compiled) == {S.COMPILED: 5}
+    assert count_jobs(db, session, compiled, [JobStep.FIND, JobStep.RUN]) == {S.COMPILED: 4}
+    taken = _claim(db, session, Phase.EVAL, step=JobStep.FIND)
+    assert sorted((j.step.value, j.id == second.id) for j in taken) == [
+        ("perf", True), ("run", False), ("run", False), ("run", False),
+    ]  # fmt: skip
+    assert [j.step for j in _claim(db, session, Phase.EVAL, step=JobStep.PERF)] == [JobStep.PERF]

@@ -27,7 +27,17 @@ from collections import defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import BindParameter, Connection, Integer, Select, Update, bindparam, select, update
+from sqlalchemy import (
+    BindParameter,
+    Connection,
+    Integer,
+    Select,
+    Update,
+    bindparam,
+    or_,
+    select,
+    update,
+)
 
 from tuna.db import Database, tables
 from tuna.db.clock import db_now
@@ -50,7 +60,7 @@ def claim_query(
     """The claim's SELECT: ready jobs of the session, lowest (priority, id) first, skipping
     rows other claims hold. ``ix_job_claim`` (session, state, priority, id) serves it
     without a sort, whatever the table's size. ``step`` takes only jobs of that step (an
-    evaluation's also a search's runs, which any evaluation takes).
+    evaluation's also a search's runs and rounds, which any evaluation takes).
 
     A search's run jobs are inserted a build at a time
     (:func:`tuna.jobs.load.insert_run_jobs`), so the id order claims the runs of one build
@@ -85,7 +95,8 @@ def _claim_select(
         Job.session == bindparam("session", type_=Integer), Job.state == phase.ready
     )
     if step is not None and phase is Phase.EVAL and step is not JobStep.RUN:
-        q = q.where(Job.step.in_([step, JobStep.RUN]))  # a search's runs: any evaluation's
+        # A search's runs and a strategy's rounds (perf jobs): any evaluation takes them.
+        q = q.where(or_(Job.step.in_([step, JobStep.RUN]), Job.search_build.is_not(None)))
     elif step is not None:
         q = q.where(Job.step == step)
     if search_only:  # a search's builds and a strategy's rounds (tuna.searches.strategy)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
 
 from tuna.db import Database, tables
 from tuna.db.clock import db_now
@@ -48,11 +48,12 @@ def count_jobs(
     steps: Iterable[JobStep] | None = None,
 ) -> dict[JobState, int]:
     """How many jobs of the session are in each of ``states`` (through the claim index);
-    with ``steps``, only jobs of those steps."""
+    with ``steps``, only jobs of those steps and a search's (its builds, a strategy's rounds),
+    which any worker of their phase takes."""
     wanted = list(states)
     query = select(Job.state, func.count()).where(Job.session == session_id, Job.state.in_(wanted))
     if steps is not None:
-        query = query.where(Job.step.in_(list(steps)))
+        query = query.where(or_(Job.step.in_(list(steps)), Job.search_build.is_not(None)))
     with db.transaction() as conn:
         rows = conn.execute(query.group_by(Job.state)).all()
     found = {JobState(r[0]): int(r[1]) for r in rows}
