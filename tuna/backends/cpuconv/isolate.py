@@ -24,13 +24,13 @@ import ctypes
 import faulthandler
 import os
 import signal
-import time
 import traceback
 from collections.abc import Callable, Sequence
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from typing import Any
 
+from tuna.backends.child import reap_child
 from tuna.backends.cpuconv import run
 from tuna.errors import BackendError
 from tuna.problems.conv import ConvProblem
@@ -97,12 +97,12 @@ def _horse(
         while True:
             if not reader.poll(limit_s):
                 os.kill(pid, signal.SIGKILL)
-                _reap(pid)
+                reap_child(pid)
                 return done, f"hung: killed after {limit_s:g} s"
             try:
                 message = reader.recv()
             except (EOFError, OSError):
-                status = _reap(pid)
+                status = reap_child(pid)
                 if in_flight is None:
                     raise IsolationError(
                         f"the measuring child process died before any candidate ({status})"
@@ -115,13 +115,13 @@ def _horse(
             elif kind == "start":
                 in_flight = message[1]
             elif kind == "budget":
-                _reap(pid)
+                reap_child(pid)
                 return done, run.TimeBudgetExceeded(0, 0, [])
             elif kind == "error":
-                _reap(pid)
+                reap_child(pid)
                 raise IsolationError(f"the measuring child process failed: {message[1]}")
             elif kind == "end":
-                _reap(pid)
+                reap_child(pid)
                 return done, None
     finally:
         reader.close()
@@ -164,24 +164,3 @@ def _child(
         with contextlib.suppress(Exception):
             writer.close()
         os._exit(code)
-
-
-def _reap(pid: int) -> str:
-    """Wait for the child; how it ended, e.g. ``SIGSEGV`` or ``exit 3``."""
-    deadline = time.monotonic() + 5
-    while True:
-        got, status = os.waitpid(pid, os.WNOHANG)
-        if got == pid:
-            break
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            _, status = os.waitpid(pid, 0)
-            break
-        time.sleep(0.005)
-    code = os.waitstatus_to_exitcode(status)
-    if code < 0:
-        try:
-            return signal.Signals(-code).name
-        except ValueError:
-            return f"signal {-code}"
-    return f"exit {code}"

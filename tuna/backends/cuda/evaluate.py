@@ -27,7 +27,6 @@ import ctypes
 import faulthandler
 import os
 import signal
-import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from typing import Any, Protocol
 
+from tuna.backends.child import reap_child
 from tuna.backends.cuda.device import DeviceError, GpuFacts, Timing, refusal
 from tuna.errors import BackendError, TunaError
 
@@ -145,12 +145,12 @@ def probe(open_facts: Callable[[], GpuFacts], limit_s: float = 60.0) -> GpuFacts
         try:
             kind, value = reader.recv()
         except (EOFError, OSError):
-            return f"reading the GPU's facts crashed ({_reap(pid)})"
+            return f"reading the GPU's facts crashed ({reap_child(pid)})"
         return value if kind == "facts" else str(value)
     finally:
         reader.close()
         with contextlib.suppress(ChildProcessError):
-            _reap(pid)
+            reap_child(pid)
 
 
 def _horse(
@@ -173,14 +173,14 @@ def _horse(
         while True:
             if not reader.poll(limit_s):
                 os.kill(pid, signal.SIGKILL)
-                _reap(pid)
+                reap_child(pid)
                 if not started:
                     raise EvaluationRefusedError(f"opening the GPU hung for {limit_s:g} s")
                 return done, f"hung: killed after {limit_s:g} s"
             try:
                 message = reader.recv()
             except (EOFError, OSError):
-                status = _reap(pid)
+                status = reap_child(pid)
                 if not started:
                     raise EvaluationRefusedError(
                         f"the measuring child process died before any candidate ({status})"
@@ -193,13 +193,13 @@ def _horse(
                 done.append(message[1])
                 note(message[1])
             elif kind == "lost":  # the candidate faulted: the context is gone with the child
-                _reap(pid)
+                reap_child(pid)
                 return done, message[1]
             elif kind == "fatal":
-                _reap(pid)
+                reap_child(pid)
                 raise EvaluationRefusedError(message[1])
             elif kind == "end":
-                _reap(pid)
+                reap_child(pid)
                 return done, None
     finally:
         reader.close()
@@ -252,26 +252,6 @@ def _result(params: str, timing: Timing, tolerance: float) -> Measured:
     if not timing.error <= tolerance or not timing.times_ms:
         return Measured(params, None, timing.error, "verification failed")
     return Measured(params, timing.median_ms, timing.error)
-
-
-def _reap(pid: int) -> str:
-    deadline = time.monotonic() + 5
-    while True:
-        got, status = os.waitpid(pid, os.WNOHANG)
-        if got == pid:
-            break
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            _, status = os.waitpid(pid, 0)
-            break
-        time.sleep(0.005)
-    code = os.waitstatus_to_exitcode(status)
-    if code < 0:
-        try:
-            return signal.Signals(-code).name
-        except ValueError:
-            return f"signal {-code}"
-    return f"exit {code}"
 
 
 def describe(facts: GpuFacts | str) -> dict[str, Any]:
