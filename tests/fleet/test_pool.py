@@ -45,7 +45,11 @@ def test_every_process_compiles_and_one_per_owned_device_then_evaluates(db, tmp_
     assert argv[at:] == [
         "worker", "-v", "--session", str(a), "--phase", "compile", "--burst",
         "--then", f"{b}:compile", "--then", f"{a}:eval", "--then", f"{b}:eval",
+        "--step", "perf",
     ]  # fmt: skip
+    # evaluations of two steps in one process: no --step (each session's jobs are its own step)
+    mixed = [(a, Task.COMPILE), (a, Task.RUN_PERF), (b, Task.RUN_FIND)]
+    assert "--step" not in pool.argv(mixed)
     assert pool.note() == (
         "3 local worker(s) compile, 1 of them then evaluate: a cpuconv evaluation owns the machine"
     )

@@ -202,7 +202,11 @@ class LocalWorkers:
     def argv(self, plan: Sequence[StageTask]) -> list[str]:
         (session, task), rest = plan[0], plan[1:]
         then = [(s, t.phase.value) for s, t in rest]
-        step = next((t.step for _, t in plan if t.step is not None), None)
+        # One --step for the whole process: only where every evaluation it works is of that
+        # step. A plan that evaluates perf in one session and find in another (the quick
+        # start's) takes any step, as each of those sessions' jobs are of its own step.
+        steps = {t.step for _, t in plan if t.step is not None}
+        step = steps.pop() if len(steps) == 1 else None
         return worker_argv(
             session,
             task.phase.value,
