@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from tuna.backends.base import SolverInfo
+from tuna.backends.scope import fp32_nchw_reason, plain_conv_reason
 from tuna.problems.conv import ConvProblem
 
 NAIVE = "CpuDirectNaive"
@@ -55,15 +56,9 @@ def algorithm_name(solver: str, direction: str) -> str:
 
 def unsupported_reason(p: ConvProblem) -> str | None:
     """Why no cpuconv solver can run ``p``, or None."""
-    if p.spatial_dim != 2:
-        return f"{p.spatial_dim}D convolution: cpuconv kernels are 2D only"
-    if p.mode != "conv":
-        return "transposed convolution (mode trans) is not supported by cpuconv"
-    if p.types != ("FP32", "FP32", "FP32") or any(p.casts):
-        return f"data types {'/'.join(p.types)}: cpuconv kernels compute FP32 only, no casts"
-    if p.layouts != ("NCHW", "NCHW", "NCHW"):
-        return f"layouts {'/'.join(p.layouts)}: cpuconv kernels are NCHW only"
-    return None
+    return plain_conv_reason(p, "cpuconv kernels", "cpuconv") or fp32_nchw_reason(
+        p, "cpuconv kernels"
+    )
 
 
 def applicability(p: ConvProblem, solver: str) -> str | None:

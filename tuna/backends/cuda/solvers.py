@@ -29,6 +29,7 @@ import math
 from collections.abc import Iterator
 
 from tuna.backends.base import SolverInfo
+from tuna.backends.scope import fp32_nchw_reason, plain_conv_reason
 from tuna.problems.conv import ConvProblem
 
 IGEMM = "CudaImplicitGemmFwd"
@@ -69,16 +70,15 @@ def algorithm_name(solver: str) -> str:
 
 def unsupported_reason(p: ConvProblem) -> str | None:
     """Why no cuda solver can run ``p``, or None."""
-    if p.spatial_dim != 2:
-        return f"{p.spatial_dim}D convolution: the cuda kernels are 2D only"
-    if p.mode != "conv":
-        return "transposed convolution (mode trans) is not supported by the cuda kernels"
+    kernels = "the cuda kernels"
+    plain = plain_conv_reason(p, kernels, kernels)
+    if plain is not None:
+        return plain
     if p.direction != "F":
         return "the cuda kernels are forward only (direction F)"
-    if p.types != ("FP32", "FP32", "FP32") or any(p.casts):
-        return f"data types {'/'.join(p.types)}: the cuda kernels compute FP32 only, no casts"
-    if p.layouts != ("NCHW", "NCHW", "NCHW"):
-        return f"layouts {'/'.join(p.layouts)}: the cuda kernels are NCHW only"
+    data = fp32_nchw_reason(p, kernels)
+    if data is not None:
+        return data
     ho, wo = p.out_size
     hi, wi = p.in_size
     largest = max(
