@@ -2,11 +2,14 @@
 
 __version__ = "0.1.0"
 
+_PYTHON_API = ("tune", "study")  # in tuna.searches.tune
+
 
 def __getattr__(name: str) -> object:
-    # ``tuna.tune`` without importing the database layers for every ``import tuna``.
-    if name == "tune":
-        from tuna.searches.tune import tune
+    # ``tuna.tune`` and ``tuna.study`` without importing the database layers for every
+    # ``import tuna``.
+    if name in _PYTHON_API:
+        import tuna.searches.tune as api
 
-        return tune
+        return getattr(api, name)
     raise AttributeError(f"module 'tuna' has no attribute {name!r}")

@@ -15,6 +15,11 @@ made with. A call that leaves early (Ctrl-C inside the objective) marks the sear
 
 An objective that raises is an invalid run with the exception as its reason; everything
 else (a bad space, strategy, direction or budget) is refused before anything is written.
+
+**Ask and tell**: ``tuna.study(name, space, ...)`` is the same stored study for a loop the
+user drives (:class:`Study`): ``trial = study.ask()`` gives the next point (None at the
+end), ``study.tell(trial, value)`` records it as a finished run. ``tune()`` is that loop
+with the objective called in between, so both store, resume and end a study alike.
 """
 
 from __future__ import annotations
@@ -95,13 +100,49 @@ def tune(
     database, SQLite under ``TUNA_DATA_DIR``). ``objective`` returns a number (stored as the
     stat ``stat``) or a dict of stats that holds ``stat``.
     """
-    study = _check(objective, space, direction, strategy, budget, name, stat)
+    spec = _check(objective, space, direction, strategy, budget, name, stat)
+    with _open(spec, storage, "call tuna.tune again with the same name to resume") as study:
+        while (trial := study.ask()) is not None:
+            study.record(trial, _measure(objective, trial.params, spec.objective.stat))
+    return study.result()
+
+
+def study(
+    name: str,
+    space: Mapping[str, Sequence[Any]],
+    direction: str = "minimize",
+    strategy: str | None = None,
+    budget: int | None = None,
+    storage: str | URL | Database | None = None,
+    *,
+    stat: str = "value",
+) -> Study:
+    """The study ``name`` for a loop you drive: ``ask()`` a trial, measure it, ``tell()``.
+
+    The arguments are :func:`tune`'s; the study is stored, resumed by name and shown alike.
+    Use it as a context manager (or call :meth:`Study.close`): leaving early marks it
+    stopped, and a study opened with a URL closes its connections.
+
+    Example::
+
+        with tuna.study("loop", {"x": [1, 2, 3]}) as s:
+            while (trial := s.ask()) is not None:
+                s.tell(trial, (trial.params["x"] - 2) ** 2)
+        print(s.result().best_params)
+    """
+    spec = _check(None, space, direction, strategy, budget, name, stat)
+    hint = "open it again with tuna.study and the same name to resume"
+    return _open(spec, storage, hint)
+
+
+def _open(spec: _Study, storage: str | URL | Database | None, hint: str) -> Study:
     db = storage if isinstance(storage, Database) else open_database(storage)
     try:
-        return _run(db, study, objective)
-    finally:
+        return Study(db, spec, hint, owns_db=not isinstance(storage, Database))
+    except BaseException:
         if not isinstance(storage, Database):
             db.dispose()
+        raise
 
 
 def _check(
@@ -113,8 +154,9 @@ def _check(
     name: str | None,
     stat: str,
 ) -> _Study:
-    """Every input checked before anything is opened or written; a SearchError says what."""
-    if not callable(objective):
+    """Every input checked before anything is opened or written; a SearchError says what.
+    ``objective`` None: a study for ask and tell (its name must be given)."""
+    if objective is not None and not callable(objective):
         raise SearchError(f"objective {objective!r} is not callable; give a function of params")
     if direction not in DIRECTIONS:
         raise SearchError(f"direction {direction!r}: use 'minimize' or 'maximize'")
@@ -144,36 +186,147 @@ def _check(
     return _Study(study_name, parsed, text, strategy or None, Objective(stat, goal), budget)
 
 
-def _run(db: Database, study: _Study, objective: ObjectiveFn) -> TuneResult:
-    search_id = _open_search(db, study)
-    with db.session() as s:
-        rows = s.execute(
-            select(SearchRun).where(SearchRun.search == search_id).order_by(SearchRun.seq)
-        ).scalars()
-        recorded = [(r.seq, _run_of(r)) for r in rows]
-    runs = [r for _, r in recorded]
-    replayed = replay(study.space, runs, make_searcher(study.strategy, study.space))
-    proposer, proposal = replayed.proposer, replayed.next
-    if recorded:
-        log.info("study %r: search %d resumed after %d run(s)", study.name, search_id, len(runs))
-    finished = False
-    try:
-        while proposal is not None and (study.budget is None or proposal.index < study.budget):
-            run = _measure(objective, dict(proposal.config), study.objective.stat)
-            _record(db, search_id, proposal.index, proposal.point, run, study.objective)
-            runs.append(run)
-            proposal = proposer.send(run)
-        finished = True
-    finally:
-        state = "stopped"
-        reason: str | None = "interrupted; call tuna.tune again with the same name to resume"
-        if finished:
-            state, reason = _ending(study.objective, runs)
-        _end(db, search_id, state, reason)
-    if state == "failed":
-        raise SearchError(f"study {study.name!r} (search {search_id}): {reason}")
-    best = study.objective.best(runs)
-    return TuneResult(search_id, study.name, study.objective.stat, runs, best)
+@dataclass(frozen=True)
+class Trial:
+    """One point asked of a study: ``params`` to measure, ``number`` its run's ``seq``."""
+
+    search: int
+    number: int
+    params: dict[str, Any]
+
+
+class Study:
+    """A stored study driven one trial at a time; :func:`study` opens one.
+
+    Opening it makes its search or finds it by name and replays the recorded runs into a
+    fresh searcher, so :meth:`ask` goes on where the study stopped. A static strategy may
+    have several trials asked and not yet told (told in any order); a dynamic one (Step,
+    Bisect, ...) needs each told before the next is asked. A trial asked and never told is
+    not stored: the study asks it again when it is next opened. When the strategy or the
+    budget has nothing left and every trial is told, the study ends (``done``, or ``failed``
+    when no run holds the stat). One process drives a study at a time.
+    """
+
+    def __init__(self, db: Database, spec: _Study, hint: str, *, owns_db: bool = False) -> None:
+        self._db, self._spec, self._hint, self._owns_db = db, spec, hint, owns_db
+        self.search = _open_search(db, spec)
+        with db.session() as s:
+            rows = s.execute(
+                select(SearchRun).where(SearchRun.search == self.search).order_by(SearchRun.seq)
+            ).scalars()
+            self.runs: list[Run] = [_run_of(r) for r in rows]
+        replayed = replay(spec.space, self.runs, make_searcher(spec.strategy, spec.space))
+        self._proposer, self._next = replayed.proposer, replayed.next
+        self._pending: dict[int, Trial] = {}
+        self.state: str = "active"
+        self.reason: str | None = None
+        self._closed = False
+        if self.runs:
+            log.info(
+                "study %r: search %d resumed after %d run(s)",
+                spec.name,
+                self.search,
+                len(self.runs),
+            )
+
+    @property
+    def name(self) -> str:
+        return self._spec.name
+
+    def ask(self) -> Trial | None:
+        """The next trial to measure; None when the strategy or the budget is spent."""
+        self._open_or_raise()
+        if self._pending and self._proposer.dynamic:
+            waiting = min(self._pending)
+            raise SearchError(
+                f"study {self.name!r}: tell trial {waiting} before asking another; the strategy "
+                f"{self._spec.strategy!r} chooses its next point from that result"
+            )
+        proposal = self._next
+        if proposal is None or self._spent(proposal.index):
+            self._end_if_over()
+            return None
+        self._next = None if self._proposer.dynamic else self._proposer.send(None)
+        trial = Trial(self.search, proposal.index, dict(proposal.config))
+        self._pending[trial.number] = trial
+        return trial
+
+    def tell(
+        self, trial: Trial, value: float | Mapping[str, Any] | None = None, *, error: str = ""
+    ) -> Run:
+        """Record ``trial``'s result: a number (the stat), a dict of stats, or ``error=``
+        saying why it has none (an invalid run). A value of another kind stores nothing."""
+        self._check_waiting(trial)
+        if error:
+            return self.record(trial, Run.invalid(trial.params, str(error)))
+        stats = _stats_of(value, self._spec.objective.stat)
+        if isinstance(stats, str):
+            raise SearchError(
+                f"study {self.name!r}, trial {trial.number}: {stats}, "
+                "or error='why' for a run that failed"
+            )
+        return self.record(trial, Run(trial.params, stats))
+
+    def record(self, trial: Trial, run: Run) -> Run:
+        """Store ``run`` as ``trial``'s finished run (:meth:`tell` with a Run made already)."""
+        self._check_waiting(trial)
+        point = {k: trial.params[k] for k in self._spec.space.names if k in trial.params}
+        _record(self._db, self.search, trial.number, point, run, self._spec.objective)
+        del self._pending[trial.number]
+        self.runs.append(run)
+        if self._proposer.dynamic:
+            self._next = self._proposer.send(run)
+        if self._next is None or self._spent(self._next.index):
+            self._end_if_over()
+        return run
+
+    def result(self) -> TuneResult:
+        """Every run and the best that counts; a SearchError if the study failed."""
+        if self.state == "failed":
+            raise SearchError(f"study {self.name!r} (search {self.search}): {self.reason}")
+        best = self._spec.objective.best(self.runs)
+        return TuneResult(self.search, self.name, self._spec.objective.stat, self.runs[:], best)
+
+    def close(self) -> None:
+        """Stop here: a study not over is marked stopped (open it again to resume)."""
+        if self._closed:
+            return
+        try:
+            if self.state == "active":
+                self.state, self.reason = "stopped", f"interrupted; {self._hint}"
+                _end(self._db, self.search, self.state, self.reason)
+        finally:
+            self._closed = True
+            self._pending.clear()
+            if self._owns_db:
+                self._db.dispose()
+
+    def __enter__(self) -> Study:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _spent(self, index: int) -> bool:
+        return self._spec.budget is not None and index >= self._spec.budget
+
+    def _end_if_over(self) -> None:
+        if self.state == "active" and not self._pending:
+            self.state, self.reason = _ending(self._spec.objective, self.runs)
+            _end(self._db, self.search, self.state, self.reason)
+
+    def _check_waiting(self, trial: object) -> None:
+        self._open_or_raise()
+        waiting = isinstance(trial, Trial) and self._pending.get(trial.number) == trial
+        if not waiting:  # told already, or asked of another study
+            raise SearchError(
+                f"study {self.name!r}: {trial!r} is not a trial waiting for its result (told "
+                "already, or asked of another study); tell each trial ask() gave once"
+            )
+
+    def _open_or_raise(self) -> None:
+        if self._closed:
+            raise SearchError(f"study {self.name!r} is closed; open it again with its name")
 
 
 def _measure(objective: ObjectiveFn, params: dict[str, Any], stat: str) -> Run:
@@ -182,16 +335,22 @@ def _measure(objective: ObjectiveFn, params: dict[str, Any], stat: str) -> Run:
         out = objective(dict(params))
     except Exception as e:  # the user's code: an invalid run, the search goes on
         return Run.invalid(params, f"objective raised {type(e).__name__}: {e}")
+    stats = _stats_of(out, stat)
+    if isinstance(stats, str):
+        return Run.invalid(params, f"objective {stats}")
+    return Run(params, stats)
+
+
+def _stats_of(out: object, stat: str) -> dict[str, Any] | str:
+    """An objective's result as stats, or what is wrong with it."""
     if isinstance(out, bool) or not isinstance(out, int | float | Mapping):
-        return Run.invalid(
-            params, f"objective returned {out!r}; return a number or a dict of stats"
-        )
+        return f"returned {out!r}; return a number or a dict of stats"
     stats = {stat: float(out)} if isinstance(out, int | float) else dict(out)
     try:
         json.dumps(stats)
     except (TypeError, ValueError) as e:
-        return Run.invalid(params, f"objective returned stats that are not JSON data: {e}")
-    return Run(params, stats)
+        return f"returned stats that are not JSON data: {e}"
+    return stats
 
 
 def _session(s: Any) -> int:
