@@ -1,0 +1,107 @@
+"""The README's Python example, run as a user runs it: a script, Ctrl-C halfway, run again.
+
+Issue #28's first "done when": the README's first example after the quick start is a short
+Python script tuning a function; the same study resumes after Ctrl-C (nothing measured
+twice) and shows in the dashboard.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.dashboard.conftest import dashboard_client
+from tests.dashboard.test_app import cells
+from tests.support.docs import page, section
+from tuna.db import open_database
+
+HEADING = "## A taste: a Python function, tuned"
+DEADLINE_S = 120.0
+
+
+def _example() -> tuple[str, str]:
+    """The section's script and the line it says the script prints."""
+    text = section("README.md", HEADING)
+    code = re.search(r"```python\n(.*?)```", text, re.S)
+    shown = re.search(r"It prints `([^`]+)`", text)
+    assert code and shown, f"README.md {HEADING!r}: no Python block and 'It prints' line"
+    return code.group(1), shown.group(1)
+
+
+def _runs(db_file: Path) -> list[tuple[int, str, str]]:
+    """(seq, point, finished) of every stored run, read without Tuna (no schema upgrade)."""
+    if not db_file.exists():
+        return []
+    conn = sqlite3.connect(f"file:{db_file}?mode=ro", uri=True, timeout=5)
+    try:
+        return conn.execute("SELECT seq, point, finished FROM search_run ORDER BY seq").fetchall()
+    except sqlite3.OperationalError:  # not made yet: the script is still creating it
+        return []
+    finally:
+        conn.close()
+
+
+def _start(script: Path, data: Path) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if k != "TUNA_DB_URL"}
+    env["TUNA_DATA_DIR"] = str(data)
+    return subprocess.Popen(
+        [sys.executable, script.name],
+        cwd=script.parent,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_the_python_example_is_the_first_after_the_quick_start() -> None:
+    headings = re.findall(r"^## .*$", page("README.md"), re.M)
+    assert headings[headings.index("## Two commands") + 1] == HEADING
+    code, _ = _example()
+    lines = [line for line in code.splitlines() if line.strip()]
+    assert "tuna.tune(" in code and len(lines) <= 10, f"{len(lines)} lines:\n{code}"
+
+
+def test_the_example_resumes_after_ctrl_c_and_shows_in_the_dashboard(tmp_path: Path) -> None:
+    code, shown = _example()
+    script = tmp_path / "demo.py"
+    script.write_text(code)
+    data = tmp_path / "data"
+    db_file = data / "tuna.db"
+
+    first = _start(script, data)
+    deadline = time.monotonic() + DEADLINE_S
+    while not _runs(db_file):
+        assert first.poll() is None, f"the script ended before any run: {first.communicate()}"
+        assert time.monotonic() < deadline, f"no run stored after {DEADLINE_S:g} s"
+        time.sleep(0.02)
+    first.send_signal(signal.SIGINT)  # Ctrl-C, halfway: the objective sleeps 0.5 s a call
+    out, err = first.communicate(timeout=DEADLINE_S)
+    assert first.returncode != 0 and "KeyboardInterrupt" in err, (first.returncode, out, err)
+    before = _runs(db_file)
+    assert 1 <= len(before) < 6, f"Ctrl-C did not land mid-run: {len(before)} runs stored"
+
+    again = _start(script, data)
+    out, err = again.communicate(timeout=DEADLINE_S)
+    assert again.returncode == 0, err
+    assert out.strip() == shown  # the README's line, from the resumed study
+    after = _runs(db_file)
+    assert after[: len(before)] == before  # the runs of the first start were kept, not redone
+    assert [seq for seq, _, _ in after] == list(range(6))
+    assert len({point for _, point, _ in after}) == 6  # no point measured twice
+
+    db = open_database(f"sqlite:///{db_file}")
+    try:
+        with dashboard_client(db) as (client, _ro):
+            listed = client.get("/searches")
+            assert listed.status_code == 200
+            rows = {c[1]: c for c in cells(listed.text, "searches")}
+            assert rows["demo"][1:3] == ["demo", "done"], rows
+    finally:
+        db.dispose()
