@@ -260,14 +260,19 @@ def work(db: Database, session: int) -> None:
         run_worker(db, session, phase, until_empty=True, handle_signals=False, idle_sleep=0.01)
 
 
-def test_a_new_driver_resumes_a_strategy_without_measuring_anything_twice(lite: Database) -> None:
+@pytest.mark.parametrize("strategy", ["model", "tpe"])
+def test_a_new_driver_resumes_a_strategy_without_measuring_anything_twice(
+    lite: Database, strategy: str
+) -> None:
+    """tpe: Optuna's sampler asked 8 times for a round of 8 perf candidates, and a restarted
+    driver replays round 1 into a fresh in-memory study (issue #28)."""
     from tuna.searches.drive import SearchDriver
 
     session, config = cpuconv_session(lite)
     search = create_strategy_search(
         lite,
         StrategyRequest(
-            session, config, SOLVER, StrategyOptions("model", budget=16, round_size=8, seed=2)
+            session, config, SOLVER, StrategyOptions(strategy, budget=16, round_size=8, seed=2)
         ),
     )
     first = SearchDriver(lite, search)

@@ -119,6 +119,7 @@ def load_jobs_cmd(
       load_jobs -t resnet50 -s 3 --min-trials 200
       load_job -t resnet50 --session_id 3 --fin_steps miopen_perf_compile,miopen_perf_eval
       load_jobs -t resnet50 -s 3 --strategy model --transfer --budget 10% --patience 32
+      load_jobs -t resnet50 -s 3 --strategy tpe --budget 25% --seed 1
       load_jobs -t resnet50 -s 3 --strategy none
     """
     step = _step(step, fin_steps)

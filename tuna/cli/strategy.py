@@ -160,7 +160,9 @@ def strategy_options(budget_help: str, strategy_help: str = "") -> Callable[[F],
                     "--strategy",
                     metavar="NAME",
                     help="Search each tunable solver's space in rounds with this strategy: "
-                    f"{', '.join(STRATEGIES)}.{strategy_help}",
+                    f"{', '.join(STRATEGIES)}. tpe, cmaes, gp and nsga2 are Optuna's samplers "
+                    "(pip install 'tuna[optuna]'; gp also needs PyTorch: 'tuna[gp]')."
+                    f"{strategy_help}",
                 ),
                 click.option("--budget", "budget_text", metavar="N|SHARE", help=budget_help),
                 click.option(

@@ -1,7 +1,8 @@
 """Strategies for a tunable solver's space: which candidates to measure, round by round.
 
-``exhaustive``, ``random``, ``grid``, ``hillclimb`` (local search), ``genetic`` and ``model``
-(a cost model: gradient-boosted trees, with ``transfer`` from other problems' measurements).
+``exhaustive``, ``random``, ``grid``, ``hillclimb`` (local search), ``genetic``, ``model``
+(a cost model: gradient-boosted trees, with ``transfer`` from other problems' measurements),
+and Optuna's samplers ``tpe``, ``cmaes``, ``gp`` and ``nsga2`` (:mod:`.sampled`, an extra).
 Each is a dynamic searcher of :mod:`tuna.searchers` that proposes candidates in rounds
 (:mod:`tuna.searchers.strategies.base`), so the one search driver runs them like any other
 searcher. Make one by name with :func:`make_strategy`, or from the options a command was
@@ -30,10 +31,23 @@ from tuna.searchers.strategies.base import (
 )
 from tuna.searchers.strategies.classic import Exhaustive, Genetic, Grid, HillClimb, RandomSearch
 from tuna.searchers.strategies.model import ModelSearch
+from tuna.searchers.strategies.sampled import (
+    SAMPLED,
+    CmaEsSearch,
+    GPSearch,
+    NSGA2Search,
+    SamplerLibraryMissing,
+    TPESearch,
+    check_sampler,
+)
 
 STRATEGIES: dict[str, type[RoundSearcher]] = {
-    s.name: s for s in (Exhaustive, RandomSearch, Grid, HillClimb, Genetic, ModelSearch)
-}
+    s.name: s
+    for s in (
+        Exhaustive, RandomSearch, Grid, HillClimb, Genetic, ModelSearch,
+        TPESearch, CmaEsSearch, GPSearch, NSGA2Search,
+    )
+}  # fmt: skip
 
 
 class UnknownStrategyError(SearchError):
@@ -129,6 +143,8 @@ class StrategyOptions:
             from tuna.searchers.costmodel import lightgbm
 
             lightgbm()  # ModelLibraryMissing names the extra to install
+        if self.strategy in SAMPLED:
+            check_sampler(self.strategy)  # SamplerLibraryMissing names the extra to install
 
     def to_json(self) -> dict[str, Any]:
         """The options as a session's default and a stored search's spec keep them."""
@@ -167,19 +183,25 @@ __all__ = [
     "DEFAULT_ROUND_SIZE",
     "DEFAULT_SEED",
     "STRATEGIES",
+    "SAMPLED",
     "BudgetError",
     "CandidateSpace",
+    "CmaEsSearch",
     "Exhaustive",
+    "GPSearch",
     "Genetic",
     "Grid",
     "HillClimb",
     "HistoryEntry",
     "ModelLibraryMissing",
     "ModelSearch",
+    "NSGA2Search",
     "RandomSearch",
     "RoundSearcher",
     "Rounds",
+    "SamplerLibraryMissing",
     "StrategyOptions",
+    "TPESearch",
     "UnknownStrategyError",
     "make_strategy",
     "resolve_budget",

@@ -1,0 +1,162 @@
+"""Optuna's samplers as strategies (issue #28): tpe, cmaes, gp and nsga2 in Tuna's rounds.
+
+gp needs PyTorch, which the test environment does not install (tuna[gp] is not in [test]:
+PyPI's torch brings several GB of CUDA libraries): its one test that runs it is skipped
+there, and its one-line error is tested instead."""
+
+from __future__ import annotations
+
+import builtins
+import importlib.util
+import statistics
+from typing import Any
+
+import pytest
+
+from tests.searchers.test_strategies import bowl, drive, flat, space, to_reach
+from tuna.searchers import Run, replay
+from tuna.searchers.run import Point
+from tuna.searchers.strategies import (
+    CandidateSpace,
+    SamplerLibraryMissing,
+    StrategyOptions,
+    make_strategy,
+)
+from tuna.searchers.strategies.sampled import SampledSearch
+
+HAVE_TORCH = importlib.util.find_spec("torch") is not None
+SAMPLED = ["tpe", "cmaes", "nsga2"]  # gp: test_gp_proposes_seeded_rounds_and_resumes
+
+
+def key(p: Point) -> tuple[Any, ...]:
+    return tuple(sorted(p.items()))
+
+
+@pytest.mark.parametrize("name", SAMPLED)
+def test_a_sampler_proposes_distinct_candidates_in_rounds_within_its_budget(name: str) -> None:
+    s = space()
+    searcher = make_strategy(name, s, budget=20, round_size=6, seed=1)
+    rounds = drive(searcher)
+    points = flat(rounds)
+    assert [len(r) for r in rounds] == [6, 6, 6, 2]  # N asks for N workers; the budget cuts
+    assert len({key(p) for p in points}) == len(points) == 20
+    assert all(s.index(p) is not None for p in points)  # repaired into the space's holes
+    assert bowl(searcher.get_best()) == min(bowl(p) for p in points)
+    assert searcher.stop_reason == "budget of 20 measurements spent"
+
+
+@pytest.mark.parametrize("name", SAMPLED)
+def test_a_seeded_sampler_proposes_the_same_again_and_seeds_differ(name: str) -> None:
+    def points(seed: int) -> list[Point]:
+        return flat(drive(make_strategy(name, space(), budget=24, seed=seed)))
+
+    assert points(3) == points(3)
+    assert points(3) != points(4)
+
+
+@pytest.mark.parametrize("name", SAMPLED)
+def test_a_sampled_search_resumes_by_replay_into_a_fresh_study(name: str) -> None:
+    """A restart replays the stored Runs one at a time into a new searcher (a new study):
+    it proposes what the uninterrupted search did next."""
+    whole = flat(drive(make_strategy(name, space(), budget=24, round_size=8, seed=5)))
+    done = [Run(p, {"time_ms": bowl(p)}) for p in whole[:12]]  # cut mid-round
+    fresh = make_strategy(name, space(), budget=24, round_size=8, seed=5)
+    resumed = replay(space().parameter_space(), done, fresh)
+    rest = []
+    proposal = resumed.next
+    while proposal is not None:
+        rest.append(dict(proposal.point))
+        proposal = resumed.proposer.send(Run(proposal.point, {"time_ms": bowl(proposal.point)}))
+    assert rest == whole[12:]
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="gp needs tuna[gp] (PyTorch), not in [test]")
+def test_gp_proposes_seeded_rounds_and_resumes() -> None:
+    test_a_sampler_proposes_distinct_candidates_in_rounds_within_its_budget("gp")
+    test_a_seeded_sampler_proposes_the_same_again_and_seeds_differ("gp")
+    test_a_sampled_search_resumes_by_replay_into_a_fresh_study("gp")
+
+
+def test_tpe_finds_the_bottom_of_a_bowl_sooner_than_random() -> None:
+    """Over 7 seeds, measurements to the optimum of a smooth space with holes (the median):
+    a model of where good candidates are must beat uniform draws."""
+    optimum = min(bowl(p) for p in space().points)
+
+    def median_to_reach(name: str) -> float:
+        found = [
+            to_reach(flat(drive(make_strategy(name, space(), budget=40, seed=seed))), optimum)
+            for seed in range(7)
+        ]
+        return statistics.median(41 if n is None else n for n in found)
+
+    assert median_to_reach("tpe") < median_to_reach("random")
+
+
+def test_failed_candidates_are_failed_trials_never_the_best() -> None:
+    """A candidate that did not verify is told as a failure: no value is learnt from it."""
+    bad = {key(p) for p in space().points if p["MR"] == 6}  # the bowl's bottom fails
+
+    def cost(p: Point) -> float:
+        return 0.0 if key(p) in bad else bowl(p)
+
+    searcher = make_strategy("tpe", space(), budget=40, seed=2)
+    gen = searcher.rounds()
+    batch = next(gen)
+    try:
+        while True:
+            batch = gen.send(
+                [Run.invalid(p, "wrong result") if key(p) in bad else Run(p, {"time_ms": cost(p)})
+                 for p in batch]
+            )  # fmt: skip
+    except StopIteration:
+        pass
+    assert searcher.get_best()["MR"] != 6
+    assert searcher.best_value == min(v for _, v in searcher.trace if v is not None)
+
+
+def test_strings_and_single_values_are_axes_too() -> None:
+    s = CandidateSpace(
+        [{"algo": a, "unroll": u, "fixed": 1} for a in ("gemm", "direct", "fft") for u in (1, 2, 4)]
+    )
+    searcher = make_strategy("tpe", s, budget=9, round_size=3, seed=0)
+    assert isinstance(searcher, SampledSearch)
+    points = flat(drive(searcher, cost=lambda p: float(p["unroll"])))
+    assert sorted(key(p) for p in points) == sorted(key(p) for p in s.points)
+
+
+def _without(monkeypatch: pytest.MonkeyPatch, *modules: str) -> None:
+    """Import of these modules fails, as where they are not installed."""
+    real = builtins.__import__
+
+    def fake(name: str, *args: Any, **kw: Any) -> Any:
+        if name.split(".")[0] in modules:
+            raise ImportError(f"No module named {name!r}")
+        return real(name, *args, **kw)
+
+    monkeypatch.setattr(builtins, "__import__", fake)
+
+
+@pytest.mark.parametrize("name", ["tpe", "cmaes", "gp", "nsga2"])
+def test_without_optuna_one_line_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    _without(monkeypatch, "optuna")
+    with pytest.raises(SamplerLibraryMissing) as e:
+        StrategyOptions(name)
+    assert "\n" not in str(e.value)
+    assert "need Optuna, which is not installed" in str(e.value)
+    assert "pip install 'tuna[optuna]'" in str(e.value)
+    with pytest.raises(SamplerLibraryMissing):
+        make_strategy(name, space())
+
+
+def test_gp_without_torch_one_line_names_its_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    _without(monkeypatch, "torch")
+    with pytest.raises(SamplerLibraryMissing) as e:
+        StrategyOptions("gp")
+    assert str(e.value).startswith(
+        "the gp strategy needs PyTorch and SciPy (Optuna's Gaussian process), and torch is not "
+        "installed"
+    )
+    assert str(e.value).endswith("pip install 'tuna[gp]' (or pick another strategy)")
+    StrategyOptions("tpe")  # the others do not need it

@@ -1,0 +1,221 @@
+"""``tpe``, ``cmaes``, ``gp``, ``nsga2``: Optuna's samplers behind Tuna's rounds (issue #28).
+
+Optuna keeps well-tested implementations of these samplers; Tuna uses them as a dependency
+(``pip install 'tuna[optuna]'``; ``gp`` also needs PyTorch and SciPy: ``tuna[gp]``)
+instead of writing them again. Each search keeps an **in-memory Optuna study** of its own:
+
+* a parameter of the space is one Optuna distribution over the **positions** of its sorted
+  values (the axis :class:`~tuna.searchers.strategies.base.CandidateSpace` defines, which
+  hill climbing and the genetic search step along): an ``IntDistribution`` when its values
+  are numbers (cpuconv's ``MR = 1, 2, 4, 6, 8`` are positions 0-4, so neighbours stay
+  neighbours whatever their spacing), a ``CategoricalDistribution`` otherwise; a parameter
+  with one value is left out;
+* a round of N candidates is N ``study.ask()`` before any result (the N parallel workers of
+  a round); TPE is made with ``constant_liar`` so that the N do not pile onto one point;
+* a proposal that is not a candidate (the space has holes: cpuconv's constraints) or is one
+  already taken this round is **repaired** to the nearest free candidate (axis steps); the
+  trial is told the value of the candidate measured for it, so each sampler's own
+  bookkeeping (CMA-ES's and NSGA-II's generations) stays whole. A proposal of a candidate
+  measured earlier is told that measurement at once (nothing measured twice) and asked
+  again, :data:`ASKS` times at most, then repaired;
+* a candidate that failed (did not verify, did not run) is told as a failed trial: no
+  sampler learns a value from it;
+* the value told is the objective's score (what the base minimises: the stat, or its
+  negative for a stat to maximise).
+
+Seeded: each sampler gets the strategy's seed, so the same Runs give the same proposals,
+and a search resumed after a restart replays its stored runs into a fresh study
+(:mod:`tuna.searchers.replay`) to the same place. ``nsga2`` is NSGA-II on the one
+objective a strategy search has (Optuna runs it single-objective: an elitist genetic
+search); several objectives are for the searches that declare them.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from typing import Any
+
+from tuna.searchers.errors import SearchError
+from tuna.searchers.strategies.base import CandidateSpace, Plan, RoundSearcher
+
+EXTRA = "optuna"
+GP_EXTRA = "gp"
+#: Asks per slot of a round while the sampler proposes candidates measured before.
+ASKS = 4
+SAMPLED = ("tpe", "cmaes", "gp", "nsga2")
+
+
+class SamplerLibraryMissing(SearchError):
+    """Raised when Optuna (or, for ``gp``, PyTorch or SciPy) is not installed."""
+
+
+def optuna_module() -> Any:
+    """The ``optuna`` module, quiet (its INFO line per trial is not Tuna's log), or
+    :class:`SamplerLibraryMissing` naming the extra to install."""
+    try:
+        import optuna
+    except ImportError as e:
+        raise SamplerLibraryMissing(
+            f"the tpe, cmaes, gp and nsga2 strategies need Optuna, which is not installed "
+            f"({e}); install Tuna's '{EXTRA}' extra: pip install 'tuna[{EXTRA}]' (or pick "
+            "another strategy)"
+        ) from e
+    _quiet(optuna)
+    return optuna
+
+
+@functools.cache
+def _quiet(optuna: Any) -> None:
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+def check_sampler(name: str) -> None:
+    """Raise :class:`SamplerLibraryMissing` when strategy ``name`` cannot run here: Optuna
+    for all four, and the libraries of Optuna's Gaussian process (PyTorch, SciPy) for gp."""
+    optuna_module()
+    if name == "cmaes":
+        _need("cmaes", "the cmaes strategy needs the cmaes package", EXTRA)
+    if name == "gp":
+        for module in ("torch", "scipy"):
+            _need(module, "the gp strategy needs PyTorch and SciPy (Optuna's Gaussian process)",
+                  GP_EXTRA)  # fmt: skip
+
+
+def _need(module: str, what: str, extra: str) -> None:
+    try:
+        __import__(module)
+    except ImportError as e:
+        raise SamplerLibraryMissing(
+            f"{what}, and {module} is not installed ({e}); install Tuna's '{extra}' extra: "
+            f"pip install 'tuna[{extra}]' (or pick another strategy)"
+        ) from e
+
+
+class SampledSearch(RoundSearcher):
+    """An Optuna sampler over the candidates; see the module docstring. Subclasses say
+    which sampler (:meth:`_sampler`)."""
+
+    name = "sampled"
+
+    def __init__(self, space: CandidateSpace, **kwargs: Any) -> None:
+        super().__init__(space, **kwargs)
+        check_sampler(self.name)  # a missing library is an error now, not in the first round
+        self._optuna = optuna_module()
+        dist = self._optuna.distributions
+        self._axes: dict[str, Any] = {}
+        for n in space.names:
+            values = space.values[n]
+            if len(values) < 2:
+                continue
+            if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+                self._axes[n] = dist.IntDistribution(0, len(values) - 1)
+            else:
+                self._axes[n] = dist.CategoricalDistribution(list(range(len(values))))
+        #: Proposals the sampler made that were not free candidates, repaired to the nearest.
+        self.repaired = 0
+
+    def _sampler(self) -> Any:
+        raise NotImplementedError
+
+    def _plan(self) -> Plan:
+        optuna = self._optuna
+        with warnings.catch_warnings():  # "experimental" notes of samplers and options
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            study = optuna.create_study(direction="minimize", sampler=self._sampler())
+        self.repaired = 0
+        while len(self.measured) < len(self.space):
+            want = min(self.round_size, self.budget - len(self.measured))
+            taken = set(self.measured)
+            asked: list[tuple[Any, int]] = []
+            for _ in range(want):
+                slot = self._ask(study, taken)
+                if slot is None:
+                    break
+                asked.append(slot)
+                taken.add(slot[1])
+            if not asked:
+                return
+            yield [i for _, i in asked]
+            for trial, i in asked:
+                self._tell(study, trial, i)
+
+    def _ask(self, study: Any, taken: set[int]) -> tuple[Any, int] | None:
+        """One slot of a round: a trial and the free candidate measured for it (None: no
+        candidate is free)."""
+        asks = 0
+        while True:
+            asks += 1
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", self._optuna.exceptions.ExperimentalWarning)
+                trial = study.ask(self._axes)
+            positions = [trial.params.get(n, 0) for n in self.space.names]
+            i = self.space.at(positions)
+            if i is not None and i in self.measured and asks < ASKS:
+                self._tell(study, trial, i)  # measured before: its value, and ask again
+                continue
+            if i is None or i in taken:
+                self.repaired += 1
+                i = self.space.nearest(positions, exclude=taken)
+                if i is None:
+                    study.tell(trial, state=self._optuna.trial.TrialState.FAIL)
+                    return None
+            return trial, i
+
+    def _tell(self, study: Any, trial: Any, i: int) -> None:
+        score = self.measured.get(i)
+        if score is None:  # failed, invalid, or cut from the round by the budget
+            study.tell(trial, state=self._optuna.trial.TrialState.FAIL)
+        else:
+            study.tell(trial, score)
+
+
+class TPESearch(SampledSearch):
+    """Optuna's tree-structured Parzen estimator, multivariate (the parameters' joint
+    density, not one at a time), with a constant liar for the round's pending trials."""
+
+    name = "tpe"
+
+    def _sampler(self) -> Any:
+        return self._optuna.samplers.TPESampler(
+            seed=self.seed, multivariate=True, constant_liar=True
+        )
+
+
+class CmaEsSearch(SampledSearch):
+    """Optuna's CMA-ES with margin (the variant for integer axes: it keeps the search from
+    collapsing onto one value of an axis too early)."""
+
+    name = "cmaes"
+
+    def _sampler(self) -> Any:
+        return self._optuna.samplers.CmaEsSampler(
+            seed=self.seed, with_margin=True, warn_independent_sampling=False
+        )
+
+
+class GPSearch(SampledSearch):
+    """Optuna's Gaussian-process Bayesian optimisation (PyTorch, SciPy: ``tuna[gp]``)."""
+
+    name = "gp"
+
+    def _sampler(self) -> Any:
+        return self._optuna.samplers.GPSampler(seed=self.seed, warn_independent_sampling=False)
+
+
+class NSGA2Search(SampledSearch):
+    """Optuna's NSGA-II on the strategy's one objective (an elitist genetic search); its
+    generations are ``population`` (default: two rounds) trials."""
+
+    name = "nsga2"
+
+    def __init__(
+        self, space: CandidateSpace, *, population: int | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(space, **kwargs)
+        self.population = population or 2 * self.round_size
+        if self.population < 2:
+            raise SearchError(f"nsga2: population must be at least 2, not {self.population}")
+
+    def _sampler(self) -> Any:
+        return self._optuna.samplers.NSGAIISampler(seed=self.seed, population_size=self.population)
