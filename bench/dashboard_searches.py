@@ -47,6 +47,7 @@ VALIDITY = 7  # the search whose objective has a validity stat
 PAGES = [
     ("searches of session 1 (1.4M runs)", "/searches?session=1"),
     ("search 1 (10^6 runs)", "/searches/1"),
+    ("search 1, importance block (page fetches)", "/searches/1/importance"),
     ("search 1, invalid runs", "/searches/1?status=invalid"),
     ("search 1, one build", "/searches/1?build=500"),
     ("search 1, best first", "/searches/1?order=best"),

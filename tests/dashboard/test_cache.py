@@ -88,3 +88,47 @@ def test_a_failed_background_recount_keeps_the_last_value():
     assert cache.get("s2", count) == 1  # still the last good value, and a new recount starts
     wait_until(lambda: cache.get("s2", count) == 2, "the next recount")
     cache.close()
+
+
+def test_peek_never_computes_in_the_caller_and_wait_takes_the_same_computation():
+    clock = FakeClock()
+    cache = WarmCache(min_age_s=1.0, cost_factor=10.0, clock=clock)
+    fit = Counter(clock, cost=1.0)  # fresh for 10 s
+    fit.gate.clear()
+    assert cache.peek("fit", fit) is None  # started in the background, not waited for
+    assert cache.peek("fit", fit, wait_s=0.05) is None  # the same one, still running
+    fit.gate.set()
+    assert cache.wait("fit", fit) == 1 and fit.calls == 1  # waited for, not started again
+    assert cache.peek("fit", fit) == 1
+    clock.advance(15.0)  # stale, within 3x its freshness: the old value, a refit behind it
+    fit.gate.clear()
+    assert cache.peek("fit", fit) == 1
+    fit.gate.set()
+    wait_until(lambda: cache.peek("fit", fit) == 2, "the background refit")
+    clock.advance(100.0)  # far too old to show: like no value at all
+    fit.gate.clear()
+    assert cache.peek("fit", fit) is None
+    fit.gate.set()
+    assert cache.wait("fit", fit) == 3 and fit.calls == 3
+    cache.close()
+
+
+def test_a_failed_background_computation_is_raised_by_wait_and_tried_again():
+    cache = WarmCache()
+    failing = [True]
+
+    def fit() -> int:
+        if failing[0]:
+            raise ValueError("no model")
+        return 7
+
+    assert cache.peek("fit", fit) is None
+    try:
+        cache.wait("fit", fit)
+    except ValueError as e:
+        assert str(e) == "no model"
+    else:
+        raise AssertionError("wait did not raise the computation's error")
+    failing[0] = False
+    assert cache.peek("fit", fit, wait_s=10) == 7  # nothing kept of the failure
+    cache.close()

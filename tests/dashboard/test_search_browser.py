@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pytest
@@ -133,3 +134,62 @@ def test_the_best_so_far_moves_while_runs_land(chrome, site):
         "the steps", lambda: by_css(chrome, "svg#best-so-far path.series")[0].get_attribute("d")
     )
     assert steps.count("V") == 2  # three bests: two drops after the first
+
+
+@contextmanager
+def served(app) -> Iterator[str]:
+    """``app`` served by uvicorn in a thread of this process (so a test can hold what it
+    computes); its base URL."""
+    import threading
+
+    import uvicorn
+
+    from tests.dashboard.conftest import free_port
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
+                                           access_log=False, lifespan="off"))  # fmt: skip
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        wait_for("uvicorn to start", lambda: server.started, 30)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(30)
+
+
+def test_a_search_page_shows_its_parameter_importance_once_fitted_without_a_reload(
+    chrome, tmp_path, monkeypatch
+):
+    """The page comes while the fit is held, saying so; once the fit is let go, its table
+    replaces the note in place: no reload (the page is not live), no click."""
+    from tests.dashboard.test_search_pages import SlowFit, importance_search
+    from tuna.dashboard import create_app
+    from tuna.dashboard.app import DashboardSettings
+    from tuna.dashboard.readonly import open_readonly
+
+    url = f"sqlite:///{tmp_path / 'tuna.db'}"
+    search = importance_search(url)
+    fit = SlowFit(monkeypatch)
+    ro = open_readonly(url)
+    try:
+        with served(create_app(ro, DashboardSettings(refresh_s=0))) as base:
+            chrome.get(f"{base}/searches/{search}")
+            read("the note that the fit runs", lambda: by_css(chrome, "#importance-pending"))
+            assert not by_css(chrome, "table#importance")
+            chrome.execute_script("document.body.dataset.marker = 'same page'")
+            chrome.execute_script("document.getElementById('importance-block').scrollIntoView()")
+            shot(chrome, "search-importance-pending")
+            fit.gate.set()
+            rows = read(
+                "the importance table", lambda: by_css(chrome, "table#importance tr[data-name]")
+            )
+            assert [r.get_attribute("data-name") for r in rows] == ["batch", "threads"]
+            assert not by_css(chrome, "#importance-pending")
+            assert chrome.execute_script("return document.body.dataset.marker") == "same page"
+            chrome.execute_script("document.getElementById('importance-block').scrollIntoView()")
+            shot(chrome, "search-importance")
+            assert fit.calls == 1
+    finally:
+        ro.dispose()

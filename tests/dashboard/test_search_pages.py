@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import re
+import threading
 import warnings
 import xml.etree.ElementTree as ET
 
@@ -187,9 +188,24 @@ def test_parallel_coordinates_of_categories_and_no_runs():
 
 
 def test_parameter_importance_names_the_parameter_that_decides_the_stat(tmp_path):
+    url = f"sqlite:///{tmp_path / 'tuna.db'}"
+    search = importance_search(url)
+    ro = open_readonly(url)
+    client = TestClient(create_app(ro), base_url="http://localhost")
+    block = client.get(f"/searches/{search}/importance")  # waits for the fit
+    assert block.status_code == 200
+    rows = cells(block.text, "importance")
+    assert [r[0] for r in rows] == ["batch", "threads"]
+    assert rows[0][1] == "100 %" and rows[1][1] == "0 %"
+    assert "fitted to the best 16 runs' time_ms" in html.unescape(block.text)
+    assert cells(client.get(f"/searches/{search}").text, "importance") == rows  # kept
+    ro.dispose()
+
+
+def importance_search(url: str) -> int:
+    """A search of 16 runs whose time_ms only batch decides, in a database at ``url``."""
     from tests.searches.seed import land
 
-    url = f"sqlite:///{tmp_path / 'tuna.db'}"
     db = open_test_db(url)
     sid = session(db, "importance")
     search = add_search(db, sid, "grid", {"stat": "time_ms", "goal": "min"}, budget=100)
@@ -200,12 +216,50 @@ def test_parameter_importance_names_the_parameter_that_decides_the_stat(tmp_path
             land(db, search, seq, {"time_ms": 3.0 * batch})  # threads do nothing
             seq += 1
     db.dispose()
+    return search
+
+
+class SlowFit:
+    """``tuna.searches.importance.parameter_importance`` held until :attr:`gate` opens."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from tuna.searches import importance
+
+        self.gate = threading.Event()
+        self.calls = 0
+        real = importance.parameter_importance
+
+        def slow(*args, **kwargs):
+            self.calls += 1
+            assert self.gate.wait(60), "the test never let the fit finish"
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(importance, "parameter_importance", slow)
+
+
+def test_a_search_page_never_waits_for_its_parameter_importance(tmp_path, monkeypatch):
+    """The fit runs in the background: the page says so and names the block to fetch, the
+    block answers once the fit is done, and one fit serves every request meanwhile."""
+    url = f"sqlite:///{tmp_path / 'tuna.db'}"
+    search = importance_search(url)
+    fit = SlowFit(monkeypatch)
     ro = open_readonly(url)
-    html_text = TestClient(create_app(ro), base_url="http://localhost").get(
-        f"/searches/{search}").text  # fmt: skip
-    rows = cells(html_text, "importance")
-    assert [r[0] for r in rows] == ["batch", "threads"]
-    assert rows[0][1] == "100 %" and rows[1][1] == "0 %"
+    client = TestClient(create_app(ro), base_url="http://localhost")
+    for _ in range(2):
+        page = client.get(f"/searches/{search}")
+        assert page.status_code == 200
+        assert 'id="importance-pending"' in page.text and '<table id="importance">' not in page.text
+        assert f'data-fragment="/searches/{search}/importance"' in page.text
+    assert fit.calls == 1
+    fit.gate.set()
+    block = client.get(f"/searches/{search}/importance")
+    assert block.status_code == 200 and block.text.lstrip().startswith("<section")
+    assert [r[0] for r in cells(block.text, "importance")] == ["batch", "threads"]
+    page = client.get(f"/searches/{search}")
+    assert [r[0] for r in cells(page.text, "importance")] == ["batch", "threads"]
+    assert 'id="importance-pending"' not in page.text and fit.calls == 1
+    assert client.get("/searches/999/importance").status_code == 404
+    assert client.get(f"/searches/{search}/importance?x=1").status_code == 400
     ro.dispose()
 
 

@@ -12,7 +12,10 @@ Every response carries ``Server-Timing: app;dur=<ms>`` (the time spent in the ap
 missing session a 404, a database problem a 503 with the masked URL; never a traceback.
 
 The pages are listed in :data:`PAGES` (the navigation). A search's page draws its best
-so far as inline SVG (:mod:`tuna.dashboard.svg`), one line per search or strategy.
+so far as inline SVG (:mod:`tuna.dashboard.svg`), one line per search or strategy. What
+no page waits for (a search's parameter importance, a model fit) is computed in the
+background: the page carries a note marked ``data-fragment`` with the URL of the block
+alone, which ``live.js`` fetches (it answers once the value is there) and puts in place.
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -45,6 +47,7 @@ from tuna.errors import NotFoundError, TunaError
 from tuna.jobs import activity, detail
 from tuna.jobs.status import JobCounts, job_counts
 from tuna.results import insight
+from tuna.searches import importance
 from tuna.searches import query as searches
 from tuna.searches.query import stat_unit
 from tuna.sessions import get_session, list_sessions
@@ -115,6 +118,8 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
     """The dashboard over ``db`` (opened with :func:`tuna.dashboard.open_readonly`)."""
     cfg = settings or DashboardSettings()
     cache = WarmCache()
+    fits = WarmCache(min_age_s=30.0)  # model fits: CPU, not the database; a thread of their own
+    importance.load_model_library()  # seconds of import under the interpreter's lock: now
 
     def counts(sid: int) -> JobCounts:
         counted: JobCounts = cache.get(("counts", sid), lambda: job_counts(db, sid, top_reasons=0))
@@ -272,16 +277,17 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
             ylabel=f"best {s.stat} ({stat_unit(s.stat)}, {s.goal} is better)",
             chart_id="best-so-far",
         )
-        finished = cache.get(("parallel", search_id), lambda: searches.runs(
-            db, s, status="valid", order="best", limit=PARALLEL_RUNS))  # fmt: skip
+        finished = best_runs(s)
         parallel = svg.parallel_coordinates(
             [(r.point, r.value) for r in finished if r.value is not None],
             value=s.stat, goal=s.goal,
             title=f"The {len(finished)} best runs' parameters and {s.stat}"
                   f" (darker: better; {s.goal}imise)",
         )  # fmt: skip
-        weights = cache.get(("importance", search_id), lambda: parameter_importance(
-            [(r.point, r.value) for r in finished if r.value is not None]))  # fmt: skip
+        # A fit of trees (70-300 ms on a loaded machine): never waited for here. Until it is
+        # done the page says so, and live.js fetches the block from /searches/N/importance.
+        weights = fits.peek(("importance", search_id), lambda: importance_of(s),
+                            wait_s=IMPORTANCE_WAIT_S)  # fmt: skip
         next_after = rows[-1].seq if order == "seq" and len(rows) == limit else None
         return render(request, "search.html", f"Search {s.id}: {s.name}", s=s, best=best,
                       curve=curve, chart=chart, stored=stored, parallel=parallel,
@@ -289,6 +295,28 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
                       run_status=status, build=build, order=order, limit=limit,
                       next_after=next_after,
                       statuses=searches.RUN_STATUSES)  # fmt: skip
+
+    def best_runs(s: searches.SearchSummary) -> list[searches.RunRow]:
+        found: list[searches.RunRow] = cache.get(("parallel", s.id), lambda: searches.runs(
+            db, s, status="valid", order="best", limit=PARALLEL_RUNS))  # fmt: skip
+        return found
+
+    def importance_of(s: searches.SearchSummary) -> importance.Importance | str:
+        finished = best_runs(s)
+        return importance.parameter_importance(
+            db, s, [(r.point, r.value) for r in finished if r.value is not None]
+        )
+
+    @page
+    def importance_block(request: Request) -> Response:
+        """A search's parameter importance alone (the block its page fetches)."""
+        params.known(request.query_params, set())
+        search_id = params.path_id(request.path_params["search"], "search")
+        s = cache.get(("search", search_id), lambda: searches.find_search(db, search_id))
+        weights = fits.wait(("importance", search_id), lambda: importance_of(s))
+        return templates.TemplateResponse(
+            request, "importance.html", {"s": s, "importance": weights}
+        )
 
     @page
     def job_page(request: Request) -> Response:
@@ -352,6 +380,7 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
         Route("/results", results_page),
         Route("/searches", searches_page),
         Route("/searches/{search:int}", search_page),
+        Route("/searches/{search:int}/importance", importance_block),
         Route("/healthz", healthz),
         Route("/static/live.js", live_js),
     ]
@@ -409,38 +438,9 @@ def throughput_chart(recent: activity.Bucketed) -> str:
     )
 
 
-MIN_RUNS_FOR_IMPORTANCE = 8
-
-
-def parameter_importance(
-    runs: list[tuple[dict[str, Any], float]],
-) -> list[tuple[str, float]] | str:
-    """Which parameters decide the stat: Tuna's cost model (gradient-boosted trees,
-    :mod:`tuna.searchers.costmodel`) fitted to the runs, each parameter's share of its split
-    gain, largest first. A note instead when there is too little to fit or no LightGBM."""
-    from tuna.searchers import costmodel
-
-    names = sorted({k for p, _ in runs for k in p
-                    if len({repr(q.get(k)) for q, _ in runs}) > 1})  # fmt: skip
-    if len(runs) < MIN_RUNS_FOR_IMPORTANCE or not names:
-        return f"needs {MIN_RUNS_FOR_IMPORTANCE} finished runs over parameters that vary"
-    codes: dict[str, dict[str, int]] = {}
-
-    def num(name: str, v: Any) -> float:
-        if isinstance(v, int | float) and not isinstance(v, bool):
-            return float(v)
-        c = codes.setdefault(name, {})
-        return float(c.setdefault(repr(v), len(c)))
-
-    rows = [[num(n, p.get(n)) for n in names] for p, _ in runs]
-    values = [v for _, v in runs]
-    targets = [math.log(v) for v in values] if min(values) > 0 else values
-    try:
-        trees = costmodel.Trees(costmodel.Settings(trees=50, min_leaf=2)).fit(rows, targets)
-    except costmodel.ModelLibraryMissing as e:
-        return str(e)
-    shares = costmodel.importance(trees, names)
-    return sorted(shares.items(), key=lambda kv: (-kv[1], kv[0]))
+IMPORTANCE_WAIT_S = 0.03
+"""How long a search's page waits for a parameter importance not computed yet (a small
+search's fit is done by then; a big one's is fetched by the page when it is)."""
 
 
 def best_so_far_series(label: str, curve: searches.Curve) -> svg.Series:
