@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tuna.searchers import Run
+from tuna.searchers import Run, SearcherError
 from tuna.searchers.costmodel import (
     HistoryEntry,
     ModelLibraryMissing,
@@ -200,3 +200,33 @@ def test_the_model_is_deterministic_for_a_seed() -> None:
     )
     assert all(isinstance(r, list) for r in drive(make_strategy("model", space(), **kw), cost))
     assert Run  # the Runs are the tuna.searchers ones
+
+
+def test_the_models_importance_is_what_its_ranking_trees_split_on() -> None:
+    """Sent runs whose time only VW decides, the model that would rank the next round gives
+    VW nearly all its split gain; a problem feature that never varies, none."""
+    s = space()
+    model = make_strategy("model", s, features={"k": 2.0}, seed=1)
+    assert isinstance(model, ModelSearch)
+    assert set(model.importance().values()) == {0.0}  # nothing measured: no trees
+    taken = s.points[::3]
+    model.take([Run({**p}, {"time_ms": 1.0 if p["VW"] == 8 else 3.0}) for p in taken])
+    shares = model.importance()
+    assert set(shares) == {"problem.k", "MR", "NV", "VW", "KC"}
+    assert max(shares, key=lambda c: shares[c]) == "VW" and shares["VW"] > 0.9
+    assert shares["problem.k"] == 0.0 and sum(shares.values()) == pytest.approx(1.0)
+    assert len(model.measured) == len(taken) and model.best_value == 1.0
+    with pytest.raises(SearcherError, match="is not a candidate of gemm-like"):
+        model.take([Run({"MR": 3, "NV": 1, "VW": 4, "KC": 64}, {"time_ms": 1.0})])
+
+
+def test_with_transfer_the_importance_counts_the_base_models_trees_too() -> None:
+    """The base model learnt from problems of several k: the problem's feature shows, with
+    no measurement of this problem yet."""
+    model = make_strategy(
+        "model", space(), features={"k": 2.0}, history=history([1.0, 2.1, 4.0]), transfer=True
+    )
+    assert isinstance(model, ModelSearch)
+    shares = model.importance()
+    assert shares["problem.k"] > 0 and sum(shares.values()) == pytest.approx(1.0)
+    assert max(shares, key=lambda c: shares[c]) in ("MR", "NV", "problem.k")

@@ -162,14 +162,25 @@ class Trees:
         return [float(v) for v in self._booster.predict(np.asarray(rows, dtype=np.float64))]
 
 
-def importance(trees: Trees, columns: Sequence[str]) -> dict[str, float]:
-    """Each column's share of the fitted trees' total split gain (0 to 1; all 0 when the
-    trees made no split): which parameters the model found to matter."""
+def split_gains(trees: Trees, columns: Sequence[str]) -> dict[str, float]:
+    """Each column's total split gain in the fitted trees (0 where they never split on it;
+    all 0 for trees that made no split): the error reduction its splits gave."""
     if trees._booster is None:
         return {c: 0.0 for c in columns}
     gains = [float(g) for g in trees._booster.feature_importance(importance_type="gain")]
-    total = sum(gains)
-    return {c: (g / total if total > 0 else 0.0) for c, g in zip(columns, gains, strict=True)}
+    return dict(zip(columns, gains, strict=True))
+
+
+def shares(gains: Mapping[str, float]) -> dict[str, float]:
+    """Gains as shares of their total (0 to 1; all 0 when the total is 0)."""
+    total = sum(gains.values())
+    return {c: (g / total if total > 0 else 0.0) for c, g in gains.items()}
+
+
+def importance(trees: Trees, columns: Sequence[str]) -> dict[str, float]:
+    """Each column's share of the fitted trees' total split gain (0 to 1; all 0 when the
+    trees made no split): which parameters the model found to matter."""
+    return shares(split_gains(trees, columns))
 
 
 def centred_log_times(times: Sequence[float]) -> list[float]:

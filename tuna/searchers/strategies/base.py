@@ -386,12 +386,26 @@ class RoundSearcher(SearcherInterface):
                 )
             by_index[i] = run
         for i in batch:  # in proposal order, whatever order the Runs came in
-            run = by_index[i]
-            value = run.stats[self.objective.stat] if self.objective.counts(run) else None
-            score = None if value is None else (value if self.objective.goal == "min" else -value)
-            self.measured[i] = score
-            self.trace.append((i, value))
-            if score is not None and score < self.best_score:
-                self.best_index, self.best_score, self.since_best = i, score, 0
-            else:
-                self.since_best += 1
+            self._note(i, by_index[i])
+
+    def _note(self, i: int, run: Run) -> None:
+        value = run.stats[self.objective.stat] if self.objective.counts(run) else None
+        score = None if value is None else (value if self.objective.goal == "min" else -value)
+        self.measured[i] = score
+        self.trace.append((i, value))
+        if score is not None and score < self.best_score:
+            self.best_index, self.best_score, self.since_best = i, score, 0
+        else:
+            self.since_best += 1
+
+    def take(self, runs: Iterable[Run]) -> None:
+        """Runs of candidates measured outside this searcher's rounds (a stored search's,
+        to look at what it learnt), each recorded as a round records it."""
+        for run in runs:
+            i = self.space.index(run.config)
+            if i is None:
+                raise SearcherError(
+                    f"{self.name}: a Run of {dict(run.config)} is not a candidate of "
+                    f"{self.space.source}"
+                )
+            self._note(i, run)

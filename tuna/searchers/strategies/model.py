@@ -40,6 +40,8 @@ from tuna.searchers.costmodel import (
     capped_log_times,
     lightgbm,
     problem_key,
+    shares,
+    split_gains,
 )
 from tuna.searchers.errors import SearcherError
 from tuna.searchers.strategies.base import CandidateSpace, Plan, RoundSearcher
@@ -85,6 +87,7 @@ class ModelSearch(RoundSearcher):
         self.own_history, self.other_history = self._split(history)
         self._candidate_rows = [self.encoder.row(self.features, p) for p in space.points]
         self._base: list[float] | None = None
+        self._base_trees: Trees | None = None
         self._ranking: list[int] = []
 
     def _split(
@@ -139,8 +142,8 @@ class ModelSearch(RoundSearcher):
         for entries in groups.values():
             rows += [self.encoder.row(f, p) for f, p, _ in entries]
             targets += capped_log_times([t for _, _, t in entries], self.cap)
-        trees = Trees(self.settings).fit(rows, targets)
-        return trees.predict(self._candidate_rows)
+        self._base_trees = Trees(self.settings).fit(rows, targets)
+        return self._base_trees.predict(self._candidate_rows)
 
     def _target(self, score: float) -> float:
         """What the trees learn of a measured score: log(time), or -log(value) for a stat
@@ -153,9 +156,9 @@ class ModelSearch(RoundSearcher):
             )
         return math.log(value) if self.objective.goal == "min" else -math.log(value)
 
-    def _rank(self, rng: random.Random) -> tuple[list[int], bool]:
-        """Unmeasured candidates, predicted best first; False when nothing informs the order
-        yet (no measurement, no transfer), which is then random."""
+    def _correction(self) -> Trees | None:
+        """The trees fitted to this problem's measurements so far: the base model's
+        residuals with transfer, else the centred targets themselves; None before any."""
         measured = [(i, s) for i, s in self.measured.items() if s is not None]
         # Earlier measurements of this problem (e.g. an interrupted search) count as own data.
         rows = [self._candidate_rows[i] for i, _ in measured]
@@ -163,25 +166,33 @@ class ModelSearch(RoundSearcher):
         for f, p, t in self.own_history:
             rows.append(self.encoder.row(f, p))
             logs.append(math.log(t))
-        if self.cap is not None and logs:  # the same scale as the base model's targets
+        if not rows:
+            return None
+        if self.cap is not None:  # the same scale as the base model's targets
             best, limit = min(logs), math.log(self.cap)
             logs = [min(y - best, limit) for y in logs]
         base = self._base
+        if base is not None:
+            # Residuals of the base model, centred: it ranks, the offset does not matter.
+            prior = [base[i] for i, _ in measured] + self._base_of_own()
+            offset = sum(y - b for y, b in zip(logs, prior, strict=True)) / len(logs)
+            resid = [y - offset - b for y, b in zip(logs, prior, strict=True)]
+            small = Settings(trees=40, leaves=7, min_leaf=2, seed=self.settings.seed)
+            return Trees(small).fit(rows, resid)
+        mean = sum(logs) / len(logs)
+        own = Settings(trees=60, leaves=15, min_leaf=2, seed=self.settings.seed)
+        return Trees(own).fit(rows, [y - mean for y in logs])
+
+    def _rank(self, rng: random.Random) -> tuple[list[int], bool]:
+        """Unmeasured candidates, predicted best first; False when nothing informs the order
+        yet (no measurement, no transfer), which is then random."""
+        base = self._base
         left = self.unmeasured()
-        if rows:
+        fix = self._correction()
+        if fix is not None:
+            pred = fix.predict([self._candidate_rows[i] for i in left])
             if base is not None:
-                # Residuals of the base model, centred: it ranks, the offset does not matter.
-                prior = [base[i] for i, _ in measured] + self._base_of_own()
-                offset = sum(y - b for y, b in zip(logs, prior, strict=True)) / len(logs)
-                resid = [y - offset - b for y, b in zip(logs, prior, strict=True)]
-                small = Settings(trees=40, leaves=7, min_leaf=2, seed=self.settings.seed)
-                fix = Trees(small).fit(rows, resid).predict([self._candidate_rows[i] for i in left])
-                pred = [base[i] + r for i, r in zip(left, fix, strict=True)]
-            else:
-                mean = sum(logs) / len(logs)
-                own = Settings(trees=60, leaves=15, min_leaf=2, seed=self.settings.seed)
-                fitted = Trees(own).fit(rows, [y - mean for y in logs])
-                pred = fitted.predict([self._candidate_rows[i] for i in left])
+                pred = [base[i] + r for i, r in zip(left, pred, strict=True)]
         elif base is not None:
             pred = [base[i] for i in left]
         else:
@@ -189,6 +200,21 @@ class ModelSearch(RoundSearcher):
             rng.shuffle(order)
             return order, False
         return [i for _, i in sorted(zip(pred, left, strict=True))], True
+
+    def importance(self) -> dict[str, float]:
+        """Each column of the model that would rank the next round (:attr:`Encoder.columns`:
+        the problem's features, the parameters, the derived features) and its share of the
+        split gain of that model's trees: the base model's (with transfer) and the ones
+        fitted to this problem's measurements so far, together. All 0 before any data."""
+        if self._base is None and self.other_history:
+            self._base = self._fit_base()
+        columns = self.encoder.columns
+        gains = dict.fromkeys(columns, 0.0)
+        for trees in (self._base_trees, self._correction()):
+            if trees is not None:
+                for c, g in split_gains(trees, columns).items():
+                    gains[c] += g
+        return shares(gains)
 
     def _base_of_own(self) -> list[float]:
         if not self.own_history or self._base is None:
