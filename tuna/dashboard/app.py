@@ -258,7 +258,7 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
         status = params.choice(q, "status", searches.RUN_STATUSES)
         order = params.choice(q, "order", ("seq", "best")) or "seq"
         build = params.integer(q, "build", lo=1)
-        after = params.integer(q, "after", -1, lo=-1)
+        after = params.integer(q, "after", searches.BEFORE_ALL, lo=searches.BEFORE_ALL)
         limit = params.integer(q, "limit", 100, lo=1, hi=1000)
         assert after is not None and limit is not None
         # A search's counts and its best-so-far curve read every run of it (from an index):

@@ -33,6 +33,9 @@ GOALS = ("min", "max")
 STATES = ("active", "done", "failed", "stopped")
 # A search's spec key marking one tuna.tune measures in its own process: no driver takes it.
 IN_PROCESS = "python"
+# The seq of a search's baseline run (measured first; constraints read its stats as
+# ``baseline.NAME``): before every proposal's seq (0, 1, 2, ...), never replayed to a searcher.
+BASELINE_SEQ = -1
 
 
 @dataclass(frozen=True)

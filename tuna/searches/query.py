@@ -9,8 +9,13 @@ runs of the listed searches only, never the whole table. Nothing here writes.
 A run **counts** towards the objective when it finished valid with a value
 (``search_run.valid`` and ``search_run.value``, which the driver fills from the stats) and,
 when the objective names a validity stat (``objective.valid``, e.g. ``result_validity``),
-that stat says valid (:meth:`tuna.searchers.Objective.counts`). Without a validity stat the
-aggregates are SQL's; with one, the valid runs' stats are read and checked here.
+that stat says valid, and it meets the objective's constraints (read against the stats of
+the search's baseline run, ``seq`` -1, when it has one) and has every objective's stat
+(:meth:`tuna.searchers.Objective.counts`). Without a validity stat, constraints or more
+objectives the aggregates are SQL's; with one, the valid runs' stats are read and checked
+here. A search's answer is its **Pareto front** (:func:`pareto`): derived from the stored
+runs by the one function every view calls, so ``tuna search show``, the dashboard and
+``tuna best --search`` agree (with one objective, the best run and any equal to it).
 
 Runs **land** in the order of ``search_run.landed`` (1, 2, 3, ... per search, numbered by
 the result writer as each run ends: :mod:`tuna.jobs.search_results`): the best-so-far
@@ -43,12 +48,17 @@ from tuna.db.models import (
 )
 from tuna.errors import NotFoundError, TunaError
 from tuna.searchers import Objective, Run
+from tuna.searchers.errors import SearchError
+from tuna.searchers.pareto import front
 from tuna.searchers.progress import Goal, best_so_far, better, improvements
+from tuna.searches.create import BASELINE_SEQ
 from tuna.sessions.session import no_session
 
 RunStatus = Literal["valid", "invalid", "pending"]
 RUN_STATUSES: tuple[RunStatus, ...] = ("valid", "invalid", "pending")
 RunOrder = Literal["seq", "best"]
+BEFORE_ALL = BASELINE_SEQ - 1
+"""A ``seq`` before every run's (the baseline's included): the first page's ``after``."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +87,9 @@ class SearchSummary:
     created: dt.datetime
     finished: dt.datetime | None
     reason: str | None
+    full_objective: Objective | None = None
+    """Every objective, the constraints and the baseline's stats (None: ``stat``/``goal``/
+    ``validity`` alone)."""
 
     @property
     def in_flight(self) -> int:
@@ -84,7 +97,19 @@ class SearchSummary:
 
     @property
     def objective(self) -> Objective:
+        if self.full_objective is not None:
+            return self.full_objective
         return Objective(self.stat, self.goal, self.validity)
+
+    @property
+    def reads_stats(self) -> bool:
+        """Whether whether a run counts is read from its stats (not its value alone)."""
+        return self.objective.reads_stats
+
+    @property
+    def objectives_text(self) -> str:
+        """``time_ms:min, accuracy:max``: every objective in priority order."""
+        return ", ".join(str(t) for t in self.objective.targets)
 
     def counts(self, valid: bool | None, value: float | None, stats: Any) -> bool:
         """Whether a run with these columns counts towards the objective."""
@@ -140,17 +165,20 @@ class Measured:
 def _counts(objective: Objective, valid: bool | None, value: float | None, stats: Any) -> bool:
     if not valid or value is None:
         return False
-    if objective.validity is None:
+    if not objective.reads_stats:
         return True
     return objective.counts(Run({}, stats if isinstance(stats, dict) else {}))
 
 
-def _objective(raw: Any) -> tuple[str, Goal, str | None]:
+def _objective(raw: Any, baseline: Any) -> Objective:
+    """A search row's stored objective, with its baseline run's stats (None: none)."""
     if isinstance(raw, dict) and isinstance(raw.get("stat"), str):
-        goal: Goal = "max" if raw.get("goal") == "max" else "min"
-        valid = raw.get("valid")
-        return raw["stat"], goal, valid if isinstance(valid, str) and valid else None
-    return "?", "min", None
+        try:
+            objective = Objective.from_stored(raw)
+        except SearchError:  # a constraint that no longer parses: the stored answer is kept
+            objective = Objective.from_stored({k: raw.get(k) for k in ("stat", "goal", "valid")})
+        return objective.with_baseline(baseline if isinstance(baseline, dict) else None)
+    return Objective("?")
 
 
 def _best_where(search_id: int) -> tuple[ColumnElement[bool], ...]:
@@ -220,6 +248,7 @@ def _summaries(conn: Connection, rows: Sequence[Any]) -> list[SearchSummary]:
     runs: dict[int, _Counts] = {i: _Counts() for i in ids}
     lo_hi: dict[int, tuple[Any, Any]] = {}
     builds: dict[int, tuple[int, int]] = {}
+    baselines: dict[int, Any] = {}
     if ids:
         tallied = {
             t.search: _Counts(int(t.runs), int(t.done), int(t.valid))
@@ -247,6 +276,14 @@ def _summaries(conn: Connection, rows: Sequence[Any]) -> list[SearchSummary]:
         # Built: a benchmark's build stored its artifact; a strategy's round (no artifact:
         # its kernels are built and timed in one job) ended evaluated.
         built = or_(SearchBuild.artifact.is_not(None), Job.state == JobState.EVALUATED)
+        for sid, stats in conn.execute(
+            select(SearchRun.search, SearchRun.stats).where(
+                SearchRun.search.in_(ids),
+                SearchRun.seq == BASELINE_SEQ,
+                SearchRun.valid == true(),
+            )
+        ):
+            baselines[sid] = stats
         for sid, n, done in conn.execute(
             select(SearchBuild.search, func.count(), func.count(case((built, 1))))
             .outerjoin(Job, Job.search_build == SearchBuild.id)
@@ -256,10 +293,12 @@ def _summaries(conn: Connection, rows: Sequence[Any]) -> list[SearchSummary]:
             builds[sid] = (int(n), int(done))
     out = []
     for r in rows:
-        stat, goal, validity = _objective(r.objective)
+        objective = _objective(r.objective, baselines.get(r.id))
+        stat, goal = objective.stat, objective.goal
+        validity = objective.validity if isinstance(objective.validity, str) else None
         agg = runs[r.id]
-        if validity is not None:
-            best = _best_checked(conn, r.id, Objective(stat, goal, validity))
+        if objective.reads_stats:
+            best = _best_checked(conn, r.id, objective)
         else:
             lo, hi = lo_hi.get(r.id, (None, None))
             best = hi if goal == "max" else lo
@@ -286,6 +325,7 @@ def _summaries(conn: Connection, rows: Sequence[Any]) -> list[SearchSummary]:
                 created=r.created,
                 finished=r.finished,
                 reason=r.reason,
+                full_objective=objective,
             )
         )
     return out
@@ -351,7 +391,7 @@ def runs(
     status: RunStatus | None = None,
     build: int | None = None,
     order: RunOrder = "seq",
-    after: int = -1,
+    after: int = BEFORE_ALL,
     limit: int | None = 100,
 ) -> list[RunRow]:
     """A page of the search's runs: by ``seq`` after ``after`` (keyset paging), or the
@@ -385,9 +425,9 @@ def runs(
         q = q.where(*_best_where(search.id)).order_by(*_best_order(search.goal))
     else:
         q = q.where(SearchRun.seq > after).order_by(SearchRun.seq)
-    if order == "best" and search.validity is not None:
-        # The validity stat is in the JSON stats: read best first, a batch at a time (the
-        # driver reads a whole result), until enough count.
+    if order == "best" and search.reads_stats:
+        # The validity stat (constraints, more objectives) is in the JSON stats: read best
+        # first, a batch at a time (the driver reads a whole result), until enough count.
         batch = max(BEST_BATCH, 2 * (limit or 0))
         found = []
         with db.transaction() as conn:
@@ -457,16 +497,32 @@ def stored_result(db: Database, search_id: int) -> StoredResult | None:
 
 
 def best_run(db: Database, search: SearchSummary) -> RunRow | None:
-    """The run with the best value among those that count (the earliest of equals)."""
-    found = runs(db, search, order="best", limit=1)
+    """The run with the best value among those that count (the earliest of equals); with
+    several objectives, the first of :func:`pareto` (ties on the first objective broken by
+    the next ones, as :meth:`tuna.searchers.Objective.best` breaks them)."""
+    several = bool(search.objective.more)
+    found = pareto(db, search) if several else runs(db, search, order="best", limit=1)
     return found[0] if found else None
+
+
+def pareto(db: Database, search: SearchSummary) -> list[RunRow]:
+    """The search's answer: the Pareto front of its runs that count, in priority order (the
+    best by the first objective first), the earliest of runs equal on every objective
+    first; with one objective, the best run and those equal to it.
+
+    The baseline run (``seq`` -1) is one of the runs: a configuration measured like the
+    others. It reads the valid runs and keeps those that count and no other dominates.
+    """
+    candidates = runs(db, search, status="valid", order="seq", limit=None)
+    counting = [r for r in candidates if search.counts(r.valid, r.value, r.stats)]
+    return front(counting, search.objective.targets, lambda r: r.stats or {})
 
 
 def measured(db: Database, search: SearchSummary) -> Measured:
     """The search's finished runs in the order they landed (``landed``)."""
     counts = and_(SearchRun.valid == true(), SearchRun.value.is_not(None))
     columns: list[Any] = [SearchRun.seq, case((counts, SearchRun.value))]
-    if search.validity is not None:  # the validity stat is read from the JSON stats
+    if search.reads_stats:  # the validity stat (constraints, ...) is read from the JSON stats
         columns.append(SearchRun.stats)
     q = (
         select(*columns)
@@ -545,20 +601,20 @@ class _Checker:
     def columns(self) -> list[Any]:
         counts = and_(SearchRun.valid == true(), SearchRun.value.is_not(None))
         cols: list[Any] = [case((counts, SearchRun.value))]
-        return cols + ([SearchRun.stats] if self.search.validity is not None else [])
+        return cols + ([SearchRun.stats] if self.search.reads_stats else [])
 
     def value(self, row: Any, at: int) -> float | None:
         """The value of a row whose columns from ``at`` are :attr:`columns`, or None."""
         v = row[at]
         if v is None:
             return None
-        if self.search.validity is None:
+        if not self.search.reads_stats:
             return float(v)
         return float(v) if self.search.counts(True, v, row[at + 1]) else None
 
     def first(self, conn: Connection, q: Any) -> Any | None:
         """The first row of ``q`` (selecting :attr:`columns` first) that counts."""
-        if self.search.validity is None:
+        if not self.search.reads_stats:
             return conn.execute(q.limit(1)).first()
         offset = 0
         while True:
@@ -656,7 +712,7 @@ def _head_steps(
     )
     rows = conn.execute(head.order_by(SearchRun.landed)).all()
     values: list[float | None] = [None if r[1] is None else float(r[1]) for r in rows]
-    if search.validity is not None:
+    if search.reads_stats:
         best: float | None = None
         stats: dict[int, Any] = {}
         for i, v in enumerate(values):

@@ -20,6 +20,16 @@ else (a bad space, strategy, direction or budget) is refused before anything is 
 user drives (:class:`Study`): ``trial = study.ask()`` gives the next point (None at the
 end), ``study.tell(trial, value)`` records it as a finished run. ``tune()`` is that loop
 with the objective called in between, so both store, resume and end a study alike.
+
+**Several objectives and constraints**: ``directions={"time_ms": "min", "accuracy": "max"}``
+tunes for every stat at once (the first is the one ``best`` and the search's best-so-far
+curve follow); ``constraints=["accuracy >= baseline.accuracy - 0.5"]`` makes a run that
+fails one ineligible (recorded, not counted). ``baseline={...}`` is a configuration
+measured before the study's first run (stored as its run ``-1``; with ask and tell, the
+first trial asked), whose stats constraints name as ``baseline.NAME``; an objective or
+constraint naming a stat the baseline did not return is refused then (by ``tune()``
+before anything is written). The result's ``pareto`` is the front of the runs that count,
+the baseline among them, as ``tuna search show`` and the dashboard show it.
 """
 
 from __future__ import annotations
@@ -27,7 +37,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from sqlalchemy import select, update
@@ -41,7 +51,8 @@ from tuna.jobs.search_results import insert_runs, objective_value
 from tuna.searchers import Objective, Run, dry_run, replay
 from tuna.searchers.errors import ObjectiveError, SearchError
 from tuna.searchers.space import ParameterSpace, parse_json_space
-from tuna.searches.create import IN_PROCESS, make_searcher
+from tuna.searches.create import BASELINE_SEQ, IN_PROCESS, make_searcher
+from tuna.searches.objectives import baseline_config, check_baseline_run, study_objective
 from tuna.sessions.session import add_session
 
 log = logging.getLogger(__name__)
@@ -54,13 +65,18 @@ ObjectiveFn = Callable[[dict[str, Any]], float | Mapping[str, Any]]
 
 @dataclass(frozen=True)
 class TuneResult:
-    """A study's outcome: its search id, every run in proposal order, and the best that counts."""
+    """A study's outcome: its search id, every run in proposal order, the best that counts
+    (with several objectives, the front's first: best by the first objective), the Pareto
+    front of the runs that count (in that order; the baseline is one of them) and the
+    baseline run, if one was named."""
 
     search: int
     name: str
     stat: str
     runs: list[Run]
     best: Run | None
+    pareto: list[Run] = field(default_factory=list)
+    baseline: Run | None = None
 
     @property
     def best_params(self) -> dict[str, Any] | None:
@@ -79,6 +95,13 @@ class _Study:
     strategy: str | None
     objective: Objective
     budget: int | None
+    baseline: dict[str, Any] | None = None
+
+    @property
+    def stored_objective(self) -> dict[str, Any]:
+        """The search row's ``objective``: :meth:`Objective.stored` and the baseline's config."""
+        out = self.objective.stored()
+        return out if self.baseline is None else {**out, "baseline": self.baseline}
 
 
 def tune(
@@ -91,6 +114,9 @@ def tune(
     *,
     name: str | None = None,
     stat: str = "value",
+    directions: Mapping[str, str] | None = None,
+    constraints: Sequence[str] = (),
+    baseline: Mapping[str, Any] | None = None,
 ) -> TuneResult:
     """Tune ``objective(params)`` over ``space`` and store every run; see the module docstring.
 
@@ -98,12 +124,20 @@ def tune(
     ``tuna search create --searcher`` takes (``"Random(space, 20, seed=1)"``; None: every
     point); ``budget`` caps the runs; ``storage`` is a database URL (None: the default
     database, SQLite under ``TUNA_DATA_DIR``). ``objective`` returns a number (stored as the
-    stat ``stat``) or a dict of stats that holds ``stat``.
+    stat ``stat``) or a dict of stats that holds ``stat``. ``directions`` (stat -> "min" or
+    "max", in priority order) replaces ``stat`` and ``direction`` with several objectives;
+    ``constraints`` and ``baseline`` are the module docstring's.
     """
     spec = _check(objective, space, direction, strategy, budget, name, stat)
-    with _open(spec, storage, "call tuna.tune again with the same name to resume") as study:
+    spec = _with_objectives(spec, stat, directions, constraints, baseline)
+
+    def measure(params: dict[str, Any]) -> Run:
+        return _measure(objective, params, spec.objective.stat)
+
+    hint = "call tuna.tune again with the same name to resume"
+    with _open(spec, storage, hint, measure) as study:
         while (trial := study.ask()) is not None:
-            study.record(trial, _measure(objective, trial.params, spec.objective.stat))
+            study.record(trial, measure(trial.params))
     return study.result()
 
 
@@ -116,6 +150,9 @@ def study(
     storage: str | URL | Database | None = None,
     *,
     stat: str = "value",
+    directions: Mapping[str, str] | None = None,
+    constraints: Sequence[str] = (),
+    baseline: Mapping[str, Any] | None = None,
 ) -> Study:
     """The study ``name`` for a loop you drive: ``ask()`` a trial, measure it, ``tell()``.
 
@@ -131,14 +168,20 @@ def study(
         print(s.result().best_params)
     """
     spec = _check(None, space, direction, strategy, budget, name, stat)
+    spec = _with_objectives(spec, stat, directions, constraints, baseline)
     hint = "open it again with tuna.study and the same name to resume"
     return _open(spec, storage, hint)
 
 
-def _open(spec: _Study, storage: str | URL | Database | None, hint: str) -> Study:
+def _open(
+    spec: _Study,
+    storage: str | URL | Database | None,
+    hint: str,
+    measure: Callable[[dict[str, Any]], Run] | None = None,
+) -> Study:
     db = storage if isinstance(storage, Database) else open_database(storage)
     try:
-        return Study(db, spec, hint, owns_db=not isinstance(storage, Database))
+        return Study(db, spec, hint, owns_db=not isinstance(storage, Database), measure=measure)
     except BaseException:
         if not isinstance(storage, Database):
             db.dispose()
@@ -186,6 +229,44 @@ def _check(
     return _Study(study_name, parsed, text, strategy or None, Objective(stat, goal), budget)
 
 
+def _with_objectives(
+    study: _Study,
+    stat: str,
+    directions: Mapping[str, str] | None,
+    constraints: Sequence[str],
+    baseline: Mapping[str, Any] | None,
+) -> _Study:
+    """The study with several objectives, constraints and a baseline, each checked."""
+    if directions is None and not constraints and baseline is None:
+        return study
+    objective = study_objective(study.objective, stat, directions, constraints)
+    config = baseline_config(baseline, study.space.names, objective)
+    return _Study(study.name, study.space, study.space_text, study.strategy, objective,
+                  study.budget, config)  # fmt: skip
+
+
+def _recorded_baseline(db: Database, study: _Study) -> Run | None:
+    """The baseline run a study of this name recorded (None: none, or a new study)."""
+    if study.baseline is None:
+        return None
+    with db.session() as s:
+        row = s.execute(
+            select(SearchRun)
+            .join(Search, Search.id == SearchRun.search)
+            .join(TuningSession, TuningSession.id == Search.session)
+            .where(
+                TuningSession.label == LABEL,
+                Search.name == study.name,
+                SearchRun.seq == BASELINE_SEQ,
+            )
+        ).scalar_one_or_none()
+        return None if row is None else _run_of(row)
+
+
+def _check_baseline(study: _Study, base: Run) -> None:
+    check_baseline_run(study.name, study.baseline, study.objective, base)
+
+
 @dataclass(frozen=True)
 class Trial:
     """One point asked of a study: ``params`` to measure, ``number`` its run's ``seq``."""
@@ -205,14 +286,36 @@ class Study:
     not stored: the study asks it again when it is next opened. When the strategy or the
     budget has nothing left and every trial is told, the study ends (``done``, or ``failed``
     when no run holds the stat). One process drives a study at a time.
+
+    A study with a baseline asks it first (trial ``-1``) until it is told; told, it is
+    checked to print every stat the objective names. Given ``measure``, the study measures
+    its baseline itself, before its search is written (``tune()``).
     """
 
-    def __init__(self, db: Database, spec: _Study, hint: str, *, owns_db: bool = False) -> None:
+    def __init__(
+        self,
+        db: Database,
+        spec: _Study,
+        hint: str,
+        *,
+        owns_db: bool = False,
+        measure: Callable[[dict[str, Any]], Run] | None = None,
+    ) -> None:
         self._db, self._spec, self._hint, self._owns_db = db, spec, hint, owns_db
+        self.baseline: Run | None = _recorded_baseline(db, spec)
+        measured = None
+        if spec.baseline is not None and self.baseline is None and measure is not None:
+            measured = measure(dict(spec.baseline))  # before anything is written
+            _check_baseline(spec, measured)
         self.search = _open_search(db, spec)
+        if measured is not None:
+            self._store_baseline(measured)
+        self._objective = spec.objective.with_baseline(self._baseline_stats)
         with db.session() as s:
             rows = s.execute(
-                select(SearchRun).where(SearchRun.search == self.search).order_by(SearchRun.seq)
+                select(SearchRun)
+                .where(SearchRun.search == self.search, SearchRun.seq > BASELINE_SEQ)
+                .order_by(SearchRun.seq)
             ).scalars()
             self.runs: list[Run] = [_run_of(r) for r in rows]
         replayed = replay(spec.space, self.runs, make_searcher(spec.strategy, spec.space))
@@ -242,6 +345,15 @@ class Study:
                 f"study {self.name!r}: tell trial {waiting} before asking another; the strategy "
                 f"{self._spec.strategy!r} chooses its next point from that result"
             )
+        if self._spec.baseline is not None and self.baseline is None:
+            if BASELINE_SEQ in self._pending:
+                raise SearchError(
+                    f"study {self.name!r}: tell the baseline (trial {BASELINE_SEQ}) before asking "
+                    "another; the constraints compare every run with it"
+                )
+            trial = Trial(self.search, BASELINE_SEQ, dict(self._spec.baseline))
+            self._pending[trial.number] = trial
+            return trial
         proposal = self._next
         if proposal is None or self._spent(proposal.index):
             self._end_if_over()
@@ -259,7 +371,7 @@ class Study:
         self._check_waiting(trial)
         if error:
             return self.record(trial, Run.invalid(trial.params, str(error)))
-        stats = _stats_of(value, self._spec.objective.stat)
+        stats = _stats_of(value, self._objective.stat)
         if isinstance(stats, str):
             raise SearchError(
                 f"study {self.name!r}, trial {trial.number}: {stats}, "
@@ -270,8 +382,14 @@ class Study:
     def record(self, trial: Trial, run: Run) -> Run:
         """Store ``run`` as ``trial``'s finished run (:meth:`tell` with a Run made already)."""
         self._check_waiting(trial)
+        if trial.number == BASELINE_SEQ:
+            _check_baseline(self._spec, run)
+            self._store_baseline(run)
+            self._objective = self._spec.objective.with_baseline(self._baseline_stats)
+            del self._pending[trial.number]
+            return run
         point = {k: trial.params[k] for k in self._spec.space.names if k in trial.params}
-        _record(self._db, self.search, trial.number, point, run, self._spec.objective)
+        _record(self._db, self.search, trial.number, point, run, self._objective)
         del self._pending[trial.number]
         self.runs.append(run)
         if self._proposer.dynamic:
@@ -284,8 +402,12 @@ class Study:
         """Every run and the best that counts; a SearchError if the study failed."""
         if self.state == "failed":
             raise SearchError(f"study {self.name!r} (search {self.search}): {self.reason}")
-        best = self._spec.objective.best(self.runs)
-        return TuneResult(self.search, self.name, self._spec.objective.stat, self.runs[:], best)
+        measured = ([self.baseline] if self.baseline else []) + self.runs  # as stored: -1 first
+        best = self._objective.best(measured)
+        pareto = self._objective.front(measured)
+        return TuneResult(
+            self.search, self.name, self._objective.stat, self.runs[:], best, pareto, self.baseline
+        )
 
     def close(self) -> None:
         """Stop here: a study not over is marked stopped (open it again to resume)."""
@@ -307,12 +429,21 @@ class Study:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @property
+    def _baseline_stats(self) -> Mapping[str, Any] | None:
+        return None if self.baseline is None else self.baseline.stats
+
+    def _store_baseline(self, run: Run) -> None:
+        _record(self._db, self.search, BASELINE_SEQ, dict(self._spec.baseline or {}), run,
+                self._spec.objective)  # fmt: skip
+        self.baseline = run
+
     def _spent(self, index: int) -> bool:
         return self._spec.budget is not None and index >= self._spec.budget
 
     def _end_if_over(self) -> None:
         if self.state == "active" and not self._pending:
-            self.state, self.reason = _ending(self._spec.objective, self.runs)
+            self.state, self.reason = _ending(self._objective, self.runs)
             _end(self._db, self.search, self.state, self.reason)
 
     def _check_waiting(self, trial: object) -> None:
@@ -369,7 +500,7 @@ def _session(s: Any) -> int:
 
 def _open_search(db: Database, study: _Study) -> int:
     """The study's search: made, or found (same name) and checked to be the same study."""
-    objective = {"stat": study.objective.stat, "goal": study.objective.goal, "valid": None}
+    objective = study.stored_objective
     with db.session(immediate=True) as s:
         session = _session(s)
         row = s.execute(
@@ -387,7 +518,7 @@ def _open_search(db: Database, study: _Study) -> int:
                 budget=study.budget,
                 parallelism=1,
                 backend="bench",
-                spec={IN_PROCESS: True, "required_stats": [study.objective.stat]},
+                spec={IN_PROCESS: True, "required_stats": study.objective.named_stats()},
                 state="active",
             )
             s.add(row)
