@@ -48,6 +48,13 @@ from tuna.searches.strategy import StrategyRequest, create_strategy_search, sear
 @click.option("--valid", "valid", help="A stat saying whether a run counts (e.g. result_validity).")
 @click.option("--parallelism", type=int, default=1, show_default=True, help="Most runs in flight.")
 @click.option("--run", "run_cmd", help="Run command template, e.g. './bench {n}'.")
+@click.option(
+    "--objective-fn",
+    "objective_fn",
+    metavar="MODULE:FUNCTION",
+    help="Instead of --run: a Python function of the config, returning a number or a dict of "
+    "stats; its module is imported from --source (shipped to the workers) or installed.",
+)
 @click.option("--build", "build_cmd", help="Build command template (build-time parameters).")
 @click.option(
     "--source",
@@ -94,6 +101,7 @@ def create_cmd(
     valid: str | None,
     parallelism: int,
     run_cmd: str,
+    objective_fn: str | None,
     build_cmd: str | None,
     source: Path | None,
     stats_mode: str,
@@ -120,11 +128,16 @@ def create_cmd(
           --searcher "Bisect('qps', 100, 2000, 50, lambda r: r.valid)" --dry-run
       tuna search create -s 3 --strategy model --transfer --config 12 --solver CpuGemm1x1 \\
           --budget 10% --patience 16
+      tuna search create space.json -s 5 --name py --objective-fn mymod:measure --source .
 
     Bisect(param, lower, upper, step, predicate) searches the grid lower, lower + step, ...
     up to upper (both bounds included; each is measured when the search reaches it, none is
     assumed good) for the largest value whose Run satisfies predicate. A parameter file's
     META_search_callback() or META_search_callback(past_runs) may return such a searcher.
+
+    With --objective-fn, each run calls that Python function with the run's config, in a
+    child process of the worker (`python -m tuna.backends.bench.function`), in a copy of
+    --source; a number it returns is the stat --objective names (default: value).
 
     With --strategy (no parameter file), the search is a tunable solver's space on one
     config, proposed in rounds, each round one perf job; `load_jobs --strategy` makes one
@@ -141,16 +154,23 @@ def create_cmd(
                 "default strategy)"
             )
     options = flags.resolve(default)
+    if objective_fn is not None:
+        if options is not None or run_cmd is not None or build_cmd is not None:
+            raise TunaError(
+                f"--objective-fn {objective_fn} is what each run calls: leave out --run, "
+                "--build and --strategy"
+            )
+        stat, stats_mode, stats_pattern = stat or "value", "json", ()
     if options is not None:
         from_session = flags.strategy is None
         _create_strategy(
             session_id, name, config_id, solver, options, from_session, params, run_cmd, stat
         )
         return
-    if params is None or run_cmd is None or stat is None or name is None:
+    if params is None or (run_cmd or objective_fn) is None or stat is None or name is None:
         raise TunaError(
-            "give the parameter file, --name, --run and --objective (or --strategy NAME with "
-            "--config and --solver)"
+            "give the parameter file, --name, --run (or --objective-fn) and --objective (or "
+            "--strategy NAME with --config and --solver)"
         )
     if config_id is not None or solver is not None:
         raise TunaError("--config and --solver go with --strategy NAME")
@@ -172,6 +192,8 @@ def create_cmd(
         "source_dir": str(source.resolve()) if source else None,
         "owns": owns,
     }
+    if objective_fn is not None:
+        spec["function"] = {"ref": objective_fn, "stat": stat}
     request = SearchRequest(
         session=session_id,
         name=name,

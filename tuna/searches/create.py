@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,8 @@ IN_PROCESS = "python"
 # The seq of a search's baseline run (measured first; constraints read its stats as
 # ``baseline.NAME``): before every proposal's seq (0, 1, 2, ...), never replayed to a searcher.
 BASELINE_SEQ = -1
+# A bench search's spec key naming the Python function its runs call (module:function).
+FUNCTION = "function"
 
 
 @dataclass(frozen=True)
@@ -61,11 +63,21 @@ class SearchRequest:
         return {"stat": self.objective_stat, "goal": self.goal, "valid": self.valid}
 
 
-def load_space(space_file: str, space_text: str) -> ParameterSpace:
-    """The space of a parameter file's text (JSON by its ``.json`` name, else Python)."""
+def load_space(
+    space_file: str, space_text: str, spec: Mapping[str, Any] | None = None
+) -> ParameterSpace:
+    """The space of a parameter file's text (JSON by its ``.json`` name, else Python).
+
+    A search whose runs call a Python function (``spec["function"]``, ``tuna search create
+    --objective-fn``) has one build, its sources: every parameter is runtime-only.
+    """
     if Path(space_file).suffix.lower() == ".json":
-        return parse_json_space(space_text, source=space_file)
-    return parse_python_space(space_text, source=space_file)
+        space = parse_json_space(space_text, source=space_file)
+    else:
+        space = parse_python_space(space_text, source=space_file)
+    if spec is not None and spec.get(FUNCTION):
+        space = replace(space, no_rebuild=tuple(space.parameters))
+    return space
 
 
 def make_searcher(expression: str | None, space: ParameterSpace) -> SearcherInterface | None:
@@ -120,7 +132,7 @@ def check_request(request: SearchRequest) -> Checked:
         json.dumps(dict(request.base))
     except (TypeError, ValueError) as e:
         raise SearchError(f"the base config is not JSON data: {e}") from e
-    space = load_space(request.space_file, request.space_text)
+    space = load_space(request.space_file, request.space_text, request.spec)
     backend.check_spec(request.spec, [*request.base, *space.names], space.runtime_params)
     searcher = make_searcher(request.searcher, space)
     plan = dry_run(space, searcher, request.base)

@@ -128,7 +128,7 @@ class SearchDriver:
             self.solver = solver_id(db, self.session, str(self.spec["solver"]))
             self.builds = False
         else:
-            self.space = load_space(space_file, space_text)
+            self.space = load_space(space_file, space_text, self.spec)
             self.builds = get_backend(backend).needs_build(self.spec)
         self.proposer: Proposer | None = None
         self.rounds: RoundProposer | None = None

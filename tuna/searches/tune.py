@@ -38,6 +38,7 @@ import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from sqlalchemy import select, update
@@ -50,6 +51,7 @@ from tuna.db.models import Search, SearchRun, TuningSession
 from tuna.jobs.search_results import insert_runs, objective_value
 from tuna.searchers import Objective, Run, dry_run, replay
 from tuna.searchers.errors import ObjectiveError, SearchError
+from tuna.searchers.function import load_function, stats_of
 from tuna.searchers.space import ParameterSpace, parse_json_space
 from tuna.searches.create import BASELINE_SEQ, IN_PROCESS, make_searcher
 from tuna.searches.objectives import baseline_config, check_baseline_run, study_objective
@@ -105,7 +107,7 @@ class _Study:
 
 
 def tune(
-    objective: ObjectiveFn,
+    objective: ObjectiveFn | str,
     space: Mapping[str, Sequence[Any]],
     direction: str = "minimize",
     strategy: str | None = None,
@@ -126,8 +128,12 @@ def tune(
     database, SQLite under ``TUNA_DATA_DIR``). ``objective`` returns a number (stored as the
     stat ``stat``) or a dict of stats that holds ``stat``. ``directions`` (stat -> "min" or
     "max", in priority order) replaces ``stat`` and ``direction`` with several objectives;
-    ``constraints`` and ``baseline`` are the module docstring's.
+    ``constraints`` and ``baseline`` are the module docstring's. Given as
+    ``"module:function"``, ``objective`` is imported (from the current directory first), as
+    ``tuna search create --objective-fn`` has go_fish's workers do.
     """
+    if isinstance(objective, str):
+        objective = load_function(objective, Path.cwd())
     spec = _check(objective, space, direction, strategy, budget, name, stat)
     spec = _with_objectives(spec, stat, directions, constraints, baseline)
 
@@ -371,7 +377,7 @@ class Study:
         self._check_waiting(trial)
         if error:
             return self.record(trial, Run.invalid(trial.params, str(error)))
-        stats = _stats_of(value, self._objective.stat)
+        stats = stats_of(value, self._objective.stat)
         if isinstance(stats, str):
             raise SearchError(
                 f"study {self.name!r}, trial {trial.number}: {stats}, "
@@ -466,22 +472,10 @@ def _measure(objective: ObjectiveFn, params: dict[str, Any], stat: str) -> Run:
         out = objective(dict(params))
     except Exception as e:  # the user's code: an invalid run, the search goes on
         return Run.invalid(params, f"objective raised {type(e).__name__}: {e}")
-    stats = _stats_of(out, stat)
+    stats = stats_of(out, stat)
     if isinstance(stats, str):
         return Run.invalid(params, f"objective {stats}")
     return Run(params, stats)
-
-
-def _stats_of(out: object, stat: str) -> dict[str, Any] | str:
-    """An objective's result as stats, or what is wrong with it."""
-    if isinstance(out, bool) or not isinstance(out, int | float | Mapping):
-        return f"returned {out!r}; return a number or a dict of stats"
-    stats = {stat: float(out)} if isinstance(out, int | float) else dict(out)
-    try:
-        json.dumps(stats)
-    except (TypeError, ValueError) as e:
-        return f"returned stats that are not JSON data: {e}"
-    return stats
 
 
 def _session(s: Any) -> int:

@@ -16,7 +16,12 @@ build or Run is recorded invalid with the reason.
      "required_stats": ["gflops"], "run_timeout_s": 600, "build_timeout_s": 3600,
      "source_dir": "/path/copied/into/each/build" | null,
      "source_artifact": "<sha256 of the sources, packed and stored when the search was made>",
-     "artifact_max_bytes": 67108864, "owns": "machine|device|nothing"}
+     "artifact_max_bytes": 67108864, "owns": "machine|device|nothing",
+     "function": {"ref": "mymod:measure", "stat": "value"} | null}
+
+A search with a ``function`` runs that Python function instead of a run command: its run
+command is :mod:`~tuna.backends.bench.function`'s, made on the worker for the worker's
+Python, and its stats are the JSON line that prints.
 
 The sources reach a build on any machine as an artifact: ``tuna search create`` packs
 ``source_dir`` into ``artifact`` and names it in ``source_artifact``; the worker unpacks it
@@ -48,9 +53,11 @@ from tuna.backends.base import (
     SolverInfo,
 )
 from tuna.backends.bench.execute import BenchSpec, BuildResult, build, new_scratch, run
+from tuna.backends.bench.function import run_command as function_command
 from tuna.backends.bench.stats import StatsFormat
 from tuna.backends.bench.templates import BenchError, CommandTemplate
 from tuna.problems.conv import ConvProblem
+from tuna.searchers.function import load_function
 
 SPEC_KEYS = frozenset(
     {
@@ -64,6 +71,7 @@ SPEC_KEYS = frozenset(
         "artifact_max_bytes",
         "owns",
         "source_artifact",
+        "function",
     }
 )
 
@@ -76,12 +84,19 @@ def spec_from_dict(data: Mapping[str, Any]) -> BenchSpec:
             f"bench spec: unknown setting(s) {', '.join(unknown)}; the settings are "
             f"{', '.join(sorted(SPEC_KEYS))}"
         )
-    if not isinstance(data.get("run"), str) or not data["run"].strip():
+    function = data.get("function")
+    if function is not None:
+        if not isinstance(function, Mapping) or not isinstance(function.get("ref"), str):
+            raise BenchError(f"bench spec: function {function!r}: give {{'ref': 'mod:fn'}}")
+        run_text = function_command(function["ref"], str(function.get("stat") or "value"))
+    elif isinstance(data.get("run"), str) and data["run"].strip():
+        run_text = data["run"]
+    else:
         raise BenchError("bench spec: a run command is needed (e.g. './bench --n {n}')")
     stats = data.get("stats") or {}
     try:
         return BenchSpec(
-            run=CommandTemplate(data["run"], "run command"),
+            run=CommandTemplate(run_text, "run command"),
             build=CommandTemplate(data["build"], "build command") if data.get("build") else None,
             stats=StatsFormat(stats.get("mode", "auto"), tuple(stats.get("patterns", ()))),
             required_stats=tuple(data.get("required_stats", ())),
@@ -141,6 +156,8 @@ class BenchBackend(Backend):
     ) -> None:
         bench = spec_from_dict(spec)
         bench.check(list(parameters))
+        if spec.get("function") is not None:  # imported here, as the worker will
+            load_function(spec["function"]["ref"], bench.source_dir)
         if bench.build is not None:
             named = [n for n in bench.build.names() if n in runtime]
             if named:
