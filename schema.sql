@@ -737,3 +737,9 @@ ALTER TABLE job ADD COLUMN tries_failed INTEGER NOT NULL DEFAULT '0';
 
 UPDATE alembic_version SET version_num='0021' WHERE alembic_version.version_num = '0020';
 
+-- Running upgrade 0021 -> 0022
+
+CREATE INDEX ix_job_failure ON job (session, state, reason(255));
+
+UPDATE alembic_version SET version_num='0022' WHERE alembic_version.version_num = '0021';
+

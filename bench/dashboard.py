@@ -73,6 +73,10 @@ PAGES = [
         "session 1's jobs of one failure reason",
         "/sessions/1/failures?state=errored&reason=timeout+%28gave+up+after+4+tries%29",
     ),
+    (
+        "session 1's jobs of a rare failure reason (3 jobs)",
+        "/sessions/1/failures?state=errored&reason=rare%3A+one+machine+ran+out+of+disk",
+    ),
 ]
 
 STATE_SQL = """ELT(1 + (CRC32(seq) % 1000 >= 700) + (CRC32(seq) % 1000 >= 800)
@@ -129,6 +133,10 @@ def seed(conn: sa.Connection) -> None:
                       NOW(6) - INTERVAL (CRC32(seq * 7 + {session}) % 172800) SECOND AS ended
                     FROM seq_{lo}_to_{hi}) AS s""")
             conn.commit()
+    # a reason only three jobs have: without an index on it, their drill-down reads every job
+    x("""UPDATE job SET reason = 'rare: one machine ran out of disk' WHERE session = 1
+      AND state = 'errored' ORDER BY id DESC LIMIT 3""")
+    conn.commit()
     for lo in range(0, CONFIGS * SOLVERS, CHUNK):
         hi = min(lo + CHUNK, CONFIGS * SOLVERS) - 1
         x(f"""INSERT INTO find_db (session, config, solver, time_ms, workspace, algorithm)

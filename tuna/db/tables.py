@@ -328,6 +328,8 @@ job = Table(
     # A session's recent phase ends (its rate and ETA) without reading all its rows.
     Index("ix_job_session_compile_end", "session", "compile_end"),
     Index("ix_job_session_eval_end", "session", "eval_end"),
+    # A session's failed jobs of one reason (the dashboard's drill-down): migration 0022.
+    Index("ix_job_failure", "session", "state", "reason", mysql_length={"reason": 255}),
     # At most one job per search build / search run (NULLs do not collide).
     Index("ix_job_search_build", "search_build", unique=True),
     Index("ix_job_search_run", "search_run", unique=True),

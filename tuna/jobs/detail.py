@@ -2,7 +2,8 @@
 
 Read-only, by primary key or through an index: a job by id; its measurements and the
 result rows it wrote by (session, config, solver), the prefix of their indexes, then by
-``job``; failed jobs through ``ix_job_claim`` (session, state), keyset-paged by id.
+``job``; failed jobs through ``ix_job_failure`` (session, state, reason: migration 0022) or,
+for any reason, ``ix_job_claim`` (session, state), keyset-paged by id.
 
 The job table keeps no event log: a job's history is what its row holds — created, the
 start and end of each phase, the attempt (one per claim), the retries (a failure or a
@@ -15,7 +16,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import Select, select
 
 from tuna.db import Database
 from tuna.db.enums import JobState, JobStep
@@ -193,9 +194,21 @@ def failed_jobs(
     after: int = 0,
     limit: int = 100,
 ) -> list[FailedJob]:
-    """Session ``session_id``'s jobs in ``state`` whose reason is ``reason`` (None: any),
-    by id after ``after``."""
-    q = (
+    """Session ``session_id``'s jobs in ``state`` whose reason is ``reason`` (None: any;
+    "": none), by id after ``after``."""
+    with db.transaction() as conn:
+        return [FailedJob(*r) for r in conn.execute(failed_jobs_query(
+            session_id, state, reason, after=after, limit=limit))]  # fmt: skip
+
+
+FailedRows = Select[int, int | None, str, str, str, int, int, str | None]
+
+
+def failed_jobs_query(
+    session_id: int, state: JobState, reason: str | None, *, after: int = 0, limit: int = 100
+) -> FailedRows:
+    """:func:`failed_jobs`'s statement: with a reason, a range of ``ix_job_failure``."""
+    q: FailedRows = (
         select(Job.id, Job.config, ConvConfig.fdb_key, Solver.name, Machine.hostname,
                Job.attempt, Job.retries, Job.reason)
         .outerjoin(ConvConfig, ConvConfig.id == Job.config)
@@ -207,5 +220,4 @@ def failed_jobs(
     )  # fmt: skip
     if reason is not None:
         q = q.where(Job.reason == reason) if reason else q.where(Job.reason.is_(None))
-    with db.transaction() as conn:
-        return [FailedJob(*r) for r in conn.execute(q)]
+    return q
