@@ -106,7 +106,7 @@ def test_search_show_gives_progress_the_best_run_and_the_runs_table(seeded):
     assert rows[1][:3] == ["1", "batch=1", "threads=2"]
     assert rows[1][3] == "throughput=180 p95_ms=9 result_validity=VALID"
     assert rows[1][4:6] == ["yes", "bench-host"]
-    assert rows[3][4] == "yes; does not count (result_validity)"
+    assert rows[3][4] == "yes; does not count (result_validity says invalid)"
     assert rows[4][4] == "no: exit status 1: segfault"
     assert rows[6][3:] == ["-", "in flight", "-", "-"]
     assert lines[13] == "8 runs shown"

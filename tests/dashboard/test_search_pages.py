@@ -87,7 +87,7 @@ def test_a_search_page_shows_progress_best_run_chart_and_runs(site):
     assert [int(c[0]) for c in runs] == list(range(8))
     assert runs[1][2:6] == ["batch=1", "threads=2", "throughput=180.0 p95_ms=9.0 "
                             "result_validity=VALID", "180"]  # fmt: skip
-    assert runs[3][6] == "yes; does not count (result_validity)"
+    assert runs[3][6] == "yes; does not count (result_validity says invalid)"
     assert runs[4][6] == "no: exit status 1: segfault" and runs[6][6] == "in flight"
 
 

@@ -340,6 +340,11 @@ def prune_cmd(keep_best: int, session_id: int | None, dry_run: bool, output: str
     "export_db --golden_v to write MIOpen's files.",
 )
 @click.option("--note", help="Why the golden version exists (with --golden_v).")
+@click.option(
+    "--search",
+    "search_ref",
+    help="Instead: a search's answer, its best run and Pareto front (id, or name with -s).",
+)
 @verbose_option
 def best_cmd(
     session_id: int | None,
@@ -351,23 +356,34 @@ def best_cmd(
     out: Path | None,
     golden_v: int | None,
     note: str | None,
+    search_ref: str | None,
 ) -> None:
     """The best known configuration per problem for a target, across sessions, as JSON.
 
     History counts under the target session's rules (-s), changed by the rule options, or
     for -a/-n under the rule options alone (any library unless --library-min). Retired
     sessions never count. With --golden_v V the fastest row per (problem, solver) becomes
-    golden version V, and export_db writes it in MIOpen's formats.
+    golden version V, and export_db writes it in MIOpen's formats. With --search, a
+    search's answer instead: its objectives and constraints, its best run and its Pareto
+    front (the runs that count and no other beats on every objective), as `tuna search
+    show` and the dashboard show it.
 
     \b
     Examples:
       tuna best -s 3 -o best.json
+      tuna best --search 4
+      tuna best -s 3 --search predtuner -o front.json
       tuna best -a gfx90a -n 104 -t resnet50 --max-age 30d --library-min 3.2.0
       tuna best -a gfx90a -n 104 --golden_v 7
       export_db --golden_v 7 -f -p -k
     """
     from tuna.library.best import best_report
 
+    if search_ref is not None:
+        if golden_v is not None or any(v is not None for v in (arch, num_cu, backend, tag)):
+            raise click.UsageError("--search goes alone (with -s for a name, and -o)")
+        _write_json(_search_answer(search_ref, session_id), out, f"search {search_ref}")
+        return
     if golden_v is not None:
         if out is not None:
             raise click.UsageError("give -o (JSON) or --golden_v (a golden version), not both")
@@ -390,6 +406,41 @@ def best_cmd(
             f"{out}: best of {len(report.best)} problem(s) for {report.target_label}",
             markup=False,
         )
+
+
+def _search_answer(ref: str, session_id: int | None) -> dict[str, Any]:
+    """A search's answer as ``tuna best --search`` prints it."""
+    from tuna.cli.search_view import run_row
+    from tuna.searches import query
+
+    db = database()
+    try:
+        s = query.find_search(db, ref, session_id)
+        top = query.best_run(db, s)
+        front = query.pareto(db, s)
+        baseline = query.baseline_run(db, s)
+    finally:
+        db.dispose()
+    return {
+        "search": s.id,
+        "session": s.session,
+        "name": s.name,
+        "state": s.state,  # not job.state: the search's
+        "objectives": [{"stat": t.stat, "goal": t.goal} for t in s.objective.targets],
+        "constraints": [c.text for c in s.objective.constraints],
+        "baseline": run_row(baseline) if baseline is not None else None,
+        "best": run_row(top) if top else None,
+        "pareto": [run_row(r) for r in front],
+    }
+
+
+def _write_json(doc: dict[str, Any], out: Path | None, what: str) -> None:
+    text = json.dumps(doc, indent=2, default=str) + "\n"
+    if out is None:
+        click.echo(text, nl=False)
+    else:
+        out.write_text(text)
+        console.print(f"{out}: {what}", markup=False)
 
 
 def _print_exclusions(lines: list[str]) -> None:

@@ -41,7 +41,8 @@ def summary_row(s: SearchSummary) -> dict[str, Any]:
         "state": s.state,  # not job.state: the search's
         "backend": s.backend,
         "searcher": s.searcher,
-        "objective": f"{s.stat}:{s.goal}",
+        "objective": s.objectives_text,
+        "constraints": [c.text for c in s.objective.constraints],
         "budget": s.budget,
         "parallelism": s.parallelism,
         "runs": s.runs,
@@ -57,7 +58,8 @@ def summary_row(s: SearchSummary) -> dict[str, Any]:
     }
 
 
-SUMMARY_COLUMNS = ("id", "session", "name", "state", "backend", "searcher", "objective", "budget",
+SUMMARY_COLUMNS = ("id", "session", "name", "state", "backend", "searcher", "objective",
+                   "constraints", "budget",
                    "parallelism", "runs", "done", "in_flight", "valid", "builds", "builds_done",
                    "best", "created", "finished", "reason")  # fmt: skip
 """The keys of :func:`summary_row`: a CSV listing of no searches is this header."""
@@ -130,7 +132,7 @@ def list_cmd(session_id: int, output: str | None) -> None:
     for s in found:
         table.add_row(
             str(s.id), escape(s.name), escape(s.state), escape(s.searcher or "default"),
-            escape(f"{s.stat} ({s.goal})"), f"{s.done} ({s.valid} valid)", str(s.in_flight),
+            escape(_goals(s)), f"{s.done} ({s.valid} valid)", str(s.in_flight),
             _total(s), f"{s.builds_done}/{s.builds}", "-" if s.best is None else f"{s.best:g}",
         )  # fmt: skip
     console.print(table)
@@ -159,12 +161,15 @@ def show_cmd(
     limit: int,
     output: str | None,
 ) -> None:
-    """Show a search: its progress, its best run and its runs table.
+    """Show a search: its progress, its best run, its Pareto front and its runs table.
 
     SEARCH is the search's id, or its name with -s SESSION. Each run shows its
-    build-time and run-time parameters, its stats, whether it is valid (or why not),
-    the machine it ran on and when it finished. --csv prints the runs with one column
-    per parameter and stat; --json the search, its best run and its runs.
+    build-time and run-time parameters, its stats, whether it is valid (or why not, or
+    why it does not count: a constraint it fails), the machine it ran on and when it
+    finished. A search of several objectives shows its Pareto front: the runs that count
+    and that no other beats on every objective, best by the first objective first.
+    --csv prints the runs with one column per parameter and stat; --json the search, its
+    best run, its front ("pareto") and its runs.
 
     \b
     Examples:
@@ -181,6 +186,8 @@ def show_cmd(
             limit=limit or None,
         )  # fmt: skip
         top = query.best_run(db, s)
+        front = query.pareto(db, s)
+        baseline = query.baseline_run(db, s)
     finally:
         db.dispose()
     if output == "csv":
@@ -190,15 +197,23 @@ def show_cmd(
     document = {
         "search": summary_row(s),
         "best": run_row(top) if top else None,
+        "baseline": run_row(baseline) if baseline else None,
+        "pareto": [run_row(r) for r in front],
         "runs": [run_row(r) for r in rows],
     }
     if emit([], output, document):
         return
     console.print(
         f"Search {s.id} {s.name!r} (session {s.session}): {s.state}, backend {s.backend}, "
-        f"searcher {s.searcher or 'default'}; objective {s.goal}imise {s.stat}",
+        f"searcher {s.searcher or 'default'}; {_goals_text(s)}",
         markup=False,
     )
+    for c in s.objective.constraints:
+        console.print(f"  constraint: {c.text}", markup=False)
+    if baseline is not None:
+        console.print(f"  baseline: run {baseline.seq} ({_compact(baseline.point)}): "
+                      f"{_compact(baseline.stats) if baseline.valid else baseline.reason}",
+                      markup=False)  # fmt: skip
     if s.reason:
         console.print(f"  reason: {s.reason}", markup=False)
     console.print(
@@ -214,6 +229,8 @@ def show_cmd(
             f"  best: run {top.seq}, {s.stat} = {top.value:g} ({_compact(top.point)})",
             markup=False,
         )
+    if s.objective.more:
+        _print_front(s, front)
     if not rows:
         console.print("No run matches." if (status or build or best) else "No run yet.",
                       markup=False)  # fmt: skip
@@ -223,8 +240,9 @@ def show_cmd(
         table.add_column(col, justify="right" if col == "seq" else "left")
     for r in rows:
         valid = {"pending": "in flight", "valid": "yes"}.get(r.status, f"no: {r.reason or ''}")
-        if r.status == "valid" and not s.counts(r.valid, r.value, r.stats):
-            valid = f"yes; does not count ({s.validity or s.stat})"
+        why = s.not_counted(r)
+        if why is not None:
+            valid = f"yes; does not count ({why})"
         table.add_row(
             str(r.seq), escape(_compact(r.build_params)), escape(_compact(r.run_params)),
             escape(_compact(r.stats)), escape(valid), escape(r.machine or "-"),
@@ -234,3 +252,32 @@ def show_cmd(
     shown = f"{len(rows)} runs shown" + (f" (--limit {limit})" if limit and len(rows) == limit
                                          else "")  # fmt: skip
     console.print(shown, markup=False)
+
+
+def _goals(s: SearchSummary) -> str:
+    """``time_ms (min)``, or every objective: ``time_ms (min), accuracy (max)``."""
+    return ", ".join(f"{t.stat} ({t.goal})" for t in s.objective.targets)
+
+
+def _goals_text(s: SearchSummary) -> str:
+    words = [f"{t.goal}imise {t.stat}" for t in s.objective.targets]
+    return ("objectives " if len(words) > 1 else "objective ") + ", ".join(words)
+
+
+def _print_front(s: SearchSummary, front: list[RunRow]) -> None:
+    """The Pareto front as a table: each run's parameters and objectives."""
+    if not front:
+        console.print("  pareto front: no run counts yet", markup=False)
+        return
+    targets = s.objective.targets
+    console.print(f"  pareto front: {len(front)} runs, best {s.stat} first", markup=False)
+    table = Table()
+    table.add_column("seq", justify="right")
+    table.add_column("params")
+    for t in targets:
+        table.add_column(f"{t.stat} ({t.goal})", justify="right")
+    for r in front:
+        stats = r.stats or {}
+        table.add_row(str(r.seq), escape(_compact(r.point)),
+                      *(_value(stats.get(t.stat)) for t in targets))  # fmt: skip
+    console.print(table)

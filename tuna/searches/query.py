@@ -115,6 +115,14 @@ class SearchSummary:
         """Whether a run with these columns counts towards the objective."""
         return _counts(self.objective, valid, value, stats)
 
+    def not_counted(self, run: RunRow) -> str | None:
+        """Why a valid run does not count, in a few words (the constraint it fails, the
+        validity stat that says invalid, the stat it lacks); None when it counts or is not
+        valid (its ``reason`` says why)."""
+        if run.status != "valid" or self.counts(run.valid, run.value, run.stats):
+            return None
+        return self.objective.unmet(Run({}, run.stats or {})) or f"no number {self.stat!r}"
+
     @property
     def label(self) -> str:
         """How a figure's legend names this search: its name and searcher."""
@@ -505,6 +513,12 @@ def best_run(db: Database, search: SearchSummary) -> RunRow | None:
     return found[0] if found else None
 
 
+def baseline_run(db: Database, search: SearchSummary) -> RunRow | None:
+    """The search's baseline run (``seq`` -1), if it has one."""
+    first = runs(db, search, limit=1)
+    return first[0] if first and first[0].seq == BASELINE_SEQ else None
+
+
 def pareto(db: Database, search: SearchSummary) -> list[RunRow]:
     """The search's answer: the Pareto front of its runs that count, in priority order (the
     best by the first objective first), the earliest of runs equal on every objective
@@ -513,6 +527,11 @@ def pareto(db: Database, search: SearchSummary) -> list[RunRow]:
     The baseline run (``seq`` -1) is one of the runs: a configuration measured like the
     others. It reads the valid runs and keeps those that count and no other dominates.
     """
+    if not search.objective.more:  # the best and its equals: from the best-first index
+        top = runs(db, search, order="best", limit=BEST_BATCH)
+        ties = [r for r in top if r.value == top[0].value]
+        if len(ties) < BEST_BATCH:
+            return sorted(ties, key=lambda r: r.seq)
     candidates = runs(db, search, status="valid", order="seq", limit=None)
     counting = [r for r in candidates if search.counts(r.valid, r.value, r.stats)]
     return front(counting, search.objective.targets, lambda r: r.stats or {})
