@@ -347,3 +347,87 @@ def test_bisect_on_a_huge_grid_stores_nothing_per_value() -> None:
     points = drive(b, lambda p, m: Run(m))
     assert b.get_best() == {"qps": 123_456_789}
     assert len(points) <= 50  # ceil(log2(10**15))
+
+
+# -- ranges and conditions (issue #28) ---------------------------------------------------------
+
+
+def test_the_product_lists_int_ranges_and_refuses_a_continuous_one() -> None:
+    from tuna.searchers import Float, Int, ParameterSpace
+
+    space = ParameterSpace({"t": Int(4, 12, step=4), "f": Float(0, 1, step=0.5)})
+    assert static(CartesianProduct(space)) == [
+        {"t": t, "f": f} for t in (4, 8, 12) for f in (0.0, 0.5, 1.0)
+    ]
+    assert static(CartesianProduct({"t": Int(1, 3)})) == [{"t": 1}, {"t": 2}, {"t": 3}]
+    with pytest.raises(SearcherError) as e:
+        CartesianProduct(
+            ParameterSpace({"t": [1], "lr": Float(1e-4, 1e-1, log=True)}, source="p.py")
+        )
+    assert str(e.value) == (
+        "p.py: parameter 'lr' is Float(0.0001, 0.1, log=True), a continuous range, so the "
+        "exhaustive search (CartesianProduct) cannot list its values; give it a step, or use "
+        "a searcher that samples, e.g. Random(space, 50, seed=1)"
+    )
+
+
+def test_the_product_of_a_conditional_space_puts_runtime_parameters_innermost() -> None:
+    from tuna.searchers import Categorical, ParameterSpace
+
+    space = ParameterSpace(
+        {"algo": ["a", "b"], "n": [1, 2], "u": Categorical([8, 9], when={"algo": "b"})},
+        no_rebuild=("algo",),
+    )
+    points = static(CartesianProduct(space, no_rebuild_params=["algo"]))
+    # 'algo' is runtime-only (fastest) but 'u' needs it first: u comes after it.
+    assert points == [
+        {"n": 1, "algo": "a"},
+        {"n": 1, "algo": "b", "u": 8},
+        {"n": 1, "algo": "b", "u": 9},
+        {"n": 2, "algo": "a"},
+        {"n": 2, "algo": "b", "u": 8},
+        {"n": 2, "algo": "b", "u": 9},
+    ]
+
+
+def test_random_samples_ranges_seeded_and_inside_them() -> None:
+    from tuna.searchers import Categorical, Float, Int, ParameterSpace
+
+    space = ParameterSpace(
+        {
+            "algo": ["naive", "tiled"],
+            "tile": Int(4, 64, step=4),
+            "lr": Float(1e-4, 1e-1, log=True),
+            "unroll": Categorical([1, 2, 4], when={"algo": "tiled"}),
+        }
+    )
+    points = static(Random(space, 40, seed=3))
+    assert points == static(Random(space, 40, seed=3))
+    assert points != static(Random(space, 40, seed=4))
+    assert len(points) == 40 and len({tuple(sorted(p.items())) for p in points}) == 40
+    for p in points:
+        assert space.check_point(p) == p
+        assert ("unroll" in p) == (p["algo"] == "tiled")
+    assert {p["algo"] for p in points} == {"naive", "tiled"}
+
+
+def test_random_over_a_small_conditional_space_ends_when_it_is_drawn_out() -> None:
+    from tuna.searchers import Categorical, ParameterSpace
+
+    space = ParameterSpace({"a": ["x", "y"], "u": Categorical([1, 2], when={"a": "y"})})
+    points = static(Random(space, 50, seed=1))
+    assert sorted(points, key=str) == sorted(space.product(), key=str)  # all 3, once each
+
+
+def test_random_over_lists_is_unchanged_by_ranges() -> None:
+    # The seeded picks over a plain grid are what replay and the docs pin.
+    grid = {"a": [1, 2, 3], "b": ["x", "y"]}
+    from tuna.searchers import ParameterSpace
+
+    assert static(Random(ParameterSpace(dict(grid)), 4, seed=1)) == static(Random(grid, 4, seed=1))
+    assert static(Random(grid, 4, seed=1)) == [  # what main gave before ranges existed
+        {"a": 1, "b": "y"},
+        {"a": 3, "b": "x"},
+        {"a": 1, "b": "x"},
+        {"a": 3, "b": "y"},
+    ]

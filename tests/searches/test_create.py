@@ -71,6 +71,53 @@ BAD = [
         {"searcher": "Bisekt('a', 1, 3, 1, None)"},
         r"searcher \"Bisekt.*NameError",
     ),
+    (
+        "a range whose lo is above its hi",
+        {"space": '{"a": {"int": [8, 1]}, "b": [10]}', "space_file": "space.json"},
+        r"^space.json: parameter 'a': the range \[8, 1\] is empty \(lo is above hi\)",
+    ),
+    (
+        "a step of 0",
+        {"space": "from tuna.search import Int\na = Int(1, 8, step=0)\nb = [1]\n"},
+        r"^params.py: parameter 'a': step 0: an Int's step is a whole number of at least 1$",
+    ),
+    (
+        "a log range from 0",
+        {"space": '{"a": [1], "b": {"float": [0, 1], "log": true}}', "space_file": "s.json"},
+        r"^s.json: parameter 'b': log=True needs lo > 0",
+    ),
+    (
+        "a conditional on a missing parameter",
+        {
+            "space": '{"a": [1], "b": {"values": [1], "when": {"algo": "x"}}}',
+            "space_file": "s.json",
+        },
+        r"^s.json: parameter 'b' is conditional on 'algo', which is not a parameter",
+    ),
+    (
+        "a constraint naming an unknown parameter",
+        {"space": "a = [1]\nb = [10]\nMETA_constraints = ['a * c < 3']\n"},
+        r"^params.py: META_constraints: constraint 'a \* c < 3' names 'c', which is not a param",
+    ),
+    (
+        "a constraint using a forbidden construct",
+        {"space": '{"a": [1], "b": [10], "META_constraints": ["open(a)"]}', "space_file": "s.json"},
+        r"^s.json: META_constraints: constraint 'open\(a\)' uses a function call",
+    ),
+    (
+        "a continuous range for the exhaustive search",
+        {"space": '{"a": [1], "b": {"float": [0.5, 2]}}', "space_file": "s.json"},
+        r"^s.json: parameter 'b' is Float\(0.5, 2\), a continuous range, so the exhaustive",
+    ),
+    (
+        "a continuous range for a named product",
+        {
+            "space": '{"a": [1], "b": {"float": [0.5, 2]}}',
+            "space_file": "s.json",
+            "searcher": "CartesianProduct(space)",
+        },
+        r"^s.json: parameter 'b' is Float\(0.5, 2\), a continuous range",
+    ),
     ("no budget left", {"budget": 0}, r"budget 0: give at least 1 run"),
     ("an unknown goal", {"goal": "most"}, r"objective goal 'most': use min or max"),
     ("a bad stats format", {"spec": {**SPEC, "stats": {"mode": "xml"}}}, r"stats format 'xml'"),
@@ -81,8 +128,9 @@ BAD = [
 def test_bad_input_is_refused_and_changes_nothing(lite, what, kw, message):
     session = bench_session(lite)
     before = _count(lite)
-    with pytest.raises(TunaError, match=message):
+    with pytest.raises(TunaError, match=message) as e:
         new_search(lite, session, **kw)
+    assert "\n" not in str(e.value)
     assert _count(lite) == before
 
 

@@ -28,6 +28,7 @@ from tests.searches.helpers import (
 from tests.support.wait import wait_until
 from tuna.backends.bench import BenchSpec, LocalBench, run_search
 from tuna.db import Database
+from tuna.db.models import Search
 from tuna.searchers import Proposer
 from tuna.searches import SearchDriver
 from tuna.searches.create import load_space, make_searcher
@@ -99,6 +100,46 @@ def test_a_budget_bounds_the_runs_and_meta_refusals_are_never_built(db: Database
         (3, 2, 30),
     ]
     assert sorted(b.params["b"] for b in builds(db, search)) == [10, 30]
+
+
+RANGES = """{
+  "a": {"int": [1, 9], "step": 2},
+  "b": {"float": [0.5, 2.0], "log": true},
+  "c": {"values": [10, 20], "when": {"a": [1, 3]}},
+  "META_constraints": ["a * b <= 12"]
+}"""
+
+
+def test_a_search_over_ranges_runs_through_the_queue_and_resumes_the_same_space(
+    db: Database,
+) -> None:
+    session = bench_session(db)
+    search = new_search(
+        db,
+        session,
+        space=RANGES,
+        space_file="ranges.json",
+        spec={"run": "echo t: {a}", "owns": "nothing", "run_timeout_s": 30},
+        searcher="Random(space, 6, seed=4)",
+    )
+    with db.session() as s:
+        row = s.get(Search, search)
+        assert row is not None
+        stored = load_space(row.space_file, row.space_text)  # what a resumed driver reads
+    assert stored == load_space("ranges.json", RANGES)
+    with driving(db, session):
+        drain(db, session)
+    assert search_state(db, search) == ("done", None)
+    got = runs(db, search)
+    proposer = Proposer(stored, make_searcher("Random(space, 6, seed=4)", stored))
+    expected = [p.config for p in proposer.proposals()]
+    assert len(got) == len(expected) == 6 - len(proposer.refused) >= 3
+    assert [r.config for r in got] == expected  # floats and conditions as proposed, in order
+    for r in got:
+        assert r.valid and r.value == float(r.config["a"])
+        assert stored.check_point(r.config) == r.config
+        assert ("c" in r.config) == (r.config["a"] in (1, 3))
+        assert r.config["a"] * r.config["b"] <= 12
 
 
 def test_a_dynamic_search_takes_the_path_the_local_runner_takes(db: Database, tmp_path) -> None:

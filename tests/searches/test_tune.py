@@ -12,6 +12,8 @@ import tuna
 from tuna.db import Database
 from tuna.db.models import Search, SearchRun, TuningSession
 from tuna.errors import TunaError
+from tuna.searchers import Categorical, Float, Int, ParameterSpace
+from tuna.searches.create import load_space
 from tuna.searches.query import find_search
 
 SPACE = {"x": [1, 2, 3, 4, 5], "y": ["a", "b"]}
@@ -142,6 +144,19 @@ def test_a_dynamic_searcher_resumes_where_it_stopped(db):
         ({"budget": 0}, "give at least 1 run"),
         ({"strategy": "Nope(space)"}, "NameError"),
         ({"objective": 42}, "is not callable"),
+        (
+            {"space": {"x": Int(5, 1)}},
+            r"^quadratic.json: parameter 'x': the range \[5, 1\] is empty",
+        ),
+        ({"space": {"x": Float(0, 1)}}, r"^quadratic.json: parameter 'x' is Float\(0, 1\), a cont"),
+        (
+            {"space": {"x": [1], "y": Categorical([1], when={"z": 1})}},
+            r"^quadratic.json: parameter 'y' is conditional on 'z', which is not a parameter",
+        ),
+        (
+            {"space": {"x": [1], "META_constraints": ["x < w"]}},
+            r"^quadratic.json: META_constraints: constraint 'x < w' names 'w'",
+        ),
     ],
 )
 def test_bad_input_is_one_clear_error_and_stores_nothing(lite, kw, message):
@@ -149,6 +164,42 @@ def test_bad_input_is_one_clear_error_and_stores_nothing(lite, kw, message):
     with pytest.raises(TunaError, match=message):
         tuna.tune(**args)
     assert _counts(lite) == (0, 0, 0)
+
+
+def test_a_study_over_ranges_resumes_the_same_space_without_measuring_twice(db):
+    space = {
+        "algo": ["naive", "tiled"],
+        "tile": Int(4, 64, step=4),
+        "lr": Float(1e-4, 1e-1, log=True),
+        "unroll": Categorical([1, 2, 4], when={"algo": "tiled"}),
+        "META_constraints": ["tile * lr < 5"],
+    }
+    calls: list[dict] = []
+
+    def objective(p):
+        if len(calls) == 5 and not p.get("resumed"):
+            raise KeyboardInterrupt
+        calls.append(p)
+        return p["tile"] * p["lr"] + p.get("unroll", 0)
+
+    with pytest.raises(KeyboardInterrupt):
+        tuna.tune(objective, space, strategy="Random(space, 12, seed=5)", storage=db, name="r")
+    calls.append({"resumed": True})  # past the interruption: the rest run
+    result = tuna.tune(objective, space, strategy="Random(space, 12, seed=5)", storage=db, name="r")
+    measured = [c for c in calls if "resumed" not in c]
+    keys = {tuple(sorted(c.items())) for c in measured}
+    assert len(keys) == len(measured) == len(result.runs)  # nothing measured twice
+    with db.session() as s:
+        row = s.execute(select(Search).where(Search.name == "r")).scalar_one()
+        assert load_space(row.space_file, row.space_text) == ParameterSpace(
+            {k: v for k, v in space.items() if k != "META_constraints"},
+            constraints=("tile * lr < 5",),
+            source="r.json",
+        )
+    for r in result.runs:
+        assert 4 <= r.config["tile"] <= 64 and 1e-4 <= r.config["lr"] <= 1e-1
+        assert ("unroll" in r.config) == (r.config["algo"] == "tiled")
+        assert r.config["tile"] * r.config["lr"] < 5
 
 
 def test_resuming_with_another_space_is_refused(lite):

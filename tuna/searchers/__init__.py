@@ -6,6 +6,7 @@ Users import the built-in searchers in their parameter files under the shorter n
 :mod:`tuna.search` (an alias of this package)::
 
     from tuna.search import Bisect, Composer, Step
+    from tuna.search import Categorical, Float, Int   # parameter kinds beyond a list
 
 (``from library import ...``, the name the benchmark autotuner used, works too inside a
 parameter file). See ``reference/search.md`` §1 for the behaviour these follow, and
@@ -35,6 +36,7 @@ from tuna.searchers.errors import (
     UnknownParameterError,
 )
 from tuna.searchers.objective import Objective
+from tuna.searchers.params import Categorical, Float, Int, Param
 from tuna.searchers.propose import Proposal, Proposer, default_searcher
 from tuna.searchers.replay import Replayed, replay
 from tuna.searchers.rounds import RoundProposer
@@ -48,7 +50,7 @@ from tuna.searchers.schedule import (
     dry_run,
     plan_schedule,
 )
-from tuna.searchers.space import ParameterSpace, load_parameter_file, merge
+from tuna.searchers.space import ParameterSpace, load_parameter_file, merge, space_json
 
 #: The tool's name for ``send``.
 do_send = send
@@ -57,11 +59,15 @@ __all__ = [
     "Bisect",
     "Build",
     "CartesianProduct",
+    "Categorical",
     "Composer",
     "DryRun",
+    "Float",
     "HookError",
+    "Int",
     "Objective",
     "ObjectiveError",
+    "Param",
     "ParameterFileError",
     "ParameterSpace",
     "PastRunsCallback",
@@ -92,4 +98,5 @@ __all__ = [
     "plan_schedule",
     "replay",
     "send",
+    "space_json",
 ]

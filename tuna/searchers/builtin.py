@@ -31,7 +31,9 @@ from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from typing import Any, cast
 
 from tuna.searchers.errors import SearcherError
+from tuna.searchers.params import Param
 from tuna.searchers.run import Point, Primitive, Run
+from tuna.searchers.space import MAX_REPEATS, ParameterSpace
 
 #: What ``generate()`` returns: yields points, is sent Runs (None to start).
 Proposals = Generator[Point, "Run | None", None]
@@ -82,11 +84,26 @@ def _grid_of(grid: Mapping[str, Sequence[Primitive]] | Any) -> dict[str, list[Pr
     return {k: list(v) for k, v in g.items()}
 
 
+def _space_of(grid: Mapping[str, Any] | ParameterSpace) -> ParameterSpace | None:
+    """``grid`` as a space (a mapping that holds a range becomes one); None for a plain
+    mapping of lists, which the searchers take as a grid as they always have."""
+    space = grid
+    if not isinstance(grid, ParameterSpace):
+        if not any(isinstance(v, Param) for v in grid.values()):
+            return None
+        space = ParameterSpace(dict(grid), source="<grid>")
+    assert isinstance(space, ParameterSpace)
+    return space
+
+
 class CartesianProduct(SearcherInterface):
     """Every combination of ``grid``'s values, once; the default searcher. Not dynamic.
 
-    With ``no_rebuild_params``, those parameters vary fastest (innermost), so that runs of
-    one build come back to back, as the tool did; the schedule
+    ``grid`` maps names to lists, or is a :class:`~tuna.searchers.space.ParameterSpace`:
+    an int range (or a float range with a step) lists its values, a conditional parameter
+    is in only the combinations where it exists, and a continuous float range is refused
+    (it has no list of values). With ``no_rebuild_params``, those parameters vary fastest
+    (innermost), so that runs of one build come back to back, as the tool did; the schedule
     (:func:`tuna.searchers.schedule.plan_schedule`) groups any order anyway.
     """
 
@@ -95,7 +112,11 @@ class CartesianProduct(SearcherInterface):
         grid: Mapping[str, Sequence[Primitive]] | Any,
         no_rebuild_params: Sequence[str] | None = None,
     ) -> None:
-        self.grid = _grid_of(grid)
+        space = _space_of(grid)
+        if space is not None:
+            space.require_finite("the exhaustive search (CartesianProduct)")
+        self.space = space if space is not None and space.conditional else None
+        self.grid = _grid_of(space or grid) if self.space is None else {}
         self.no_rebuild_params = list(no_rebuild_params or ())
 
     @property
@@ -103,18 +124,28 @@ class CartesianProduct(SearcherInterface):
         return False
 
     def generate(self) -> Proposals:
-        keys = list(self.grid)
+        keys = list(self.grid) if self.space is None else self.space.names
         if self.no_rebuild_params:
             keys.sort(key=lambda k: k in self.no_rebuild_params)  # stable: build-time first
+        if self.space is not None:
+            yield from self.space.product(keys)
+            return
         for values in itertools.product(*(self.grid[k] for k in keys)):
             yield dict(zip(keys, values, strict=True))
 
 
 class Random(SearcherInterface):
-    """``count`` distinct points of ``grid`` drawn uniformly at random with ``seed``. Not dynamic.
+    """``count`` distinct points of ``grid`` drawn at random with ``seed``. Not dynamic.
 
     The same seed gives the same points in the same order (so a search resumes by replay).
-    A count at or above the grid's size gives every point once, shuffled.
+    Over lists (and int ranges) each point of the product is equally likely, and a count at
+    or above the product's size gives every point once, shuffled. A space with a continuous
+    range or a conditional parameter is sampled one parameter at a time instead (a float
+    uniformly in its range, or log-uniformly with ``log=True``; a conditional parameter only
+    where it exists), and the search ends early when ``MAX_REPEATS`` draws in a row repeat
+    points already drawn. (:class:`tuna.searchers.strategies.RandomSearch` is this search
+    over a strategy's candidates, in rounds: kept apart because it shuffles where this
+    samples, so merging them would change the seeded picks that tests and bench pin.)
     """
 
     def __init__(
@@ -122,7 +153,10 @@ class Random(SearcherInterface):
     ) -> None:
         if count < 0:
             raise SearcherError(f"Random: count must be >= 0, not {count}")
-        self.grid = _grid_of(grid)
+        space = _space_of(grid)
+        sampled = space is not None and (space.conditional or not space.finite)
+        self.space = space if sampled else None
+        self.grid = _grid_of(space or grid) if self.space is None else {}
         self.count = count
         self.seed = seed
 
@@ -131,6 +165,9 @@ class Random(SearcherInterface):
         return False
 
     def generate(self) -> Proposals:
+        if self.space is not None:
+            yield from self._sampled(self.space)
+            return
         keys = list(self.grid)
         sizes = [len(self.grid[k]) for k in keys]
         total = math.prod(sizes)
@@ -141,6 +178,20 @@ class Random(SearcherInterface):
                 index, i = divmod(index, n)
                 point[k] = self.grid[k][i]
             yield {k: point[k] for k in keys}
+
+    def _sampled(self, space: ParameterSpace) -> Proposals:
+        rng = random.Random(self.seed)
+        seen: set[tuple[Any, ...]] = set()
+        made = repeats = 0
+        while made < self.count and repeats < MAX_REPEATS:
+            point = space.sample(rng)
+            key = tuple((k, isinstance(v, bool), v) for k, v in point.items())
+            if key in seen:
+                repeats += 1
+                continue
+            seen.add(key)
+            made, repeats = made + 1, 0
+            yield point
 
 
 def _distinct_indices(rng: random.Random, total: int, count: int) -> Iterator[int]:

@@ -5,7 +5,8 @@ A :class:`Proposer` wraps a searcher's generator and turns what it yields into
 parameter space (an unknown parameter is an error, raised before anything runs), merged
 over the base configuration, and passed through ``META_is_config_valid``. A refused config
 is never built or run: a dynamic searcher is sent an invalid Run saying so, a static one
-simply moves on; :attr:`Proposer.refused` keeps them.
+simply moves on; :attr:`Proposer.refused` keeps them. A config is refused by a constraint
+of the file (``META_constraints``) or by ``META_is_config_valid``; the Run's reason says which.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ from typing import Any, cast
 from tuna.errors import TunaError
 from tuna.searchers.builtin import CartesianProduct, PastRunsCallback, Proposals, SearcherInterface
 from tuna.searchers.errors import HookError, SearcherError
+from tuna.searchers.hooks import call_hook, search_callback_arity
 from tuna.searchers.run import Config, Point, Run
-from tuna.searchers.space import ParameterSpace, call_hook, merge, search_callback_arity
-
-REFUSED = "refused by META_is_config_valid"
+from tuna.searchers.space import REFUSED as REFUSED  # where callers have long found it
+from tuna.searchers.space import ParameterSpace, merge
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ def default_searcher(space: ParameterSpace) -> SearcherInterface:
                 "is_dynamic, e.g. Composer([...]) from tuna.search)",
             )
         return cast(SearcherInterface, searcher)
-    empty = [n for n, v in space.parameters.items() if not v]
+    empty = [n for n, p in space.parameters.items() if p.finite and not p.count()]
     if empty:
         raise SearcherError(
             f"{space.source}: parameter(s) {', '.join(map(repr, empty))} list no values, so the "
@@ -126,8 +127,9 @@ class Proposer:
                 break
             point = self.space.check_point(point, searcher=self._name)
             config = merge(self.base, point)
-            if not self.space.is_config_valid(config):
-                refused = Run.invalid(config, REFUSED)
+            reason = self.space.refusal(config)
+            if reason is not None:
+                refused = Run.invalid(config, reason)
                 self.refused.append(refused)
                 run = refused if self.dynamic else None
                 continue

@@ -20,7 +20,7 @@ from typing import Any
 
 from tuna.searchers.builtin import SearcherInterface
 from tuna.searchers.errors import SearcherError
-from tuna.searchers.propose import REFUSED, Proposal, Proposer
+from tuna.searchers.propose import Proposal, Proposer
 from tuna.searchers.run import Run
 from tuna.searchers.space import ParameterSpace, merge
 
@@ -100,8 +100,9 @@ class RoundProposer:
             for point in points:
                 point = self.space.check_point(point, searcher=name)
                 config = merge(self.base, point)
-                if not self.space.is_config_valid(config):
-                    refused = Run.invalid(config, REFUSED)
+                reason = self.space.refusal(config)
+                if reason is not None:
+                    refused = Run.invalid(config, reason)
                     self._refused.append(refused)
                     self.refused.append(refused)
                     continue

@@ -25,8 +25,14 @@ BuildKey = tuple[tuple[str, Any], ...]
 
 
 def build_key(space: ParameterSpace, config: Mapping[str, Any]) -> BuildKey:
-    """The build tuple of ``config``: its values of ``space``'s build-time parameters."""
-    return tuple((name, config.get(name)) for name in space.build_params)
+    """The build tuple of ``config``: its values of ``space``'s build-time parameters; a
+    conditional parameter absent from ``config`` is left out (not None: a build's config is
+    its tuple, and a build command renders an absent parameter as nothing)."""
+    return tuple(
+        (name, config.get(name))
+        for name in space.build_params
+        if name in config or not space.parameters[name].when
+    )
 
 
 def count_builds(space: ParameterSpace, configs: Sequence[Mapping[str, Any]]) -> int:
@@ -104,7 +110,10 @@ class DryRun:
             lines.append("later proposals depend on the runs' results")
             return lines
         n_runs = len(self.proposals)
-        lines.append(f"runs: {n_runs}, refused by META_is_config_valid: {len(self.refused)}")
+        by = "META_constraints" if self.space.constraints else ""
+        if "META_is_config_valid" in self.space.hooks or not by:
+            by = f"{by} or META_is_config_valid" if by else "META_is_config_valid"
+        lines.append(f"runs: {n_runs}, refused by {by}: {len(self.refused)}")
         for i, b in enumerate(self.schedule.builds, 1):
             lines.append(f"build {i}: {_fmt(b.params) or '(no build-time parameters)'}")
             for r in b.runs:

@@ -1,13 +1,33 @@
 """Parameter spaces and the parameter files that declare them (JSON or Python).
 
 The files are the ones the benchmark autotuner Tuna's users know takes
-(``reference/search.md`` §1):
+(``reference/search.md`` §1), with ranges, conditions and constraints added (issue #28):
 
-* **JSON**: one flat object; each property is a parameter, its value an array of
-  primitives (bool, number, string). A nested object or array is an error.
+* **JSON**: one object; each property is a parameter. Its value is either an array of
+  primitives (bool, number, string: the values, as before) or an object that declares
+  exactly one of ``"values"``, ``"int"`` or ``"float"``::
+
+      {"algo":   ["naive", "tiled"],
+       "tile":   {"int": [4, 64], "step": 4},
+       "lr":     {"float": [1e-4, 1e-1], "log": true},
+       "frac":   {"float": [0, 1], "step": 0.25},
+       "unroll": {"values": [1, 2, 4], "when": {"algo": "tiled"}},
+       "META_constraints": ["tile * unroll <= 128"]}
+
+  ``"int": [lo, hi]`` is ``lo, lo + step, ...`` up to ``hi`` (``step`` 1 by default);
+  ``"float": [lo, hi]`` is continuous unless it has a ``step``; ``"log": true`` samples
+  log-uniformly (lo > 0, no step). ``"when": {"p": v}`` (or ``{"p": [v, w]}``) makes a
+  parameter conditional: it exists only in points where ``p`` has one of those values, and
+  ``p`` must be declared before it. ``"META_constraints"`` lists expressions over parameter
+  names that every config must satisfy (:mod:`tuna.searchers.constraints` says what they
+  may use; they are never given to ``eval``). Any other nesting is an error.
 * **Python**: every module-level name without a leading underscore whose value is a list
-  of primitives is a parameter (an empty list declares a parameter a searcher fills in).
-  Functions named ``META_*`` are hooks:
+  of primitives is a parameter (an empty list declares a parameter a searcher fills in), as
+  is one whose value is a parameter object: ``from tuna.search import Int, Float,
+  Categorical`` then ``tile = Int(4, 64, step=4)``, ``lr = Float(1e-4, 1e-1, log=True)``,
+  ``unroll = Categorical([1, 2, 4], when={"algo": "tiled"})`` (the kinds are
+  :mod:`tuna.searchers.params`). ``META_constraints = ["tile * unroll <= 128"]`` states
+  constraints as a JSON file does. Functions named ``META_*`` are hooks:
 
   - ``META_get_no_rebuild_params() -> list[str]``: the runtime-only parameters; every
     other parameter is build-time. Names that are not parameters are an error.
@@ -22,42 +42,79 @@ The files are the ones the benchmark autotuner Tuna's users know takes
   it, as it did with that tool (``library`` is an alias of :mod:`tuna.searchers`).
 
 Loading a file reads it and nothing else; a bad file raises :class:`ParameterFileError`
-(with ``file:line`` where Python can say) and a hook that raises, :class:`HookError`.
+(with ``file:line`` where Python can say; a bad range, condition or constraint names the
+file and the parameter) and a hook that raises, :class:`HookError`. A stored search keeps
+the file's text and reads it again to resume, so the space it rebuilds is the same one;
+:func:`space_json` writes a space made in Python (``tuna.tune``'s) as the JSON text that
+reads back equal.
 """
 
 from __future__ import annotations
 
-import inspect
 import itertools
 import json
-import sys
-import traceback
+import math
+import random
 import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tuna.searchers.errors import HookError, ParameterFileError, UnknownParameterError
+from tuna.searchers.constraints import Constraint, ConstraintError, parse_constraint
+from tuna.searchers.errors import (
+    HookError,
+    ParameterFileError,
+    SearcherError,
+    UnknownParameterError,
+)
+from tuna.searchers.hooks import HOOKS, call_hook, library_alias, line_in
+from tuna.searchers.params import Categorical, Float, Int, Param, as_param, same_value
 from tuna.searchers.run import Config, Point, Primitive, is_primitive
 
-HOOKS = ("META_get_no_rebuild_params", "META_is_config_valid", "META_search_callback")
+#: The key (JSON) or module-level name (Python) that lists constraint expressions.
+CONSTRAINTS = "META_constraints"
+#: Draws in a row that repeat a point already drawn before a sampling search gives up.
+MAX_REPEATS = 100
 
 
 @dataclass
 class ParameterSpace:
-    """Named parameters, each with its listed values, and the hooks of the file declaring them.
+    """Named parameters, their constraints, and the hooks of the file declaring them.
 
-    ``parameters`` keeps the file's order (the naive schedule follows it). Build it with
-    :func:`load_parameter_file` or directly (``ParameterSpace({"a": [1, 2]})``).
+    ``parameters`` keeps the file's order (the naive schedule follows it); each is a
+    :class:`~tuna.searchers.params.Param` (a list given here becomes a
+    :class:`~tuna.searchers.params.Categorical`). ``constraints`` are expressions
+    (:mod:`tuna.searchers.constraints`). Build it with :func:`load_parameter_file` or
+    directly (``ParameterSpace({"a": [1, 2], "x": Float(0, 1)})``); a bad range, condition
+    or constraint is a :class:`ParameterFileError` naming ``source`` and the parameter.
     """
 
-    parameters: dict[str, list[Primitive]]
+    parameters: dict[str, Param]
     no_rebuild: tuple[str, ...] = ()
     source: str = "<parameters>"
     hooks: dict[str, Callable[..., Any]] = field(default_factory=dict)
+    constraints: tuple[Constraint, ...] = ()
 
     def __post_init__(self) -> None:
+        params: dict[str, Param] = {}
+        for name, value in self.parameters.items():
+            param = as_param(value)
+            if param is None:
+                raise ParameterFileError(
+                    self.source,
+                    f"parameter {name!r} is {value!r}; give a list of values or a range "
+                    "(Int(lo, hi), Float(lo, hi))",
+                )
+            problem = param.problem()
+            if problem is not None:
+                raise ParameterFileError(self.source, f"parameter {name!r}: {problem}")
+            _check_condition(self.source, name, param, params)
+            params[name] = param
+        self.parameters = params
+        self.constraints = tuple(
+            c if isinstance(c, Constraint) else self._constraint(c) for c in self.constraints
+        )
         unknown = [n for n in self.no_rebuild if n not in self.parameters]
         if unknown:
             raise UnknownParameterError(
@@ -67,6 +124,12 @@ class ParameterSpace:
                 f"{'it' if len(unknown) == 1 else 'them'} or drop "
                 f"{'it' if len(unknown) == 1 else 'them'} from the list"
             )
+
+    def _constraint(self, text: object) -> Constraint:
+        try:
+            return parse_constraint(text, list(self.parameters))
+        except ConstraintError as e:
+            raise ParameterFileError(self.source, f"{CONSTRAINTS}: {e}") from e
 
     @property
     def names(self) -> list[str]:
@@ -82,22 +145,74 @@ class ParameterSpace:
         return [n for n in self.parameters if n in self.no_rebuild]
 
     @property
+    def finite(self) -> bool:
+        """Whether every parameter's values can be listed (no Float without a step)."""
+        return all(p.finite for p in self.parameters.values())
+
+    @property
+    def conditional(self) -> bool:
+        """Whether some parameter exists only when another has some value."""
+        return any(p.when for p in self.parameters.values())
+
+    def require_finite(self, who: str) -> None:
+        """Raise :class:`SearcherError` when ``who`` (an exhaustive search) cannot list this."""
+        for name, p in self.parameters.items():
+            if not p.finite:
+                raise SearcherError(
+                    f"{self.source}: parameter {name!r} is {p!r}, a continuous range, so "
+                    f"{who} cannot list its values; give it a step, or use a searcher that "
+                    "samples, e.g. Random(space, 50, seed=1)"
+                )
+
+    @property
     def grid(self) -> dict[str, list[Primitive]]:
         """The parameters that list values (an empty list is left to a searcher to fill in)."""
-        return {n: list(v) for n, v in self.parameters.items() if v}
+        self.require_finite("a grid")
+        return {n: p.values() for n, p in self.parameters.items() if p.count()}
 
     def size(self) -> int:
-        """How many points the full cartesian product of :attr:`grid` has."""
-        n = 1
-        for values in self.grid.values():
-            n *= len(values)
-        return n
+        """How many points the exhaustive search lists (conditions respected)."""
+        if not self.conditional:
+            return math.prod(len(v) for v in self.grid.values())
+        return sum(1 for _ in self.product())
 
-    def product(self) -> Iterator[Point]:
-        """Every point of :attr:`grid`, in declaration order (the last parameter varies fastest)."""
-        grid = self.grid
-        for values in itertools.product(*grid.values()):
-            yield dict(zip(grid, values, strict=True))
+    def product(self, order: Sequence[str] | None = None) -> Iterator[Point]:
+        """Every point, the last parameter of ``order`` (declaration order by default)
+        varying fastest; a conditional parameter appears only in points where it exists."""
+        self.require_finite("the exhaustive search")
+        keys = self.ordered(order or self.names)
+        params = [(k, self.parameters[k]) for k in keys if self.parameters[k].count()]
+        if not self.conditional:
+            values = [p.values() for _, p in params]
+            for combo in itertools.product(*values):
+                yield dict(zip((k for k, _ in params), combo, strict=True))
+            return
+        yield from _walk(params, {})
+
+    def ordered(self, preferred: Sequence[str]) -> list[str]:
+        """``preferred`` (every name, in the order wanted) moved only as far as needed for
+        each conditional parameter to come after the parameters its condition names."""
+        out: list[str] = []
+        left = list(preferred)
+        while left:
+            for k in left:
+                if all(parent in out for parent in self.parameters[k].when):
+                    out.append(k)
+                    left.remove(k)
+                    break
+            else:  # unreachable: a condition names only earlier parameters
+                out.extend(left)
+                break
+        return out
+
+    def sample(self, rng: random.Random) -> Point:
+        """One point drawn with ``rng``: each parameter that exists given the ones drawn
+        before it, in declaration order (parameters left to a searcher are left out)."""
+        point: Point = {}
+        for name, p in self.parameters.items():
+            if (not p.finite or p.count()) and p.active(point):
+                point[name] = p.sample(rng)
+        return point
 
     def check_point(self, point: object, searcher: str = "the searcher") -> Point:
         """``point`` as a Point, or :class:`UnknownParameterError` naming what is wrong."""
@@ -121,13 +236,24 @@ class ParameterSpace:
                 f"{self.source}: {searcher} yielded {bad[0]}={point[bad[0]]!r}; a parameter "
                 "value must be a bool, number or string"
             )
+        outside = [k for k, v in point.items() if not self.parameters[k].contains(v)]
+        if outside:
+            k = outside[0]
+            raise UnknownParameterError(
+                f"{self.source}: {searcher} yielded {k}={point[k]!r}, which is not a value of "
+                f"{self.parameters[k]!r}; propose values inside the parameter's range"
+            )
         return dict(point)
 
-    def is_config_valid(self, config: Mapping[str, Any]) -> bool:
-        """``META_is_config_valid(config)``, or True without the hook."""
+    def refusal(self, config: Mapping[str, Any]) -> str | None:
+        """Why ``config`` is refused (a constraint, then ``META_is_config_valid``), or None."""
+        for constraint in self.constraints:
+            reason = constraint.refusal(config)
+            if reason is not None:
+                return reason
         hook = self.hooks.get("META_is_config_valid")
         if hook is None:
-            return True
+            return None
         answer = call_hook(self.source, "META_is_config_valid", hook, dict(config))
         if answer is None:
             raise HookError(
@@ -135,10 +261,70 @@ class ParameterSpace:
                 "META_is_config_valid",
                 f"returned None for {dict(config)}; return True or False (a missing return?)",
             )
-        return bool(answer)
+        return None if answer else REFUSED
+
+    def is_config_valid(self, config: Mapping[str, Any]) -> bool:
+        """No constraint refuses ``config`` and ``META_is_config_valid`` accepts it."""
+        return self.refusal(config) is None
 
     def search_callback(self) -> Callable[..., Any] | None:
         return self.hooks.get("META_search_callback")
+
+
+#: The reason a config refused by ``META_is_config_valid`` is not run.
+REFUSED = "refused by META_is_config_valid"
+
+
+def _walk(params: list[tuple[str, Param]], point: Point) -> Iterator[Point]:
+    if not params:
+        yield dict(point)
+        return
+    (name, param), rest = params[0], params[1:]
+    if not param.active(point):
+        yield from _walk(rest, point)
+        return
+    for value in param.values():
+        point[name] = value
+        yield from _walk(rest, point)
+    del point[name]
+
+
+def _check_condition(source: str, name: str, param: Param, before: Mapping[str, Param]) -> None:
+    """A condition names parameters declared before ``name``, with values they can take."""
+    for parent, allowed in param.when.items():
+        if parent == "":
+            raise ParameterFileError(
+                source,
+                f"parameter {name!r}: when must map parameter names to values, e.g. "
+                "{'algo': 'tiled'}",
+            )
+        if parent == name:
+            raise ParameterFileError(source, f"parameter {name!r} is conditional on itself")
+        if parent not in before:
+            raise ParameterFileError(
+                source,
+                f"parameter {name!r} is conditional on {parent!r}, which is not a parameter "
+                f"declared before it (the parameters before it are {_names(before)}); "
+                f"declare {parent!r} first, or fix the condition",
+            )
+        p = before[parent]
+        for v in allowed:
+            if not is_primitive(v):
+                raise ParameterFileError(
+                    source,
+                    f"parameter {name!r}: its condition on {parent!r} lists {v!r}; list "
+                    "booleans, numbers or strings",
+                )
+            if isinstance(p, Categorical):
+                never = bool(p.choices) and not any(same_value(v, c) for c in p.choices)
+            else:
+                never = not p.contains(v)
+            if never:
+                raise ParameterFileError(
+                    source,
+                    f"parameter {name!r} is conditional on {parent}={v!r}, a value {parent!r} "
+                    f"never takes ({p!r}); fix the condition",
+                )
 
 
 def merge(base: Mapping[str, Any], *points: Mapping[str, Any]) -> Config:
@@ -147,15 +333,6 @@ def merge(base: Mapping[str, Any], *points: Mapping[str, Any]) -> Config:
     for p in points:
         config.update(p)
     return config
-
-
-def call_hook(source: str, name: str, hook: Callable[..., Any], *args: Any) -> Any:
-    """Call a ``META_`` hook; anything it raises becomes a :class:`HookError` naming it."""
-    try:
-        with _library_alias():
-            return hook(*args)
-    except Exception as e:  # the user's code: anything may come out of it
-        raise HookError(source, name, f"raised {_exception(e, source)}") from e
 
 
 # -- Loading -------------------------------------------------------------------------------------
@@ -178,7 +355,7 @@ def load_parameter_file(path: str | Path) -> ParameterSpace:
 
 
 def parse_json_space(text: str, source: str = "<json>") -> ParameterSpace:
-    """A space from the text of a JSON parameter file: one flat object of arrays of primitives."""
+    """A space from the text of a JSON parameter file (the forms of the module docstring)."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
@@ -191,23 +368,104 @@ def parse_json_space(text: str, source: str = "<json>") -> ParameterSpace:
             f"the top level is a {_json_type(data)}; a JSON parameter file is one object "
             'whose properties are parameters, e.g. {"threads": [1, 2, 4]}',
         )
-    params: dict[str, list[Primitive]] = {}
-    for name, values in data.items():
-        if not isinstance(values, list):
-            raise ParameterFileError(
-                source,
-                f"parameter {name!r} is a {_json_type(values)}; each parameter's value must be "
-                f'an array of values, e.g. "{name}": [{json.dumps(values)}]',
-            )
-        for i, v in enumerate(values):
-            if not is_primitive(v):
+    params: dict[str, Param] = {}
+    constraints: list[object] = []
+    for name, value in data.items():
+        if name == CONSTRAINTS:
+            if not isinstance(value, list):
                 raise ParameterFileError(
                     source,
-                    f"parameter {name!r}: item {i} is a nested {_json_type(v)}; values must be "
-                    "booleans, numbers or strings (nested objects and arrays are not allowed)",
+                    f"{CONSTRAINTS} is a {_json_type(value)}; give an array of expressions, "
+                    'e.g. "META_constraints": ["a * b <= 256"]',
                 )
-        params[name] = values
-    return ParameterSpace(params, source=source)
+            constraints = value
+        elif isinstance(value, dict):
+            params[name] = _json_param(source, name, value)
+        elif isinstance(value, list):
+            _json_values(source, name, value)
+            params[name] = Categorical(tuple(value))
+        else:
+            raise ParameterFileError(
+                source,
+                f"parameter {name!r} is a {_json_type(value)}; each parameter's value must be "
+                f'an array of values, e.g. "{name}": [{json.dumps(value)}], or a range, e.g. '
+                f'"{name}": {{"int": [1, 8]}}',
+            )
+    return ParameterSpace(params, source=source, constraints=tuple(constraints))  # type: ignore[arg-type]
+
+
+_KINDS = ("values", "int", "float")
+_OPTIONS = {"values": ("when",), "int": ("step", "log", "when"), "float": ("step", "log", "when")}
+
+
+def _json_param(source: str, name: str, spec: dict[str, Any]) -> Param:
+    """One parameter's object form: ``{"int": [lo, hi], "step": s}`` and the like."""
+    kinds = [k for k in _KINDS if k in spec]
+    if len(kinds) != 1:
+        raise ParameterFileError(
+            source,
+            f"parameter {name!r} is an object with {_names(list(spec)) or 'no keys'}; give "
+            'exactly one of "values", "int" or "float", e.g. {"int": [4, 64], "step": 4}',
+        )
+    kind = kinds[0]
+    extra = [k for k in spec if k != kind and k not in _OPTIONS[kind]]
+    if extra:
+        raise ParameterFileError(
+            source,
+            f"parameter {name!r}: unknown key {_names(extra)}; a {kind!r} parameter takes "
+            f"{', '.join(repr(k) for k in (kind, *_OPTIONS[kind]))}",
+        )
+    when = spec.get("when")
+    if when is not None and not isinstance(when, dict):
+        raise ParameterFileError(
+            source,
+            f'parameter {name!r}: "when" is a {_json_type(when)}; give an object of '
+            'parameter names to values, e.g. "when": {"algo": "tiled"}',
+        )
+    if kind == "values":
+        values = spec["values"]
+        if not isinstance(values, list):
+            raise ParameterFileError(
+                source, f'parameter {name!r}: "values" is a {_json_type(values)}; give an array'
+            )
+        _json_values(source, name, values)
+        return Categorical(tuple(values), when=when or {})
+    bounds = spec[kind]
+    if not (isinstance(bounds, list) and len(bounds) == 2):
+        raise ParameterFileError(
+            source,
+            f'parameter {name!r}: "{kind}" is {json.dumps(bounds)}; give the bounds as '
+            f'[lo, hi], e.g. "{kind}": [1, 8]',
+        )
+    lo, hi = bounds
+    if kind == "int":
+        return Int(lo, hi, step=spec.get("step", 1), log=spec.get("log", False), when=when or {})
+    return Float(lo, hi, step=spec.get("step"), log=spec.get("log", False), when=when or {})
+
+
+def _json_values(source: str, name: str, values: list[Any]) -> None:
+    for i, v in enumerate(values):
+        if not is_primitive(v):
+            raise ParameterFileError(
+                source,
+                f"parameter {name!r}: item {i} is a nested {_json_type(v)}; values must be "
+                "booleans, numbers or strings (nested objects and arrays are not allowed)",
+            )
+
+
+def space_json(space: ParameterSpace) -> str:
+    """The JSON parameter file's text for ``space`` (it reads back equal); a space with
+    Python hooks has no JSON form (:class:`ParameterFileError`)."""
+    if space.hooks:
+        raise ParameterFileError(
+            space.source,
+            f"the space has Python hooks ({', '.join(space.hooks)}), which JSON cannot hold; "
+            "keep it in a Python parameter file",
+        )
+    data: dict[str, Any] = {n: p.to_json() for n, p in space.parameters.items()}
+    if space.constraints:
+        data[CONSTRAINTS] = [c.text for c in space.constraints]
+    return json.dumps(data)
 
 
 def parse_python_space(text: str, source: str = "<python>") -> ParameterSpace:
@@ -221,33 +479,44 @@ def parse_python_space(text: str, source: str = "<python>") -> ParameterSpace:
     module = types.ModuleType("tuna_parameter_file")
     module.__file__ = source
     namespace = module.__dict__
-    with _library_alias():
+    with library_alias():
         try:
             exec(code, namespace)
         except Exception as e:  # the user's code
             raise ParameterFileError(
                 source,
                 f"running the file raised {type(e).__name__}: {e}; fix the file",
-                line_no=_line_in(e, source),
+                line_no=line_in(e, source),
             ) from e
 
-    params: dict[str, list[Primitive]] = {}
+    params: dict[str, Param] = {}
     hooks: dict[str, Callable[..., Any]] = {}
+    constraints: tuple[object, ...] = ()
     for name, value in namespace.items():
-        if name.startswith("META_"):
+        if name == CONSTRAINTS:
+            if isinstance(value, str) or not isinstance(value, list | tuple):
+                raise ParameterFileError(
+                    source,
+                    f"{CONSTRAINTS} is {value!r}; give a list of expressions, e.g. "
+                    f'{CONSTRAINTS} = ["a * b <= 256"]',
+                )
+            constraints = tuple(value)
+        elif name.startswith("META_"):
             if name not in HOOKS:
                 raise ParameterFileError(
                     source,
-                    f"unknown hook {name}; the hooks are {', '.join(HOOKS)} (rename it, or "
-                    "drop the META_ prefix for a private helper)",
+                    f"unknown hook {name}; the hooks are {', '.join(HOOKS)} and the list "
+                    f"{CONSTRAINTS} (rename it, or drop the META_ prefix for a private helper)",
                 )
             if not callable(value):
                 raise ParameterFileError(source, f"{name} must be a function")
             hooks[name] = value
         elif name.startswith("_"):
             continue
+        elif isinstance(value, Param):
+            params[name] = value
         elif isinstance(value, list) and all(is_primitive(v) for v in value):
-            params[name] = list(value)
+            params[name] = Categorical(tuple(value))
 
     no_rebuild: tuple[str, ...] = ()
     hook = hooks.get("META_get_no_rebuild_params")
@@ -267,53 +536,13 @@ def parse_python_space(text: str, source: str = "<python>") -> ParameterSpace:
                 f"returned {names!r}; return a list of parameter names (strings)",
             )
         no_rebuild = tuple(names)
-    return ParameterSpace(params, no_rebuild=no_rebuild, source=source, hooks=hooks)
-
-
-def search_callback_arity(callback: Callable[..., Any]) -> int:
-    """0 for ``META_search_callback()`` (returns a searcher), 1 for the ``(past_runs)`` form."""
-    try:
-        sig = inspect.signature(callback)
-    except (TypeError, ValueError):
-        return 0
-    required = [
-        p
-        for p in sig.parameters.values()
-        if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-    ]
-    return len(required)
-
-
-class _library_alias:
-    """Make ``import library`` mean :mod:`tuna.searchers` while a parameter file runs."""
-
-    def __enter__(self) -> None:
-        self._had = "library" in sys.modules
-        self._old = sys.modules.get("library")
-        # The package is loaded whenever this module is (Python runs a package's
-        # __init__ before its modules): no import of it from here, where it is half done.
-        sys.modules["library"] = sys.modules[__package__ or "tuna.searchers"]
-
-    def __exit__(self, *exc: object) -> None:
-        if self._had and self._old is not None:
-            sys.modules["library"] = self._old
-        else:
-            sys.modules.pop("library", None)
-
-
-def _exception(e: BaseException, source: str) -> str:
-    line = _line_in(e, source)
-    at = f" at {source}:{line}" if line is not None else ""
-    return f"{type(e).__name__}: {e}{at}"
-
-
-def _line_in(e: BaseException, source: str) -> int | None:
-    """The innermost line of ``source`` in ``e``'s traceback, if it ran through the file."""
-    line = None
-    for frame in traceback.extract_tb(e.__traceback__):
-        if frame.filename == source:
-            line = frame.lineno
-    return line
+    return ParameterSpace(
+        params,
+        no_rebuild=no_rebuild,
+        source=source,
+        hooks=hooks,
+        constraints=constraints,  # type: ignore[arg-type]  # text, parsed by the space
+    )
 
 
 def _names(names: Iterator[str] | Sequence[str] | Mapping[str, Any]) -> str:

@@ -22,10 +22,12 @@ from sqlalchemy import select
 from tuna.backends import get_backend
 from tuna.db import Database
 from tuna.db.models import Search
+from tuna.errors import TunaError
 from tuna.jobs.search_results import artifact_digest, store_artifact
 from tuna.searchers import DryRun, ParameterSpace, SearchError, dry_run
 from tuna.searchers import __all__ as search_names
 from tuna.searchers.builtin import SearcherInterface
+from tuna.searchers.params import Categorical
 from tuna.searchers.space import parse_json_space, parse_python_space
 from tuna.sessions.session import session_row
 
@@ -83,16 +85,20 @@ def load_space(
 def make_searcher(expression: str | None, space: ParameterSpace) -> SearcherInterface | None:
     """The searcher an expression such as ``Random(space, 8, seed=1)`` builds (None: the
     file's own or the product). Names in scope: ``tuna.searchers``'s, ``space``, and each
-    parameter's list of values by its name."""
+    parameter by its name: a list parameter as its list of values, a range as itself
+    (``Int(4, 64, step=4)``, whose ``lo`` and ``hi`` a ``Step`` may use)."""
     if expression is None or not expression.strip():
         return None
     import tuna.searchers as lib
 
     scope: dict[str, Any] = {n: getattr(lib, n) for n in search_names}
-    scope.update({n: list(v) for n, v in space.parameters.items()})
+    for n, p in space.parameters.items():
+        scope[n] = list(p.choices) if isinstance(p, Categorical) else p
     scope["space"] = space
     try:
         searcher = eval(expression, {"__builtins__": __builtins__}, scope)  # the user's own code
+    except TunaError:
+        raise  # already one line: what, where, what to do (an infinite space for a product)
     except Exception as e:
         raise SearchError(
             f"searcher {expression!r}: {type(e).__name__}: {e}; write an expression such as "
@@ -139,7 +145,7 @@ def check_request(request: SearchRequest) -> Checked:
     if not plan.proposals:
         raise SearchError(
             f"{request.space_file}: the searcher proposes nothing to run "
-            f"({len(plan.refused)} point(s) refused by META_is_config_valid)"
+            f"({len(plan.refused)} point(s) refused by META_constraints or META_is_config_valid)"
         )
     return Checked(request, space, plan)
 

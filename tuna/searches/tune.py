@@ -52,6 +52,7 @@ from tuna.jobs.search_results import insert_runs, objective_value
 from tuna.searchers import Objective, Run, dry_run, replay
 from tuna.searchers.errors import ObjectiveError, SearchError
 from tuna.searchers.function import load_function, stats_of
+from tuna.searchers.params import Param
 from tuna.searchers.space import ParameterSpace, parse_json_space
 from tuna.searches.create import BASELINE_SEQ, IN_PROCESS, make_searcher
 from tuna.searches.objectives import baseline_config, check_baseline_run, study_objective
@@ -108,7 +109,7 @@ class _Study:
 
 def tune(
     objective: ObjectiveFn | str,
-    space: Mapping[str, Sequence[Any]],
+    space: Mapping[str, Sequence[Any] | Param],
     direction: str = "minimize",
     strategy: str | None = None,
     budget: int | None = None,
@@ -122,9 +123,13 @@ def tune(
 ) -> TuneResult:
     """Tune ``objective(params)`` over ``space`` and store every run; see the module docstring.
 
-    ``space`` maps each parameter to its values; ``strategy`` is a searcher expression as
-    ``tuna search create --searcher`` takes (``"Random(space, 20, seed=1)"``; None: every
-    point); ``budget`` caps the runs; ``storage`` is a database URL (None: the default
+    ``space`` maps each parameter to its values: a list, or a range or conditional
+    parameter (``Int(4, 64, step=4)``, ``Float(1e-4, 1e-1, log=True)``,
+    ``Categorical([1, 2], when={"algo": "tiled"})`` from :mod:`tuna.search`), and may list
+    constraints under ``"META_constraints"`` as a JSON parameter file does (it is stored as
+    one). A continuous range needs a strategy that samples. ``strategy`` is a searcher
+    expression as ``tuna search create --searcher`` takes (``"Random(space, 20, seed=1)"``;
+    None: every point); ``budget`` caps the runs; ``storage`` is a database URL (None: the default
     database, SQLite under ``TUNA_DATA_DIR``). ``objective`` returns a number (stored as the
     stat ``stat``) or a dict of stats that holds ``stat``. ``directions`` (stat -> "min" or
     "max", in priority order) replaces ``stat`` and ``direction`` with several objectives;
@@ -149,7 +154,7 @@ def tune(
 
 def study(
     name: str,
-    space: Mapping[str, Sequence[Any]],
+    space: Mapping[str, Sequence[Any] | Param],
     direction: str = "minimize",
     strategy: str | None = None,
     budget: int | None = None,
@@ -221,7 +226,7 @@ def _check(
             f"space {space!r}: give a dict of each parameter's values, e.g. {{'x': [1, 2, 4]}}"
         )
     try:
-        text = json.dumps({str(k): list(v) for k, v in space.items()})
+        text = json.dumps({str(k): _json_form(v) for k, v in space.items()})
     except (TypeError, ValueError) as e:
         raise SearchError(
             f"space: {e}; each parameter's values must be a list of numbers, strings or booleans"
@@ -233,6 +238,15 @@ def _check(
         raise SearchError(f"study {study_name!r}: the strategy proposes nothing to run")
     goal: Literal["min", "max"] = "max" if DIRECTIONS[direction] == "max" else "min"
     return _Study(study_name, parsed, text, strategy or None, Objective(stat, goal), budget)
+
+
+def _json_form(value: Any) -> Any:
+    """A space's value as its parameter file's JSON form (a range's object, else a list)."""
+    if isinstance(value, Param):
+        return value.to_json()
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise TypeError(f"{value!r} is not a list of values or a range")
+    return list(value)
 
 
 def _with_objectives(

@@ -44,6 +44,14 @@ def test_bad_templates_are_refused(text: str, message: str) -> None:
     assert message in str(e.value)
 
 
+def test_a_field_the_config_lacks_renders_as_nothing() -> None:
+    # An absent conditional parameter (its condition does not hold in this config).
+    assert CommandTemplate("cc {unroll_flag:raw} -DU={unroll} x.c").render(CONFIG) == "cc  -DU= x.c"
+    assert CommandTemplate("cc {unroll_flag:raw} x.c").render({"unroll_flag": "-funroll"}) == (
+        "cc -funroll x.c"
+    )
+
+
 def test_bad_format_spec() -> None:
     with pytest.raises(TemplateError, match="cannot format opt='-O2' with \\{opt:d\\}"):
         CommandTemplate("x {opt:d}").render(CONFIG)

@@ -10,7 +10,10 @@ Each value is quoted for the shell (``shlex.quote``), so a value can never injec
 ``{name:raw}`` splices it unquoted (for a setting holding several flags, ``{cflags:raw}``),
 and any other format spec is applied before quoting (``{n:04d}``). ``{{`` and ``}}`` are
 literal braces. A field naming something that is not in the config is refused when the
-template is checked, before anything runs.
+template is checked, before anything runs (:meth:`CommandTemplate.check`, which creating a
+search does). A field naming a parameter the config lacks when it renders — a conditional
+parameter where its condition does not hold (``"when"`` in a parameter file) — renders as
+nothing, quoted or not: ``cc {unroll_flag:raw} x.c`` is ``cc  x.c`` there.
 """
 
 from __future__ import annotations
@@ -76,12 +79,13 @@ class CommandTemplate:
             )
 
     def render(self, config: Mapping[str, Any]) -> str:
-        """The command for ``config``: every field replaced by its (quoted) value."""
-        self.check(config.keys())
+        """The command for ``config``: every field replaced by its (quoted) value, and a
+        field whose name the config lacks (an absent conditional parameter) by nothing."""
+        self.fields()  # a malformed template is refused, as check() refuses it
         parts: list[str] = []
         for literal, name, spec, _ in string.Formatter().parse(self.text):
             parts.append(literal)
-            if name is None:
+            if name is None or name not in config:
                 continue
             value = config[name]
             if spec == "raw":
