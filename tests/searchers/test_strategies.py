@@ -326,3 +326,38 @@ def test_strategy_options_round_trip_through_what_is_stored():
     assert flat(drive(options.searcher(space()))) == flat(
         drive(make_strategy("hillclimb", space(), budget=0.25, patience=4, seed=3, round_size=2))
     )
+
+
+# -- a parameter file's space as a strategy's candidates (issue #25: one space, enumerated) ----
+
+
+def test_the_candidates_of_a_parameter_space_are_its_valid_points() -> None:
+    from tuna.searchers import Int, ParameterSpace
+
+    declared = ParameterSpace(
+        {"MR": [1, 2, 4, 6, 8], "NV": Int(1, 4), "KC": Int(64, 512, step=64)},
+        constraints=("MR * NV <= 16", "KC in (64, 128, 256, 512)"),  # type: ignore[arg-type]
+        source="p.json",
+    )
+    candidates = CandidateSpace.of(declared)
+    assert candidates.points == space().points  # the same holes, the same order
+    assert candidates.source == "p.json"
+    back = candidates.parameter_space()
+    assert all(back.is_config_valid(p) for p in candidates.points)
+    assert not back.is_config_valid({"MR": 8, "NV": 4, "KC": 64})
+    # make_strategy takes the declared space as its candidates.
+    s = make_strategy("hillclimb", declared, budget=12, seed=2)
+    assert len(flat(drive(s))) == 12
+    assert flat(drive(s)) == flat(drive(make_strategy("hillclimb", space(), budget=12, seed=2)))
+
+
+def test_a_strategy_refuses_a_continuous_or_conditional_space() -> None:
+    from tuna.searchers import Categorical, Float, ParameterSpace
+
+    with pytest.raises(SearcherError, match=r"p.py: parameter 'lr' is Float\(0.0001, 0.1, log=Tr"):
+        make_strategy("grid", ParameterSpace({"lr": Float(1e-4, 1e-1, log=True)}, source="p.py"))
+    conditional = ParameterSpace(
+        {"a": ["x", "y"], "u": Categorical([1, 2], when={"a": "y"})}, source="p.py"
+    )
+    with pytest.raises(SearchError, match="p.py: parameter 'u' is conditional, and a strategy"):
+        make_strategy("exhaustive", conditional)

@@ -22,6 +22,7 @@ from typing import Any
 from tuna.searchers.costmodel import HistoryEntry, ModelLibraryMissing
 from tuna.searchers.errors import SearchError
 from tuna.searchers.objective import Objective
+from tuna.searchers.space import ParameterSpace
 from tuna.searchers.strategies.base import (
     BudgetError,
     CandidateSpace,
@@ -56,7 +57,7 @@ class UnknownStrategyError(SearchError):
 
 def make_strategy(
     name: str,
-    space: CandidateSpace,
+    space: CandidateSpace | ParameterSpace,
     *,
     budget: int | float | None = None,
     patience: int | None = None,
@@ -69,12 +70,15 @@ def make_strategy(
     **options: Any,
 ) -> RoundSearcher:
     """The strategy ``name`` over ``space``; ``features``, ``history`` and ``transfer`` are
-    the model's (the others take no history: they are refused with ``transfer``)."""
+    the model's (the others take no history: they are refused with ``transfer``). A
+    :class:`ParameterSpace` is searched as its candidates (:meth:`CandidateSpace.of`)."""
     cls = STRATEGIES.get(name)
     if cls is None:
         raise UnknownStrategyError(
             f"unknown strategy {name!r}; the strategies are {', '.join(STRATEGIES)}"
         )
+    if isinstance(space, ParameterSpace):
+        space = CandidateSpace.of(space)
     common: dict[str, Any] = {
         "budget": budget,
         "patience": patience,

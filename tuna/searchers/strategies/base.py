@@ -40,6 +40,7 @@ from typing import Any
 from tuna.searchers.builtin import Proposals, SearcherInterface, _need_run
 from tuna.searchers.errors import SearcherError, SearchError
 from tuna.searchers.objective import Objective
+from tuna.searchers.params import Categorical
 from tuna.searchers.run import Point, Primitive, Run
 from tuna.searchers.space import ParameterSpace
 
@@ -60,9 +61,15 @@ class BudgetError(SearchError):
 class CandidateSpace:
     """The valid candidates of one space: distinct points over the same parameter names.
 
+    This is the finite enumeration OF a space, not a second kind of space: a
+    :class:`~tuna.searchers.space.ParameterSpace` (what files and ``tuna.tune`` declare)
+    becomes one by :meth:`of`, its every point that its constraints accept, and
+    :meth:`parameter_space` is the way back. A backend that enumerates its own candidates
+    (cpuconv's valid strings) builds one directly, e.g.
+    ``CandidateSpace.from_strings(("MR", "NV"), ["1,1", "2,1"])``.
+
     ``values[name]`` lists the values that parameter takes among the candidates, sorted
-    (the axis a local search steps along). Build it from the backend's enumeration, e.g.
-    ``CandidateSpace.from_strings(("MR", "NV"), ["1,1", "2,1"])`` for cpuconv's strings.
+    (the axis a local search steps along).
     """
 
     def __init__(self, points: Iterable[Mapping[str, Primitive]], source: str = "<space>"):
@@ -86,6 +93,21 @@ class CandidateSpace:
             n: sorted({p[n] for p in self.points}, key=_order) for n in self.names
         }
         self._position = {n: {v: j for j, v in enumerate(vs)} for n, vs in self.values.items()}
+
+    @classmethod
+    def of(cls, space: ParameterSpace) -> CandidateSpace:
+        """The candidates of ``space``: every point of its product (declaration order) that
+        its constraints and ``META_is_config_valid`` accept. A continuous range or a
+        conditional parameter has no such list: one :class:`SearchError` says so."""
+        space.require_finite("a strategy (which searches a finite list of candidates)")
+        if space.conditional:
+            name = next(n for n, p in space.parameters.items() if p.when)
+            raise SearchError(
+                f"{space.source}: parameter {name!r} is conditional, and a strategy's "
+                "candidates all name the same parameters; drop the condition (a constraint "
+                "can refuse the combinations instead), or use a searcher such as Random"
+            )
+        return cls((p for p in space.product() if space.is_config_valid(p)), source=space.source)
 
     @classmethod
     def from_strings(
@@ -170,7 +192,7 @@ class CandidateSpace:
             return self.index(config) is not None
 
         return ParameterSpace(
-            {n: list(v) for n, v in self.values.items()},
+            {n: Categorical(tuple(v)) for n, v in self.values.items()},
             no_rebuild=(),
             source=self.source,
             hooks={"META_is_config_valid": is_candidate},

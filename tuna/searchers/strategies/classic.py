@@ -26,7 +26,11 @@ class Exhaustive(RoundSearcher):
 
 
 class RandomSearch(RoundSearcher):
-    """Candidates uniformly at random without repeats, seeded."""
+    """Candidates uniformly at random without repeats, seeded (a shuffle of the candidates).
+
+    :class:`tuna.searchers.Random` is the same search over a parameter space; not merged,
+    since it samples where this shuffles and merging would change the seeded picks tests pin.
+    """
 
     name = "random"
 
