@@ -195,3 +195,18 @@ def test_a_study_and_tune_share_one_stored_study(lite):
     assert len(calls) == 6 and len(result.runs) == 10
     with tuna.study("shared", SPACE, storage=lite) as done:
         assert done.ask() is None and len(done.runs) == 10
+
+
+def test_a_second_process_driving_the_same_study_gets_one_clear_error(db):
+    """Two opens of one study (two processes, say) propose the same points: the second to
+    tell a point the first recorded is told so, and its run is not stored twice."""
+    first = tuna.study("twice", SPACE, storage=db)
+    second = tuna.study("twice", SPACE, storage=db)
+    mine, theirs = first.ask(), second.ask()
+    assert mine.number == theirs.number == 0
+    first.tell(mine, 1.0)
+    with pytest.raises(TunaError, match="recorded meanwhile by another process driving"):
+        second.tell(theirs, 2.0)
+    assert [(r.seq, r.value) for r in _rows(db)] == [(0, 1.0)]
+    first.close()
+    second.close()

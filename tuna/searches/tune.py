@@ -48,6 +48,7 @@ from tuna.backends.base import SessionSpec
 from tuna.db import Database, open_database
 from tuna.db.clock import db_now
 from tuna.db.models import Search, SearchRun, TuningSession
+from tuna.errors import DatabaseError
 from tuna.jobs.search_results import insert_runs, objective_value
 from tuna.searchers import Objective, Run, dry_run, replay
 from tuna.searchers.errors import ObjectiveError, SearchError
@@ -409,7 +410,16 @@ class Study:
             del self._pending[trial.number]
             return run
         point = {k: trial.params[k] for k in self._spec.space.names if k in trial.params}
-        _record(self._db, self.search, trial.number, point, run, self._objective)
+        try:
+            _record(self._db, self.search, trial.number, point, run, self._objective)
+        except DatabaseError as e:
+            if not _recorded(self._db, self.search, trial.number):
+                raise
+            raise SearchError(
+                f"study {self.name!r}: its run {trial.number} was recorded meanwhile by another "
+                "process driving the same study; drive a study from one process at a time "
+                "(give each process its own name=)"
+            ) from e
         del self._pending[trial.number]
         self.runs.append(run)
         if self._proposer.dynamic:
@@ -565,6 +575,14 @@ def _record(
                 }
             ],
         )
+
+
+def _recorded(db: Database, search: int, seq: int) -> bool:
+    with db.session() as s:
+        found = s.execute(
+            select(SearchRun.id).where(SearchRun.search == search, SearchRun.seq == seq)
+        ).first()
+        return found is not None
 
 
 def _ending(objective: Objective, runs: Sequence[Run]) -> tuple[str, str | None]:
