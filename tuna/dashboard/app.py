@@ -288,13 +288,43 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
         # done the page says so, and live.js fetches the block from /searches/N/importance.
         weights = fits.peek(("importance", search_id), lambda: importance_of(s),
                             wait_s=IMPORTANCE_WAIT_S)  # fmt: skip
+        front, front_svg, baseline = pareto_of(s)
         next_after = rows[-1].seq if order == "seq" and len(rows) == limit else None
         return render(request, "search.html", f"Search {s.id}: {s.name}", s=s, best=best,
+                      front=front, front_chart=front_svg, baseline=baseline,
                       curve=curve, chart=chart, stored=stored, parallel=parallel,
                       importance=weights, rows=rows,
                       run_status=status, build=build, order=order, limit=limit,
                       next_after=next_after,
                       statuses=searches.RUN_STATUSES)  # fmt: skip
+
+    def pareto_of(
+        s: searches.SearchSummary,
+    ) -> tuple[list[searches.RunRow], str, searches.RunRow | None]:
+        """A search of several objectives' front, its chart (the first two objectives: the
+        front over the best runs' dots) and its baseline run; nothing for one objective."""
+        baseline = searches.baseline_run(db, s)
+        if not s.objective.more:
+            return [], "", baseline
+        front: list[searches.RunRow] = cache.get(("pareto", s.id), lambda: searches.pareto(db, s))
+        a, b = s.objective.targets[:2]
+
+        def xy(stats: dict[str, Any] | None) -> tuple[float, float] | None:
+            x, y = (stats or {}).get(a.stat), (stats or {}).get(b.stat)
+            ok = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (x, y))
+            return (float(x), float(y)) if ok else None  # type: ignore[arg-type]
+
+        dots = [p for r in best_runs(s) if s.counts(r.valid, r.value, r.stats)
+                if (p := xy(r.stats)) is not None]  # fmt: skip
+        on_front = [(*p, f"run {r.seq}: " + " ".join(f"{k}={v}" for k, v in r.point.items()))
+                    for r in front if (p := xy(r.stats)) is not None]  # fmt: skip
+        chart = svg.front_chart(
+            dots, on_front, baseline=xy(baseline.stats) if baseline else None,
+            title=f"Pareto front of search {s.name}: {len(front)} runs",
+            xlabel=f"{a.stat} ({stat_unit(a.stat)}, {a.goal} is better)",
+            ylabel=f"{b.stat} ({stat_unit(b.stat)}, {b.goal} is better)",
+        )  # fmt: skip
+        return front, chart, baseline
 
     def best_runs(s: searches.SearchSummary) -> list[searches.RunRow]:
         found: list[searches.RunRow] = cache.get(("parallel", s.id), lambda: searches.runs(

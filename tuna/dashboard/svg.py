@@ -239,3 +239,74 @@ def parallel_coordinates(
                    f'stroke="rgb({shade},{shade},255)" stroke-width="1.5"/>')  # fmt: skip
     out.append("</svg>")
     return "\n".join(out)
+
+
+def front_chart(
+    dots: Sequence[tuple[float, float]],
+    front: Sequence[tuple[float, float, str]],
+    *,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    baseline: tuple[float, float] | None = None,
+    width: int = 760,
+    height: int = 340,
+    chart_id: str = "pareto-front",
+) -> str:
+    """An ``<svg>`` element: runs of two objectives as faint dots, the Pareto front as
+    solid points joined in order (each with its label as a tooltip), the baseline as a
+    ring."""
+    left, right, top, bottom = 70, 30, 30, 48
+    pw, ph = width - left - right, height - top - bottom
+    points = [*dots, *((x, y) for x, y, _ in front), *([baseline] if baseline else [])]
+    e = escape
+    out = [
+        f'<svg id="{e(chart_id)}" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+        f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="{e(title)}" font-family="sans-serif" font-size="11">',
+        f"<title>{e(title)}</title>",
+        f'<text class="title" x="{left + pw / 2}" y="18" text-anchor="middle" '
+        f'font-size="13" font-weight="bold">{e(title)}</text>',
+        f'<text class="xlabel" x="{left + pw / 2}" y="{height - 8}" '
+        f'text-anchor="middle">{e(xlabel)}</text>',
+        f'<text class="ylabel" transform="translate(14 {top + ph / 2}) rotate(-90)" '
+        f'text-anchor="middle">{e(ylabel)}</text>',
+        f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>',
+    ]
+    if not points:
+        out.append(f'<text class="empty" x="{left + pw / 2}" y="{top + ph / 2}" '
+                   'text-anchor="middle" fill="#777">no run counts yet</text></svg>')  # fmt: skip
+        return "\n".join(out)
+    xt = nice_ticks(min(p[0] for p in points), max(p[0] for p in points))
+    yt = nice_ticks(min(p[1] for p in points), max(p[1] for p in points))
+
+    def px(x: float) -> float:
+        return round(left + (x - xt[0]) / (xt[-1] - xt[0]) * pw, 2)
+
+    def py(y: float) -> float:
+        return round(top + ph - (y - yt[0]) / (yt[-1] - yt[0]) * ph, 2)
+
+    for t in xt:
+        out.append(f'<line x1="{px(t)}" y1="{top + ph}" x2="{px(t)}" y2="{top + ph + 4}" '
+                   f'stroke="#999"/><text class="xtick" x="{px(t)}" y="{top + ph + 16}" '
+                   f'text-anchor="middle">{_fmt(t)}</text>')  # fmt: skip
+    for t in yt:
+        out.append(f'<line x1="{left}" y1="{py(t)}" x2="{left + pw}" y2="{py(t)}" '
+                   f'stroke="#eee"/><text class="ytick" x="{left - 6}" y="{py(t) + 4}" '
+                   f'text-anchor="end">{_fmt(t)}</text>')  # fmt: skip
+    for x, y in dots:
+        out.append(f'<circle class="run" cx="{px(x)}" cy="{py(y)}" r="2" fill="{COLOURS[0]}" '
+                   'fill-opacity="0.3"/>')  # fmt: skip
+    if front:
+        d = "".join(f"{'M' if i == 0 else 'L'}{px(x)},{py(y)}" for i, (x, y, _) in enumerate(front))
+        out.append(f'<path class="front" d="{d}" fill="none" stroke="{COLOURS[1]}" '
+                   'stroke-width="1.5"/>')  # fmt: skip
+    for x, y, label in front:
+        out.append(f'<circle class="front-run" cx="{px(x)}" cy="{py(y)}" r="4" '
+                   f'fill="{COLOURS[1]}"><title>{e(label)}</title></circle>')  # fmt: skip
+    if baseline is not None:
+        out.append(f'<circle class="baseline" cx="{px(baseline[0])}" cy="{py(baseline[1])}" '
+                   f'r="7" fill="none" stroke="#000" stroke-width="1.5"><title>baseline'
+                   "</title></circle>")  # fmt: skip
+    out.append("</svg>")
+    return "\n".join(out)
