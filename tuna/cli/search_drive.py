@@ -129,6 +129,16 @@ def create_cmd(
       tuna search create -s 3 --strategy model --transfer --config 12 --solver CpuGemm1x1 \\
           --budget 10% --patience 16
       tuna search create space.json -s 5 --name py --objective-fn mymod:measure --source .
+      tuna search create examples/c_build_run/ranges.json cc=cc -s 5 --name r \
+          --build '{cc} {opt} -DTILE={tile} -DUNROLL={unroll} -o bench bench.c' \
+          --run './bench {n} {reps}' --source examples/c_build_run --stats json \
+          --objective gflops --maximize --searcher 'Random(space, 12, seed=1)'
+
+    A parameter may be a list, an int or float range ({"int": [4, 64], "step": 4},
+    {"float": [1e-4, 1e-1], "log": true}; Int and Float in a Python file) or conditional
+    ("when": {"opt": "-O2"}), and META_constraints lists expressions every config must
+    satisfy ("n % tile == 0"), as the docs' parameter files page says. A float range without a
+    step has no list of values: give a searcher that samples, such as Random.
 
     Bisect(param, lower, upper, step, predicate) searches the grid lower, lower + step, ...
     up to upper (both bounds included; each is measured when the search reaches it, none is
