@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tuna.searchers.constraints import ConstraintError, parse_constraint
 
@@ -90,3 +92,46 @@ def test_a_forbidden_constraint_is_refused_when_read(text: object, message: str)
 def test_a_constraint_is_equal_by_its_text() -> None:
     assert parse_constraint("a < b", NAMES) == parse_constraint(" a < b ", NAMES)
     assert parse_constraint("a < b", NAMES).names == {"a", "b"}
+
+
+# -- the tree walk computes what Python computes (a property test) ------------------------------
+
+_atoms = st.sampled_from(["a", "b", "0", "1", "2", "3", "-2", "0.5", "True"])
+
+
+def _expressions() -> st.SearchStrategy[str]:
+    binary = st.sampled_from(["+", "-", "*", "/", "//", "%", "**"])
+    compare = st.sampled_from(["==", "!=", "<", "<=", ">", ">="])
+    return st.recursive(
+        _atoms,
+        lambda inner: st.one_of(
+            st.tuples(inner, binary, inner).map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
+            st.tuples(inner, compare, inner).map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
+            st.tuples(inner, st.sampled_from(["and", "or"]), inner).map(
+                lambda t: f"({t[0]} {t[1]} {t[2]})"
+            ),
+            inner.map(lambda e: f"(not {e})"),
+            inner.map(lambda e: f"(-{e})"),
+        ),
+        max_leaves=6,
+    )
+
+
+@given(_expressions(), st.integers(-4, 4), st.integers(-4, 4) | st.floats(-3, 3))
+def test_a_constraint_holds_exactly_when_python_says_so(text: str, a: int, b: float) -> None:
+    config = {"a": a, "b": b}
+    try:
+        expected: bool | None = bool(eval(text, {"__builtins__": {}}, dict(config)))  # test oracle
+    except (ArithmeticError, TypeError, ValueError):
+        expected = None
+    except RecursionError:  # pragma: no cover - the strategy keeps expressions small
+        return
+    reason = parse_constraint(text, NAMES).refusal(config)
+    if expected is None:
+        assert reason is not None and "cannot be evaluated" in reason
+    elif isinstance(reason, str) and "cannot be evaluated" in reason:
+        # Only ** past MAX_EXPONENT, or a number Python makes complex, refuses where Python
+        # answers: neither is a constraint anyone writes.
+        assert "exponent" in reason or "complex" in reason or "not a number" in reason
+    else:
+        assert (reason is None) is expected

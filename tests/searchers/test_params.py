@@ -152,3 +152,18 @@ def test_a_space_reads_back_equal_from_its_json(params: list[Param], data: st.Da
     again = parse_json_space(text, source="s.json")
     assert again == space
     assert space_json(again) == text
+
+
+@pytest.mark.parametrize(
+    ("param", "count", "last"),
+    [
+        (Float(1e9, 1e9 + 1, step=0.001), 1001, 1e9 + 1),  # 13 significant digits apart
+        (Float(0.1, 0.7, step=0.2), 4, 0.7),
+        (Float(1e-15, 5e-15, step=1e-15), 5, 5e-15),
+        (Float(-1, 1, step=0.4), 6, 1.0),
+    ],
+)
+def test_a_stepped_float_range_is_exact_in_decimal(param: Float, count: int, last: float) -> None:
+    values = param.values()
+    assert len(values) == count == len(set(values))
+    assert values[-1] == last

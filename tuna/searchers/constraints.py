@@ -143,10 +143,14 @@ def _eval(node: ast.expr, config: Mapping[str, Any]) -> Any:
         return config[node.id]
     if isinstance(node, ast.Tuple | ast.List):
         return tuple(_eval(e, config) for e in node.elts)
-    if isinstance(node, ast.BoolOp):
-        if isinstance(node.op, ast.And):
-            return all(_eval(v, config) for v in node.values)
-        return any(_eval(v, config) for v in node.values)
+    if isinstance(node, ast.BoolOp):  # as Python: the first operand that decides, unchanged
+        is_and = isinstance(node.op, ast.And)
+        value: Any = None
+        for v in node.values:
+            value = _eval(v, config)
+            if bool(value) is not is_and:
+                return value
+        return value
     if isinstance(node, ast.UnaryOp):
         operand = _eval(node.operand, config)
         if not isinstance(node.op, ast.Not):

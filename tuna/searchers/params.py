@@ -25,6 +25,7 @@ import math
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from tuna.searchers.run import Primitive, is_primitive
@@ -247,12 +248,12 @@ class Float(Param):
     def count(self) -> int:
         if self.step is None:
             raise ValueError(f"{self!r} is continuous: it has no count of values")
-        return math.floor((self.hi - self.lo) / self.step + 1e-9) + 1
+        return int((_decimal(self.hi) - _decimal(self.lo)) // _decimal(self.step)) + 1
 
     def value_at(self, i: int) -> Primitive:
         assert self.step is not None
-        # 12 significant digits: 0.1 * 3 is 0.3 here, not 0.30000000000000004.
-        return min(float(f"{self.lo + i * self.step:.12g}"), float(self.hi))
+        # In decimal, as the file writes the numbers: 0.1 * 3 is 0.3, not 0.30000000000000004.
+        return float(_decimal(self.lo) + i * _decimal(self.step))
 
     def sample(self, rng: random.Random) -> Primitive:
         if self.step is not None:
@@ -289,6 +290,11 @@ class Float(Param):
         log = ", log=True" if self.log else ""
         when = f", when={dict(self.when)!r}" if self.when else ""
         return f"Float({self.lo!r}, {self.hi!r}{step}{log}{when})"
+
+
+def _decimal(x: float) -> Decimal:
+    """``x`` as the decimal its shortest repr writes (``0.1`` is 0.1, not 0.1000000000000000055)."""
+    return Decimal(repr(x))
 
 
 def as_param(value: object) -> Param | None:
