@@ -743,3 +743,15 @@ CREATE INDEX ix_job_failure ON job (session, state, reason(255));
 
 UPDATE alembic_version SET version_num='0022' WHERE alembic_version.version_num = '0021';
 
+-- Running upgrade 0022 -> 0023
+
+ALTER TABLE search ADD COLUMN pruner JSON;
+
+ALTER TABLE search ADD COLUMN time_budget_s DOUBLE;
+
+ALTER TABLE search_run ADD COLUMN intermediate JSON;
+
+ALTER TABLE search_run ADD COLUMN pruned BOOL NOT NULL DEFAULT '0';
+
+UPDATE alembic_version SET version_num='0023' WHERE alembic_version.version_num = '0022';
+

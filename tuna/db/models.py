@@ -369,6 +369,8 @@ class Search(Base):
     reason: Mapped[str | None]
     created: Mapped[dt.datetime]
     finished: Mapped[dt.datetime | None]
+    pruner: Mapped[dict[str, Any] | None]
+    time_budget_s: Mapped[float | None]
 
 
 class Artifact(Base):
@@ -412,6 +414,8 @@ class SearchRun(Base):
     created: Mapped[dt.datetime]
     finished: Mapped[dt.datetime | None]
     landed: Mapped[int | None]
+    intermediate: Mapped[list[list[float]] | None]
+    pruned: Mapped[bool]
 
 
 class SearchTally(Base):

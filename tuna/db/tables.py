@@ -613,6 +613,10 @@ search = Table(
     Column("reason", LongText),
     Column("created", DateTime, server_default=text("CURRENT_TIMESTAMP"), nullable=False),
     Column("finished", Timestamp),
+    # How hopeless runs are stopped early (tuna.searchers.prune's JSON; NULL: never), and
+    # the wall-clock budget in seconds (NULL: none), counted from its first run.
+    Column("pruner", JSON),
+    Column("time_budget_s", Double),
     UniqueConstraint("session", "name"),
     **TABLE_OPTIONS,
 )
@@ -678,6 +682,10 @@ search_run = Table(
     Column("created", DateTime, server_default=text("CURRENT_TIMESTAMP"), nullable=False),
     Column("finished", Timestamp),
     Column("landed", Integer),
+    # The intermediate values it reported ([[step, value], ...], written as it runs when
+    # the search has a pruner), and whether the pruner stopped it (then ``valid`` false).
+    Column("intermediate", JSON),
+    Column("pruned", Boolean, default=False, server_default="0", nullable=False),
     UniqueConstraint("search", "seq"),
     # The read side (tuna.searches.query): runs by status, the best run (the earliest
     # landed of equal values), the best-so-far curve's first and latest runs.
