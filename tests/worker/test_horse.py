@@ -5,6 +5,7 @@ SIGALRM, which the limit was before, runs its handler only once native code retu
 from __future__ import annotations
 
 import ctypes
+import os
 import shutil
 import subprocess
 import threading
@@ -15,10 +16,18 @@ import pytest
 from sqlalchemy import select
 
 from tests.support.seed import job_row, seed
-from tuna.backends.base import CompileOutcome, EvalOutcome, JobWork, Measurement
+from tuna.backends.base import (
+    CompileOutcome,
+    EvalOutcome,
+    JobWork,
+    Measurement,
+    RunOutcome,
+    SearchWork,
+)
 from tuna.backends.noop import NoopBackend
 from tuna.db.models import Measurement as MeasurementRow
 from tuna.worker import WorkerReport, run_worker
+from tuna.worker.horse import run_in_horse
 
 SPIN_C = "void spin(void) { volatile unsigned long i = 0; for (;;) i++; }\n"
 
@@ -123,3 +132,26 @@ def test_a_checkpoint_in_the_child_is_saved_by_the_worker_before_the_kill(lite):
     with lite.session() as s:
         saved = s.execute(select(MeasurementRow.params, MeasurementRow.time_ms)).all()
     assert [tuple(m) for m in saved] == [("1,8", 1.5)]
+
+
+def _report_twice(work: SearchWork) -> RunOutcome:
+    """A run in the child: two intermediate values relayed, the answers in its stats."""
+    assert work.report is not None
+    answers = [work.report(step, value) for step, value in ((0, 5.0), (1, 9.0))]
+    return RunOutcome(stats={"answers": answers, "pid": os.getpid()})
+
+
+def test_a_search_run_s_reports_are_relayed_to_the_worker_and_answered() -> None:
+    heard: list[tuple[int, float, int]] = []
+
+    def report(step: int, value: float) -> str | None:
+        heard.append((step, value, os.getpid()))
+        return "pruned at step 1" if step == 1 else None
+
+    work = SearchWork(job_id=1, attempt=1, step="run", search_id=1, spec={}, config={},
+                      report=report)  # fmt: skip
+    outcome = run_in_horse(_report_twice, work, 30.0)
+    assert isinstance(outcome, RunOutcome)
+    assert outcome.stats["answers"] == [None, "pruned at step 1"]
+    assert heard == [(0, 5.0, os.getpid()), (1, 9.0, os.getpid())]  # judged in the worker
+    assert outcome.stats["pid"] != os.getpid()  # run in the child

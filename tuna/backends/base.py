@@ -274,6 +274,9 @@ class SearchWork:
     where the worker caches it (None when the search has no build step); a build gets
     there the search's sources, unpacked the same way (None when it has none). ``scratch`` is
     where the backend may make its per-job directories (None: the system's temp dir).
+    ``report``, set on a run of a search with a pruner, takes each intermediate value
+    (step, value) as the run reports it, stores it with the run and answers why to stop
+    the run (its pruner's verdict), or None to go on.
     """
 
     job_id: int
@@ -284,6 +287,9 @@ class SearchWork:
     config: Mapping[str, Any]
     build_dir: Any = None  # pathlib.Path of the unpacked artifact (runs)
     scratch: Any = None
+    report: Callable[[int, float], str | None] | None = field(
+        default=None, compare=False, repr=False
+    )
 
 
 @dataclass(frozen=True)
@@ -306,11 +312,15 @@ class RunOutcome(EvalOutcome):
 
     ``ok`` says the job is done; an invalid Run (non-zero exit, timeout, crash, missing
     stats) is ``valid=False`` with its ``failure``, recorded as such, not retried.
+    ``intermediate`` holds the values it reported by step; ``pruned`` says its search's
+    pruner stopped it (``valid=False``, ``failure`` the pruner's reason).
     """
 
     stats: Mapping[str, Any] = field(default_factory=dict)
     valid: bool = True
     failure: str | None = None
+    intermediate: Mapping[int, float] = field(default_factory=dict)
+    pruned: bool = False
 
 
 Outcome = CompileOutcome | EvalOutcome

@@ -80,6 +80,17 @@ from tuna.searches.strategy import StrategyRequest, create_strategy_search, sear
     help="What one run must have to itself while it runs.",
 )
 @click.option(
+    "--pruner",
+    help="Stop hopeless runs early from the values they print as 'tuna:intermediate STEP "
+    "VALUE' lines: median, halving, or with settings, e.g. 'median(warmup_runs=3)', "
+    "'halving(min_step=1, factor=3)'.",
+)
+@click.option(
+    "--time-budget",
+    help="Wall-clock budget from the first run (90s, 10m, 1h30m): then nothing more is "
+    "proposed, the runs in flight finish and the search ends done.",
+)
+@click.option(
     "--dry-run", is_flag=True, help="Show the points, schedule and builds; store nothing."
 )
 @strategy_options(
@@ -109,6 +120,8 @@ def create_cmd(
     run_timeout: float,
     build_timeout: float,
     owns: str,
+    pruner: str | None,
+    time_budget: str | None,
     dry_run: bool,
     flags: StrategyFlags,
     config_id: int | None,
@@ -133,12 +146,20 @@ def create_cmd(
           --build '{cc} {opt} -DTILE={tile} -DUNROLL={unroll} -o bench bench.c' \
           --run './bench {n} {reps}' --source examples/c_build_run --stats json \
           --objective gflops --maximize --searcher 'Random(space, 12, seed=1)'
+      tuna search create params.json -s 5 --name lr --run 'python train.py {lr}' \\
+          --objective loss --pruner median --time-budget 30m --parallelism 4
 
     A parameter may be a list, an int or float range ({"int": [4, 64], "step": 4},
     {"float": [1e-4, 1e-1], "log": true}; Int and Float in a Python file) or conditional
     ("when": {"opt": "-O2"}), and META_constraints lists expressions every config must
     satisfy ("n % tile == 0"), as the docs' parameter files page says. A float range without a
     step has no list of values: give a searcher that samples, such as Random.
+
+    A run that prints 'tuna:intermediate STEP VALUE' lines (a loss after each epoch, say)
+    is judged at each one by the --pruner: median stops a run worse than the median of the
+    completed runs at that step (after warmup_runs=5 of them), halving keeps the best third
+    (factor=3) at steps min_step, min_step*3, ...; a pruned run is killed (its process
+    group) and recorded as pruned, never the best. --time-budget stops proposing once spent.
 
     Bisect(param, lower, upper, step, predicate) searches the grid lower, lower + step, ...
     up to upper (both bounds included; each is measured when the search reaches it, none is
@@ -164,6 +185,11 @@ def create_cmd(
                 "default strategy)"
             )
     options = flags.resolve(default)
+    if options is not None and (pruner is not None or time_budget is not None):
+        raise TunaError(
+            "--pruner and --time-budget go with a parameter file's search; a --strategy "
+            "search is bounded by --budget"
+        )
     if objective_fn is not None:
         if options is not None or run_cmd is not None or build_cmd is not None:
             raise TunaError(
@@ -217,6 +243,8 @@ def create_cmd(
         searcher=searcher,
         budget=budget,
         parallelism=parallelism,
+        pruner=pruner,
+        time_budget=time_budget,
     )
     if dry_run:
         checked = check_request(request)

@@ -176,6 +176,7 @@ def show_cmd(
       tuna search show 4
       tuna search show -s 3 rate-bisect --best --limit 5
       tuna search show 4 --status invalid
+      tuna search show 4 --status pruned
       tuna search show 4 --csv --limit 0 > runs.csv
     """
     db = database()

@@ -5,7 +5,8 @@
   (``valid`` true); a build that did not build is ``valid`` false with its reason, and every
   unfinished run of it becomes an invalid Run with that reason;
 * a **run** writes its Run into its ``search_run`` row: stats, the objective's stat as
-  ``value``, ``valid`` and ``reason``, the machine, the finish time and its place in the
+  ``value``, ``valid`` and ``reason``, its intermediate values and whether it was pruned
+  (:mod:`tuna.jobs.pruning`), the machine, the finish time and its place in the
   search's landing order (``landed``, below);
 * a strategy's **round** (a perf job of a (config, solver) linked to the round's
   ``search_build``: :mod:`tuna.searches.strategy`) fills its ``search_run`` rows from the
@@ -57,6 +58,7 @@ from sqlalchemy import (
 from tuna.backends.base import BuildOutcome, RunOutcome
 from tuna.db import tables
 from tuna.db.clock import db_now
+from tuna.jobs.pruning import stored_curve
 from tuna.jobs.values import ClaimedJob
 
 # The tables' columns, named as the ORM classes: statements here are Core (tuna.db.tables),
@@ -182,6 +184,8 @@ def store_runs(conn: Connection, done: Sequence[tuple[ClaimedJob, RunOutcome]]) 
                 "v_valid": outcome.valid,
                 "v_reason": None if outcome.valid else (outcome.failure or "invalid run"),
                 "v_landed": landed.get(was.id),
+                "v_intermediate": stored_curve(outcome.intermediate),
+                "v_pruned": bool(outcome.pruned),
             }
         )
         t = tally[was.search]
@@ -205,6 +209,8 @@ def _store_run() -> Update:
             value=bindparam("v_value", type_=c.value.type),
             valid=bindparam("v_valid", type_=c.valid.type),
             reason=bindparam("v_reason", type_=c.reason.type),
+            intermediate=bindparam("v_intermediate", type_=c.intermediate.type),
+            pruned=bindparam("v_pruned", type_=c.pruned.type),
             machine=select(Job.machine).where(Job.search_run == SearchRun.id).scalar_subquery(),
             finished=db_now(),
             landed=func.coalesce(SearchRun.landed, bindparam("v_landed", type_=c.landed.type)),

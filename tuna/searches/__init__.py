@@ -1,16 +1,18 @@
 """Searches over the job queue (issue #15): creating them, driving them, reading them.
 
 :mod:`tuna.searches.create` checks a search and stores it; :mod:`tuna.searches.drive`
-turns its searcher's proposals into build and run jobs and feeds finished Runs back,
-inside go_fish or ``tuna search run``; :mod:`tuna.searches.query` is the read side of what
+turns its searcher's proposals into build and run jobs and feeds finished Runs back, and
+:mod:`tuna.searches.active` drives a session's active searches inside go_fish or ``tuna
+search run``; :mod:`tuna.searches.query` is the read side of what
 the driver records. The pure half (parameter files, searchers, replay) is
 :mod:`tuna.searchers`; the benchmark half the ``bench`` backend.
 """
 
 from __future__ import annotations
 
+from tuna.searches.active import SessionSearches
 from tuna.searches.create import SearchRequest, check_request, create_search, make_searcher
-from tuna.searches.drive import SearchDriver, SessionSearches
+from tuna.searches.drive import SearchDriver
 
 __all__ = [
     "SearchDriver",

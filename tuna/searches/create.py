@@ -6,7 +6,7 @@ that are parameters), the searcher expression, the searcher's proposals (a stati
 searcher's every point, a dynamic one's first: no unknown parameter, ``META_is_config_valid``
 answers), the command templates (no unknown name; the build command names no runtime-only
 parameter, since one build serves every runtime value), the stats format, the objective,
-the budget and parallelism, the session and the name.
+the budget, the time budget, the pruner and parallelism, the session and the name.
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ from tuna.searchers import DryRun, ParameterSpace, SearchError, dry_run
 from tuna.searchers import __all__ as search_names
 from tuna.searchers.builtin import SearcherInterface
 from tuna.searchers.params import Categorical
+from tuna.searchers.prune import parse_pruner
 from tuna.searchers.space import parse_json_space, parse_python_space
+from tuna.searchers.timebudget import parse_duration
 from tuna.sessions.session import session_row
 
 GOALS = ("min", "max")
@@ -59,6 +61,8 @@ class SearchRequest:
     budget: int | None = None
     parallelism: int = 1
     backend: str = "bench"
+    pruner: str | None = None  # e.g. "median", "halving(min_step=1, factor=3)"
+    time_budget: str | float | None = None  # e.g. "10m", 600
 
     @property
     def objective(self) -> dict[str, Any]:
@@ -133,6 +137,10 @@ def check_request(request: SearchRequest) -> Checked:
         raise SearchError(f"budget {request.budget}: give at least 1 run, or no budget")
     if request.parallelism < 1:
         raise SearchError(f"parallelism {request.parallelism}: give at least 1")
+    if request.time_budget is not None:
+        parse_duration(request.time_budget)
+    if request.pruner is not None:
+        parse_pruner(request.pruner)
     backend = get_backend(request.backend)
     try:
         json.dumps(dict(request.base))
@@ -184,6 +192,8 @@ def create_search(db: Database, request: SearchRequest) -> int:
             backend=request.backend,
             spec=spec,
             state="active",
+            pruner=parse_pruner(request.pruner).to_json() if request.pruner else None,
+            time_budget_s=parse_duration(request.time_budget) if request.time_budget else None,
         )
         s.add(row)
         s.flush()

@@ -20,6 +20,12 @@
   unrecorded points are enqueued — and continues: nothing is measured twice or lost.
   Enqueueing is idempotent (a ``seq`` already recorded is skipped), so two drivers of one
   search do no harm.
+* A **time budget** (``search.time_budget_s``) runs from the search's first run (its
+  ``created``, on the database clock: a driver started again counts the time already
+  used). Once it is spent the driver proposes and enqueues nothing more; the runs in flight
+  finish and the search ends ``done``, its reason saying so. A static search with a time
+  budget is enqueued ``parallelism`` runs at a time rather than all at once, so that
+  nothing is left queued when the time is up.
 * A search ends ``done`` when the searcher has nothing more (or the budget is spent) and
   every run finished; ``failed`` (with the reason) when its searcher raises, its recorded
   runs no longer replay, or the objective's stat is in no run's output.
@@ -27,12 +33,12 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import logging
-import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,7 +56,8 @@ from tuna.searchers import Objective, Proposal, RoundProposer, Run, build_key, r
 from tuna.searchers.builtin import SearcherInterface
 from tuna.searchers.errors import ObjectiveError, SearchError
 from tuna.searchers.propose import Proposer
-from tuna.searches.create import IN_PROCESS, load_space, make_searcher
+from tuna.searchers.timebudget import TimeBudget
+from tuna.searches.create import load_space, make_searcher
 from tuna.searches.strategy import (
     FINAL_CANDIDATES,
     candidate_space,
@@ -100,9 +107,12 @@ class _Slot:
 class SearchDriver:
     """Drives one search; :meth:`start` (or a resume) then :meth:`tick` until it is over."""
 
-    def __init__(self, db: Database, search_id: int) -> None:
+    def __init__(
+        self, db: Database, search_id: int, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.db = db
         self.id = search_id
+        self.clock = clock
         with db.session() as s:
             row = s.get(Search, search_id)
             if row is None:
@@ -110,7 +120,9 @@ class SearchDriver:
             self.session = row.session
             self.name = row.name
             self.ended_as = row.state
+            self.ended_reason = row.reason
             self.budget = row.budget
+            self.time_budget_s = row.time_budget_s
             self.parallelism = row.parallelism
             self.spec = dict(row.spec)
             self.base = dict(row.base)
@@ -138,6 +150,9 @@ class SearchDriver:
         self.exhausted = False
         self.next_seq = 0
         self.enqueued = 0  # proposals this driver enqueued (not counting a resume's)
+        self.time_budget: TimeBudget | None = None
+        self.timed_out = False  # the time budget is spent: nothing more is proposed
+        self.pending: list[Proposal] = []  # a static search's points not enqueued yet
         self.landed_at: dict[int, float] = {}  # seq -> when its Run was seen (figures)
 
     @property
@@ -152,7 +167,7 @@ class SearchDriver:
     @property
     def waiting(self) -> bool:
         """Whether a Run landing would let this driver propose or enqueue more."""
-        return bool(self.in_flight)
+        return bool(self.in_flight) or bool(self.pending)
 
     # -- start / resume ---------------------------------------------------------------------
 
@@ -160,6 +175,8 @@ class SearchDriver:
         """Rebuild the searcher from the recorded runs and enqueue what comes next."""
         rows = self._rows()
         self.started = True
+        if self.time_budget_s is not None:
+            self.time_budget = TimeBudget(self.time_budget_s, self._time_used(), self.clock)
         self.next_seq = max((r.seq for r in rows), default=-1) + 1
         if not self.strategy and not Proposer(self.space, self._searcher(), self.base).dynamic:
             searcher = self._searcher()
@@ -170,9 +187,12 @@ class SearchDriver:
             while proposal is not None and self._within_budget(proposal.index):
                 fresh.append(proposal)
                 proposal = self.proposer.send(None)
+            self.exhausted = True
+            if self.time_budget is not None:  # enqueued as runs finish: _fill_static
+                self.pending = fresh
+                return
             for i in range(0, len(fresh), _CHUNK):
                 self._enqueue([(p.index, p) for p in fresh[i : i + _CHUNK]])
-            self.exhausted = True
             return
         self.rounds = RoundProposer(self.space, self._searcher(), self.base)
         by_seq = {r.seq: r for r in rows}
@@ -238,6 +258,8 @@ class SearchDriver:
 
     def _fill(self) -> None:
         """Enqueue the round's next points while fewer than ``parallelism`` are in flight."""
+        if self.time_budget is not None and self.time_budget.spent:
+            return  # tick stops proposing
         room = max(1, self.parallelism) - len(self.in_flight)
         if self.strategy:
             room = len(self.round)  # a round is one job: built and timed together
@@ -259,9 +281,13 @@ class SearchDriver:
         search goes on."""
         if not self.started:
             self.start()
+        if self.time_budget is not None and not self.timed_out and self.time_budget.spent:
+            self._stop_proposing()
+        if self.pending:
+            self._fill_static()
         if self.dynamic:
             self._land()
-        if not self.exhausted or self.round:
+        if not self.exhausted or self.round or self.pending:
             return True
         if self._unfinished():
             return True
@@ -291,9 +317,42 @@ class SearchDriver:
             self._fill()
             return
 
+    def _stop_proposing(self) -> None:
+        """The time budget is spent: drop what is not enqueued; what is in flight lands."""
+        self.timed_out = True
+        self.pending = []
+        if self.dynamic:
+            self.round = [slot for slot in self.round if slot.run_id is not None]
+            self.round_cut = True  # the round in flight is the last
+            if not self.round:
+                self.exhausted = True
+        log.info("search %d (%s): time budget spent, proposing nothing more", self.id, self.name)
+
+    def _fill_static(self) -> None:
+        """Enqueue a static search's next points while fewer than ``parallelism`` of its
+        runs are unfinished (a search with a time budget)."""
+        room = max(1, self.parallelism) - self._unfinished()
+        if room <= 0:
+            return
+        todo, self.pending = self.pending[:room], self.pending[room:]
+        self._enqueue([(p.index, p) for p in todo])
+
+    def _time_used(self) -> float:
+        """Seconds since the search's first run was enqueued, on the database clock (0
+        before it has any)."""
+        with self.db.session() as s:
+            first, now = s.execute(
+                select(func.min(SearchRun.created), db_now()).where(SearchRun.search == self.id)
+            ).one()
+        if first is None:
+            return 0.0
+        return max(0.0, (_when(now) - _when(first)).total_seconds())
+
     def _finish(self) -> None:
         runs = [run_of(r) for r in self._rows() if r.valid is not None]
         state, reason = "done", None
+        if self.timed_out and self.time_budget is not None:
+            reason = self.time_budget.reason(len(runs))
         try:
             self.objective.best(runs)
         except ObjectiveError as e:
@@ -372,7 +431,7 @@ class SearchDriver:
                 )
 
         with_retry(write, what=f"search {self.id}: end")
-        self.ended_as = state
+        self.ended_as, self.ended_reason = state, reason
         log.info("search %d (%s): %s%s", self.id, self.name, state, f": {reason}" if reason else "")
 
     # -- the database -----------------------------------------------------------------------
@@ -519,76 +578,8 @@ class SearchDriver:
         return {**present, **ids}
 
 
-class SessionSearches:
-    """Drives every active search of one session (go_fish's and ``tuna search run``'s)."""
-
-    def __init__(self, db: Database, session_id: int, only: int | None = None) -> None:
-        self.db = db
-        self.session_id = session_id
-        self.only = only
-        self.drivers: dict[int, SearchDriver] = {}
-        self.ended: dict[int, tuple[str, str | None]] = {}
-        self.active = 0
-
-    def active_ids(self) -> list[int]:
-        """The active searches, but for a ``tuna.tune`` study: its own process measures it."""
-        with self.db.session() as s:
-            q = select(Search.id, Search.spec).where(
-                Search.session == self.session_id, Search.state == "active"
-            )
-            if self.only is not None:
-                q = q.where(Search.id == self.only)
-            rows = s.execute(q.order_by(Search.id)).all()
-        return [r.id for r in rows if not (r.spec or {}).get(IN_PROCESS)]
-
-    def tick(self, *, look: bool = True) -> int:
-        """One round over the active searches; returns how many are still active.
-
-        ``look=False`` skips the look for searches started meanwhile (a fast round for a
-        Run awaited)."""
-        ids = self.active_ids() if look or not self.drivers else list(self.drivers)
-        for gone in set(self.drivers) - set(ids):
-            del self.drivers[gone]  # ended elsewhere (another driver, an operator)
-        for search_id in ids:
-            driver = self.drivers.get(search_id)
-            try:
-                if driver is None:
-                    driver = self.drivers[search_id] = SearchDriver(self.db, search_id)
-                if not driver.tick():
-                    self.ended[search_id] = (driver.ended_as, None)
-                    del self.drivers[search_id]
-            except TunaError as e:  # the search's trouble (its searcher, its replay)
-                log.warning("search %d: %s", search_id, e)
-                self._fail(search_id, str(e))
-        self.active = len(self.drivers)
-        return self.active
-
-    def _fail(self, search_id: int, reason: str) -> None:
-        driver = self.drivers.pop(search_id, None)
-        if driver is not None:
-            driver.end("failed", reason)
-        else:
-            with self.db.transaction(immediate=True) as conn:
-                conn.execute(
-                    update(Search)
-                    .where(Search.id == search_id, Search.state == "active")
-                    .values(
-                        {Search.state: "failed", Search.reason: reason, Search.finished: db_now()}
-                    )
-                )
-        self.ended[search_id] = ("failed", reason)
-
-    def run(self, stop: threading.Event, *, poll_s: float = 0.02, idle_s: float = 0.5) -> None:
-        """Tick until ``stop`` is set or nothing is active; every ``poll_s`` while a
-        dynamic search waits for a Run (its next point goes out as soon as the Run lands),
-        every ``idle_s`` otherwise."""
-        last_look = 0.0
-        while not stop.is_set():
-            now = time.monotonic()
-            look = now - last_look >= idle_s
-            if look:
-                last_look = now
-            if self.tick(look=look) == 0:
-                return
-            waiting = any(d.waiting for d in self.drivers.values())
-            stop.wait(poll_s if waiting else idle_s)
+def _when(value: Any) -> dt.datetime:
+    """A timestamp read back (SQLite may give its text)."""
+    if isinstance(value, dt.datetime):
+        return value.replace(tzinfo=None)
+    return dt.datetime.fromisoformat(str(value))

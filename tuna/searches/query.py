@@ -54,8 +54,8 @@ from tuna.searchers.progress import Goal, best_so_far, better, improvements
 from tuna.searches.create import BASELINE_SEQ
 from tuna.sessions.session import no_session
 
-RunStatus = Literal["valid", "invalid", "pending"]
-RUN_STATUSES: tuple[RunStatus, ...] = ("valid", "invalid", "pending")
+RunStatus = Literal["valid", "invalid", "pruned", "pending"]
+RUN_STATUSES: tuple[RunStatus, ...] = ("valid", "invalid", "pruned", "pending")
 RunOrder = Literal["seq", "best"]
 BEFORE_ALL = BASELINE_SEQ - 1
 """A ``seq`` before every run's (the baseline's included): the first page's ``after``."""
@@ -145,10 +145,13 @@ class RunRow:
     machine: str | None
     created: dt.datetime | None
     finished: dt.datetime | None
+    pruned: bool = False  # its search's pruner stopped it (then not valid)
 
     @property
     def status(self) -> RunStatus:
-        return "pending" if self.valid is None else "valid" if self.valid else "invalid"
+        if self.valid is None:
+            return "pending"
+        return "valid" if self.valid else "pruned" if self.pruned else "invalid"
 
 
 @dataclass(frozen=True)
@@ -417,6 +420,7 @@ def runs(
             Machine.hostname,
             SearchRun.created,
             SearchRun.finished,
+            SearchRun.pruned,
         )
         .select_from(SearchRun)
         .outerjoin(SearchBuild, SearchBuild.id == SearchRun.build)
@@ -425,8 +429,10 @@ def runs(
     )
     if status == "pending":
         q = q.where(SearchRun.valid.is_(None))
-    elif status is not None:
-        q = q.where(SearchRun.valid == (true() if status == "valid" else false()))
+    elif status == "valid":
+        q = q.where(SearchRun.valid == true())
+    elif status is not None:  # invalid or pruned: not valid, and pruned or not
+        q = q.where(SearchRun.valid == false(), SearchRun.pruned == (status == "pruned"))
     if build is not None:
         q = q.where(SearchRun.build == build)
     if order == "best":
@@ -461,7 +467,7 @@ def _run_row(r: Any) -> RunRow:
     run_params = {k: v for k, v in point.items() if k not in build_params}
     return RunRow(
         r.seq, point, r.build, build_params, run_params, r.stats, r.value, r.valid, r.reason,
-        r.hostname, r.created, r.finished,
+        r.hostname, r.created, r.finished, bool(r.pruned),
     )  # fmt: skip
 
 

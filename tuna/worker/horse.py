@@ -9,8 +9,10 @@ on the pipe with the deadline and kills the child (SIGKILL) past it. A child tha
 
 The child never touches the database: a job's checkpoint (``JobWork.checkpoint``) is
 relayed to the worker, which saves the measurements under its lease and answers whether
-the job is still held. The worker decides on stop signals (the child ignores SIGINT and
-SIGTERM; a second Ctrl-C kills it) and the child dies with the worker
+the job is still held; a search run's intermediate values (``SearchWork.report``) are
+relayed the same way, the worker answering its pruner's verdict. The worker decides on
+stop signals (the child ignores SIGINT and SIGTERM; a second Ctrl-C kills it) and the
+child dies with the worker
 (``PR_SET_PDEATHSIG``). What the backend caches in the child is lost with it: each job
 starts from the worker's state.
 """
@@ -85,6 +87,9 @@ def _wait(pid: int, pipe: Connection, work: JobWork | SearchWork, limit_s: float
             raise BackendDied(f"the backend's process died: {_status(pid)}") from None
         if kind == "checkpoint":
             pipe.send(isinstance(work, JobWork) and work.save_progress(value))
+        elif kind == "report":
+            report = work.report if isinstance(work, SearchWork) else None
+            pipe.send(report(*value) if report is not None else None)
         elif kind == "outcome":
             return value
         else:
@@ -108,6 +113,14 @@ def _child(step: Callable[[Any], Outcome], work: JobWork | SearchWork, pipe: Con
                 return bool(pipe.recv())
 
             work = dataclasses.replace(work, checkpoint=relay)
+        if isinstance(work, SearchWork) and work.report is not None:
+
+            def report(step: int, value: float) -> str | None:
+                pipe.send(("report", (step, value)))
+                answer = pipe.recv()
+                return None if answer is None else str(answer)
+
+            work = dataclasses.replace(work, report=report)
         try:
             pipe.send(("outcome", step(work)))
         except Exception as e:

@@ -1,6 +1,9 @@
 """A search's build and run jobs in the worker: what they need from the database (spec,
 config and the build) and which backend call and outcome type are theirs.
 
+A run of a search with a pruner gets a :class:`~tuna.jobs.pruning.RunReports` as its
+``report``: its intermediate values are stored as it prints them and judged by the pruner.
+
 A run's build artifact is fetched once per worker and digest and kept unpacked in an
 :class:`ArtifactCache` (a private directory of the worker, removed when it stops), so a
 worker running many runs of one build fetches and unpacks it once. Searches never change
@@ -22,7 +25,9 @@ from sqlalchemy import select
 from tuna.backends.artifact import unpack
 from tuna.backends.base import Backend, BuildOutcome, RunOutcome, SearchWork
 from tuna.db import Database, tables
+from tuna.jobs.pruning import RunReports
 from tuna.jobs.values import ClaimedJob, Phase
+from tuna.searchers.prune import Goal, Pruner, pruner_from_json
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +98,7 @@ class SearchLoader:
         self.db = db
         self.cache = cache or ArtifactCache()
         self._searches: dict[int, tuple[dict[str, Any], dict[str, Any], str]] = {}
+        self._pruners: dict[int, tuple[Pruner, str]] = {}  # search -> its pruner and goal
         self._builds: dict[str, set[int]] = {}  # digest -> the search builds it was fetched for
 
     def held_builds(self) -> list[int]:
@@ -134,12 +140,21 @@ class SearchLoader:
             wanted = {r.search for r in [*build_rows.values(), *run_rows.values()]}
             missing = wanted - self._searches.keys()
             if missing:
-                for sid, spec, base, backend in conn.execute(
-                    select(Search.id, Search.spec, Search.base, Search.backend).where(
-                        Search.id.in_(missing)
-                    )
+                for sid, spec, base, backend, pruner, objective in conn.execute(
+                    select(
+                        Search.id,
+                        Search.spec,
+                        Search.base,
+                        Search.backend,
+                        Search.pruner,
+                        Search.objective,
+                    ).where(Search.id.in_(missing))
                 ):
                     self._searches[sid] = (dict(spec), dict(base), backend)
+                    found = pruner_from_json(pruner)
+                    if found is not None:
+                        goal = str((objective or {}).get("goal") or "min")
+                        self._pruners[sid] = (found, goal)
             digests = {r.digest for r in run_rows.values() if r.digest is not None}
             for r in run_rows.values():
                 if r.digest is not None:
@@ -191,6 +206,7 @@ class SearchLoader:
                 why = broken.get(run.digest, "missing")
                 out[j.id] = f"the artifact {run.digest[:12]} of run {j.search_run}: {why}"
                 continue
+            pruning = self._pruners.get(run.search)
             out[j.id] = SearchWork(
                 job_id=j.id,
                 attempt=j.attempt,
@@ -199,5 +215,12 @@ class SearchLoader:
                 spec=spec,
                 config=dict(run.config),
                 build_dir=build_dir,
+                report=None
+                if pruning is None
+                else RunReports(self.db, run.search, run.id, pruning[0], _goal(pruning[1])),
             )
         return out
+
+
+def _goal(goal: str) -> Goal:
+    return "max" if goal == "max" else "min"

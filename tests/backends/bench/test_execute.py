@@ -116,3 +116,74 @@ def test_a_template_naming_an_unknown_parameter_is_refused_before_anything_runs(
         with pytest.raises(TemplateError, match="names 'rate', which is neither a parameter"):
             run_search(Proposer(space, base={"seconds": 1}), bench)
         assert list(bench.scratch.iterdir()) == [] and bench.executed == []
+
+
+# A run that reports a value each step, then its stat: 'tuna:intermediate STEP VALUE' lines.
+REPORTING = (
+    "for i in 1 2 3 4 5; do echo tuna:intermediate $i $(( {n} * i )); sleep {pause}; done; "
+    "echo 'loss: {n}'"
+)
+
+
+def test_intermediate_values_come_back_with_the_run(tmp_path: Path) -> None:
+    s = spec(REPORTING, required_stats=("loss",), run_timeout_s=20)
+    config = {"n": 2, "pause": 0}
+    done = run(s, config, build(s, config, tmp_path / "build"), tmp_path / "run")
+    assert done.run.valid and done.run.stats == {"loss": 2}  # the lines are no stats
+    assert done.intermediate == {1: 2.0, 2: 4.0, 3: 6.0, 4: 8.0, 5: 10.0}
+    assert not done.pruned
+    # reported one by one, as printed, to a report callback that lets it go on
+    seen: list[tuple[int, float]] = []
+    done = run(
+        s, config, build(s, config, tmp_path / "b2"), tmp_path / "r2",
+        report=lambda step, value: seen.append((step, value)),  # type: ignore[func-returns-value]
+    )  # fmt: skip
+    assert done.run.valid and seen == sorted(done.intermediate.items())
+
+
+def test_a_pruned_run_is_killed_with_its_process_group(tmp_path: Path) -> None:
+    marker = tmp_path / "still-running"
+    # a child that would outlive the shell: pruning must kill it too
+    s = spec(
+        f"(sleep 3; touch {marker}) & " + REPORTING, required_stats=("loss",), run_timeout_s=60
+    )
+    config = {"n": 1, "pause": 2}  # 10 s if nothing stopped it
+
+    def report(step: int, value: float) -> str | None:
+        return f"pruned at step {step}: {value:g} is hopeless" if step == 2 else None
+
+    start = time.monotonic()
+    done = run(s, config, build(s, config, tmp_path / "build"), tmp_path / "run", report)
+    assert (done.run.valid, done.run.reason) == (False, "pruned at step 2: 2 is hopeless")
+    assert done.pruned and done.intermediate == {1: 1.0, 2: 2.0}
+    assert done.result is not None and done.result.stopped == done.run.reason
+    assert not done.result.timed_out
+    assert time.monotonic() - start < 8  # stopped at step 2, not after step 5
+    time.sleep(3.5)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_malformed_intermediate_line_makes_the_run_invalid(
+    tmp_path: Path, streamed: bool
+) -> None:
+    s = spec("echo tuna:intermediate one 0.5; echo 'loss: 1'", run_timeout_s=20)
+    built = build(s, {}, tmp_path / "build")
+    done = run(s, {}, built, tmp_path / "run", (lambda step, value: None) if streamed else None)
+    assert not done.run.valid and not done.pruned
+    assert done.run.reason == (
+        "intermediate line 'tuna:intermediate one 0.5': write 'tuna:intermediate STEP VALUE' "
+        "with an integer step >= 0 and a finite number, e.g. 'tuna:intermediate 3 0.25'"
+    )
+
+
+def test_streaming_keeps_the_timeout_and_the_output(tmp_path: Path) -> None:
+    lines: list[str] = []
+    r = run_command(
+        "echo one; echo two >&2; sleep 6; echo late", tmp_path, timeout_s=0.5,
+        on_line=lambda line: lines.append(line),  # type: ignore[func-returns-value]
+    )  # fmt: skip
+    assert r.timed_out and not r.ok and r.stopped is None
+    assert r.stdout == "one\n" and r.stderr == "two\n" and lines == ["one\n"]
+    r = run_command("echo a; echo b; exit 0", tmp_path, timeout_s=20, on_line=lambda _: None)
+    assert r.ok and r.stdout == "a\nb\n"

@@ -206,7 +206,13 @@ class BenchBackend(Backend):
                 built = BuildResult(Path(work.build_dir), ok=True)
             else:  # no build step: a fresh directory holding the config
                 built = build(spec, work.config, scratch / "build")
-            done = run(spec, work.config, built, scratch / "run").run
-            return RunOutcome(stats=dict(done.stats), valid=done.valid, failure=done.reason)
+            done = run(spec, work.config, built, scratch / "run", work.report)
+            return RunOutcome(
+                stats=dict(done.run.stats),
+                valid=done.run.valid,
+                failure=done.run.reason,
+                intermediate=done.intermediate,
+                pruned=done.pruned,
+            )
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
