@@ -13,6 +13,7 @@ from tuna.db import Database
 from tuna.db.models import Search, SearchRun, TuningSession
 from tuna.errors import TunaError
 from tuna.searchers import Categorical, Float, Int, ParameterSpace
+from tuna.searchers.timebudget import TimeBudget
 from tuna.searches.create import load_space
 from tuna.searches.query import find_search
 
@@ -257,3 +258,122 @@ def test_a_search_driver_leaves_a_study_being_measured_alone(db):
     with db.session() as s:
         assert s.execute(select(func.count()).select_from(Job)).scalar_one() == 0
         assert s.execute(select(Search.state)).scalar_one() == "done"
+
+
+def _losses(params, trial):
+    """A training-like objective: its loss after each of 4 epochs is x / (epoch + 1)."""
+    for epoch in range(4):
+        trial.report(epoch, params["x"] / (epoch + 1))
+        if trial.should_prune():
+            raise tuna.Pruned()
+    return params["x"] / 4
+
+
+def test_the_median_pruner_stops_runs_worse_than_the_median_and_stores_their_curves(db):
+    result = tuna.tune(
+        _losses, {"x": [2, 1, 3, 4, 0.5]}, storage=db, pruner="median(warmup_runs=2)"
+    )
+    rows = _rows(db)
+    # x=2 and x=1 complete (the warm-up); x=3 and x=4 are worse than their median 1.5 at
+    # epoch 0 and stop there; x=0.5 is better at every epoch and completes
+    assert [(r.config["x"], r.valid, r.pruned) for r in rows] == [
+        (2, True, False), (1, True, False), (3, False, True), (4, False, True),
+        (0.5, True, False),
+    ]  # fmt: skip
+    assert rows[0].intermediate == [[0, 2.0], [1, 1.0], [2, 2 / 3], [3, 0.5]]
+    assert rows[2].intermediate == [[0, 3.0]]
+    assert rows[2].reason == (
+        "pruned at step 0 by the median pruner: 3 is worse than the median 1.5 of 2 "
+        "completed run(s) at that step"
+    )
+    assert result.best_params == {"x": 0.5} and result.reason is None
+    with db.session() as s:
+        stored = s.get(Search, result.search)
+        assert stored is not None and stored.pruner == {
+            "name": "median", "warmup_runs": 2, "warmup_steps": 0,
+        }  # fmt: skip
+
+
+def test_successive_halving_judges_against_every_run_pruned_ones_included(db):
+    # factor 2, rungs at epochs 1 and 2: of the runs at a rung, the better half goes on
+    result = tuna.tune(
+        _losses, {"x": [3, 1, 2, 4]}, storage=db, pruner="halving(min_step=1, factor=2)"
+    )
+    pruned = [(r.config["x"], r.pruned) for r in _rows(db)]
+    # x=3 is alone at each rung and x=1 the best at each: both go on; at epoch 1, x=2
+    # (1.0) is not the best 3 // 2 = 1 of (1.5, 0.5, 1.0), x=4 (2.0) not among the best 2
+    # of four, pruned ones included
+    assert pruned == [(3, False), (1, False), (2, True), (4, True)]
+    assert result.best_params == {"x": 1}
+
+
+def test_an_objective_may_prune_itself_without_a_pruner(db):
+    def stop_odd(params, trial):
+        trial.report(7, float(params["x"]))
+        assert not trial.should_prune()  # no pruner: never advised
+        return tuna.Pruned if params["x"] % 2 else params["x"]
+
+    result = tuna.tune(stop_odd, {"x": [1, 2, 3]}, storage=db)
+    rows = _rows(db)
+    assert [(r.pruned, r.reason) for r in rows] == [
+        (True, "pruned by the objective at step 7"), (False, None),
+        (True, "pruned by the objective at step 7"),
+    ]  # fmt: skip
+    assert result.best_params == {"x": 2}
+
+
+def test_a_bad_report_is_the_run_s_error_not_the_study_s(db):
+    def bad(params, trial):
+        trial.report("first", 1.0)
+        return 1.0
+
+    result = tuna.tune(bad, {"x": [1]}, storage=db)
+    assert result.runs[0].reason == (
+        "objective raised SearchError: trial.report: step 'first': give an integer >= 0"
+    )
+
+
+def test_a_timeout_stops_proposing_and_says_so(db, monkeypatch):
+    now = [0.0]
+
+    class FakeClockBudget(TimeBudget):
+        def __init__(self, seconds: float) -> None:
+            super().__init__(seconds, clock=lambda: now[0])
+
+    monkeypatch.setattr("tuna.searches.tune.TimeBudget", FakeClockBudget)
+
+    def slow(params):
+        now[0] += 4.0  # each run takes 4 s of the fake clock
+        return params["x"]
+
+    result = tuna.tune(slow, {"x": list(range(10))}, storage=db, timeout="10s")
+    assert len(result.runs) == 3  # started at 0, 4 and 8 s; at 12 s the time is spent
+    assert result.reason == "timeout of 10s spent after 3 run(s)"
+    summary = find_search(db, result.search)
+    assert (summary.state, summary.reason) == ("done", "timeout of 10s spent after 3 run(s)")
+
+
+@pytest.mark.parametrize(
+    ("kw", "says"),
+    [
+        ({"pruner": "mean"}, "pruner 'mean': write 'median'"),
+        ({"pruner": "halving(factor=1)"}, "pruner halving: factor 1: give an integer >= 2"),
+        ({"pruner": 5}, "pruner 5: give 'median', 'halving'"),
+        ({"timeout": 0}, "timeout 0: give a duration above 0"),
+        ({"timeout": "soon"}, "timeout 'soon': give a duration above 0"),
+    ],
+)
+def test_a_bad_pruner_or_timeout_stores_nothing(db, kw, says):
+    with pytest.raises(TunaError) as e:
+        tuna.tune(quadratic, SPACE, storage=db, **kw)
+    assert says in str(e.value) and "\n" not in str(e.value)
+    assert _counts(db) == (0, 0, 0)
+
+
+def test_ask_and_tell_reports_progress_and_tells_a_pruned_trial(db):
+    with tuna.study("loop", {"x": [1, 5, 2]}, storage=db, pruner="median(warmup_runs=1)") as s:
+        while (trial := s.ask()) is not None:
+            trial.report(0, float(trial.params["x"]))
+            s.tell(trial, tuna.Pruned if trial.should_prune() else trial.params["x"])
+    assert [(r.config["x"], r.pruned) for r in _rows(db)] == [(1, False), (5, True), (2, True)]
+    assert s.result().best_params == {"x": 1}

@@ -1,3 +1,4 @@
+# Over 600 lines: one stored study: tune(), study() and Study share its opening and recording.
 """Tuning a Python function in-process: ``tuna.tune(objective, space, ...)`` (issue #28).
 
 The study is an ordinary stored search, so ``tuna search show``, the dashboard and the
@@ -30,6 +31,10 @@ first trial asked), whose stats constraints name as ``baseline.NAME``; an object
 constraint naming a stat the baseline did not return is refused then (by ``tune()``
 before anything is written). The result's ``pareto`` is the front of the runs that count,
 the baseline among them, as ``tuna search show`` and the dashboard show it.
+
+**Pruning and time**: ``pruner=`` judges what an objective of two arguments reports
+(:mod:`tuna.searches.trial`); ``timeout=`` bounds ``tune()``: then nothing more is asked
+and the study ends ``done``, the result's ``reason`` saying so.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -49,14 +54,18 @@ from tuna.db import Database, open_database
 from tuna.db.clock import db_now
 from tuna.db.models import Search, SearchRun, TuningSession
 from tuna.errors import DatabaseError
+from tuna.jobs.pruning import peers, stored_curve
 from tuna.jobs.search_results import insert_runs, objective_value
 from tuna.searchers import Objective, Run, dry_run, replay
 from tuna.searchers.errors import ObjectiveError, SearchError
 from tuna.searchers.function import load_function, stats_of
 from tuna.searchers.params import Param
+from tuna.searchers.prune import Peer, Pruned, Pruner, as_pruner
 from tuna.searchers.space import ParameterSpace, parse_json_space
+from tuna.searchers.timebudget import TimeBudget, parse_duration
 from tuna.searches.create import BASELINE_SEQ, IN_PROCESS, make_searcher
 from tuna.searches.objectives import baseline_config, check_baseline_run, study_objective
+from tuna.searches.trial import ObjectiveFn, Trial, TrialProgress, measure_call
 from tuna.sessions.session import add_session
 
 log = logging.getLogger(__name__)
@@ -64,7 +73,7 @@ log = logging.getLogger(__name__)
 LABEL = "tuna.tune"  # the label of the session studies are stored in
 DIRECTIONS = {"minimize": "min", "min": "min", "maximize": "max", "max": "max"}
 
-ObjectiveFn = Callable[[dict[str, Any]], float | Mapping[str, Any]]
+__all__ = ["Pruned", "Study", "Trial", "TuneResult", "study", "tune"]
 
 
 @dataclass(frozen=True)
@@ -81,6 +90,7 @@ class TuneResult:
     best: Run | None
     pareto: list[Run] = field(default_factory=list)
     baseline: Run | None = None
+    reason: str | None = None  # why the study stopped early (its timeout), if it did
 
     @property
     def best_params(self) -> dict[str, Any] | None:
@@ -100,6 +110,7 @@ class _Study:
     objective: Objective
     budget: int | None
     baseline: dict[str, Any] | None = None
+    pruner: Pruner | None = None
 
     @property
     def stored_objective(self) -> dict[str, Any]:
@@ -121,6 +132,8 @@ def tune(
     directions: Mapping[str, str] | None = None,
     constraints: Sequence[str] = (),
     baseline: Mapping[str, Any] | None = None,
+    pruner: str | Pruner | None = None,
+    timeout: float | str | None = None,
 ) -> TuneResult:
     """Tune ``objective(params)`` over ``space`` and store every run; see the module docstring.
 
@@ -134,7 +147,9 @@ def tune(
     database, SQLite under ``TUNA_DATA_DIR``). ``objective`` returns a number (stored as the
     stat ``stat``) or a dict of stats that holds ``stat``. ``directions`` (stat -> "min" or
     "max", in priority order) replaces ``stat`` and ``direction`` with several objectives;
-    ``constraints`` and ``baseline`` are the module docstring's. Given as
+    ``constraints`` and ``baseline`` are the module docstring's. ``pruner`` (``"median"``,
+    ``"halving"``, ``"median(warmup_runs=3)"``...) stops runs whose ``trial.report`` values
+    are hopeless; ``timeout`` (seconds, or ``"10m"``) bounds this call's time. Given as
     ``"module:function"``, ``objective`` is imported (from the current directory first), as
     ``tuna search create --objective-fn`` has go_fish's workers do.
     """
@@ -142,14 +157,19 @@ def tune(
         objective = load_function(objective, Path.cwd())
     spec = _check(objective, space, direction, strategy, budget, name, stat)
     spec = _with_objectives(spec, stat, directions, constraints, baseline)
+    spec = replace(spec, pruner=as_pruner(pruner))
+    clock = None if timeout is None else TimeBudget(parse_duration(timeout, "timeout"))
 
-    def measure(params: dict[str, Any]) -> Run:
-        return _measure(objective, params, spec.objective.stat)
+    def measure(params: dict[str, Any]) -> Run:  # the baseline
+        return measure_call(objective, Trial(0, BASELINE_SEQ, params), spec.objective.stat)[0]
 
     hint = "call tuna.tune again with the same name to resume"
     with _open(spec, storage, hint, measure) as study:
-        while (trial := study.ask()) is not None:
-            study.record(trial, measure(trial.params))
+        while not (clock is not None and clock.spent) and (trial := study.ask()) is not None:
+            run, pruned = measure_call(objective, trial, spec.objective.stat)
+            study.record(trial, run, pruned=pruned)
+        if clock is not None and clock.spent:
+            study.end_early(clock.reason(study.measured, "timeout"))
     return study.result()
 
 
@@ -165,6 +185,7 @@ def study(
     directions: Mapping[str, str] | None = None,
     constraints: Sequence[str] = (),
     baseline: Mapping[str, Any] | None = None,
+    pruner: str | Pruner | None = None,
 ) -> Study:
     """The study ``name`` for a loop you drive: ``ask()`` a trial, measure it, ``tell()``.
 
@@ -181,6 +202,7 @@ def study(
     """
     spec = _check(None, space, direction, strategy, budget, name, stat)
     spec = _with_objectives(spec, stat, directions, constraints, baseline)
+    spec = replace(spec, pruner=as_pruner(pruner))
     hint = "open it again with tuna.study and the same name to resume"
     return _open(spec, storage, hint)
 
@@ -262,8 +284,7 @@ def _with_objectives(
         return study
     objective = study_objective(study.objective, stat, directions, constraints)
     config = baseline_config(baseline, study.space.names, objective)
-    return _Study(study.name, study.space, study.space_text, study.strategy, objective,
-                  study.budget, config)  # fmt: skip
+    return replace(study, objective=objective, baseline=config)
 
 
 def _recorded_baseline(db: Database, study: _Study) -> Run | None:
@@ -286,15 +307,6 @@ def _recorded_baseline(db: Database, study: _Study) -> Run | None:
 
 def _check_baseline(study: _Study, base: Run) -> None:
     check_baseline_run(study.name, study.baseline, study.objective, base)
-
-
-@dataclass(frozen=True)
-class Trial:
-    """One point asked of a study: ``params`` to measure, ``number`` its run's ``seq``."""
-
-    search: int
-    number: int
-    params: dict[str, Any]
 
 
 class Study:
@@ -339,9 +351,11 @@ class Study:
                 .order_by(SearchRun.seq)
             ).scalars()
             self.runs: list[Run] = [_run_of(r) for r in rows]
+            self._peers = peers(s.connection(), self.search)  # the runs' curves, to prune by
         replayed = replay(spec.space, self.runs, make_searcher(spec.strategy, spec.space))
         self._proposer, self._next = replayed.proposer, replayed.next
         self._pending: dict[int, Trial] = {}
+        self.measured = 0  # runs recorded since it was opened
         self.state: str = "active"
         self.reason: str | None = None
         self._closed = False
@@ -380,16 +394,21 @@ class Study:
             self._end_if_over()
             return None
         self._next = None if self._proposer.dynamic else self._proposer.send(None)
-        trial = Trial(self.search, proposal.index, dict(proposal.config))
+        progress = TrialProgress(self._spec.pruner, self._objective.goal, self._peers)
+        trial = Trial(self.search, proposal.index, dict(proposal.config), progress)
         self._pending[trial.number] = trial
         return trial
 
     def tell(
         self, trial: Trial, value: float | Mapping[str, Any] | None = None, *, error: str = ""
     ) -> Run:
-        """Record ``trial``'s result: a number (the stat), a dict of stats, or ``error=``
-        saying why it has none (an invalid run). A value of another kind stores nothing."""
+        """Record ``trial``'s result: a number (the stat), a dict of stats, ``tuna.Pruned``
+        (stopped early: recorded pruned), or ``error=`` saying why it has none (an invalid
+        run). A value of another kind stores nothing."""
         self._check_waiting(trial)
+        if value is Pruned or isinstance(value, Pruned):
+            return self.record(trial, Run.invalid(trial.params, trial.progress.pruned_reason()),
+                               pruned=True)  # fmt: skip
         if error:
             return self.record(trial, Run.invalid(trial.params, str(error)))
         stats = stats_of(value, self._objective.stat)
@@ -400,8 +419,9 @@ class Study:
             )
         return self.record(trial, Run(trial.params, stats))
 
-    def record(self, trial: Trial, run: Run) -> Run:
-        """Store ``run`` as ``trial``'s finished run (:meth:`tell` with a Run made already)."""
+    def record(self, trial: Trial, run: Run, *, pruned: bool = False) -> Run:
+        """Store ``run`` as ``trial``'s finished run (:meth:`tell` with a Run made already;
+        ``pruned``: stopped by its pruner or its objective, ``run`` then invalid)."""
         self._check_waiting(trial)
         if trial.number == BASELINE_SEQ:
             _check_baseline(self._spec, run)
@@ -411,7 +431,7 @@ class Study:
             return run
         point = {k: trial.params[k] for k in self._spec.space.names if k in trial.params}
         try:
-            _record(self._db, self.search, trial.number, point, run, self._objective)
+            _record(self._db, self.search, trial.number, point, run, self._objective, trial, pruned)
         except DatabaseError as e:
             if not _recorded(self._db, self.search, trial.number):
                 raise
@@ -422,6 +442,8 @@ class Study:
             ) from e
         del self._pending[trial.number]
         self.runs.append(run)
+        self._peers.append(Peer(dict(trial.intermediate), completed=run.valid and not pruned))
+        self.measured += 1
         if self._proposer.dynamic:
             self._next = self._proposer.send(run)
         if self._next is None or self._spent(self._next.index):
@@ -436,8 +458,17 @@ class Study:
         best = self._objective.best(measured)
         pareto = self._objective.front(measured)
         return TuneResult(
-            self.search, self.name, self._objective.stat, self.runs[:], best, pareto, self.baseline
-        )
+            self.search, self.name, self._objective.stat, self.runs[:], best, pareto,
+            self.baseline, self.reason if self.state == "done" else None,
+        )  # fmt: skip
+
+    def end_early(self, reason: str) -> None:
+        """End the study now, ``done`` with ``reason`` (its time is up) unless it failed."""
+        if self.state == "active":
+            self._pending.clear()  # asked, not told: asked again when it is opened again
+            state, why = _ending(self._objective, self.runs)
+            self.state, self.reason = state, reason if state == "done" else why
+            _end(self._db, self.search, self.state, self.reason)
 
     def close(self) -> None:
         """Stop here: a study not over is marked stopped (open it again to resume)."""
@@ -490,18 +521,6 @@ class Study:
             raise SearchError(f"study {self.name!r} is closed; open it again with its name")
 
 
-def _measure(objective: ObjectiveFn, params: dict[str, Any], stat: str) -> Run:
-    """One call of the objective as a Run: what it returned, or why it is invalid."""
-    try:
-        out = objective(dict(params))
-    except Exception as e:  # the user's code: an invalid run, the search goes on
-        return Run.invalid(params, f"objective raised {type(e).__name__}: {e}")
-    stats = stats_of(out, stat)
-    if isinstance(stats, str):
-        return Run.invalid(params, f"objective {stats}")
-    return Run(params, stats)
-
-
 def _session(s: Any) -> int:
     """The session studies live in (label ``tuna.tune``), made on first use."""
     found = s.execute(
@@ -538,6 +557,7 @@ def _open_search(db: Database, study: _Study) -> int:
                 backend="bench",
                 spec={IN_PROCESS: True, "required_stats": study.objective.named_stats()},
                 state="active",
+                pruner=study.pruner.to_json() if study.pruner is not None else None,
             )
             s.add(row)
             s.flush()
@@ -550,11 +570,19 @@ def _open_search(db: Database, study: _Study) -> int:
                 "or objective; give the same ones to resume it, or another name= for a new study"
             )
         row.state, row.reason, row.finished, row.budget = "active", None, None, study.budget
+        row.pruner = study.pruner.to_json() if study.pruner is not None else None
         return row.id
 
 
 def _record(
-    db: Database, search: int, seq: int, point: Mapping[str, Any], run: Run, objective: Objective
+    db: Database,
+    search: int,
+    seq: int,
+    point: Mapping[str, Any],
+    run: Run,
+    objective: Objective,
+    trial: Trial | None = None,
+    pruned: bool = False,
 ) -> None:
     stats = dict(run.stats)
     with db.session() as s:
@@ -572,6 +600,8 @@ def _record(
                     "valid": run.valid,
                     "reason": run.reason,
                     "finished": finished,
+                    "intermediate": stored_curve(trial.intermediate) if trial else None,
+                    "pruned": pruned,
                 }
             ],
         )
