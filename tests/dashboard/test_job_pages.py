@@ -74,3 +74,51 @@ def test_job_ids_are_links_where_they_are_shown(site):  # noqa: F811
     client, sd, _ro, _sent = site
     html = client.get(f"/sessions/{sd.failing}/failures?state=errored").text
     assert len(links(html, "/jobs/")) == 36
+
+
+def test_a_job_page_shows_the_workers_log_lines_about_it(sqlite_url, tmp_path):
+    """Real local workers (go_fish's, their logs where go_fish puts them) compile and
+    evaluate a session; a job's page shows their lines about that job and no other's."""
+    import html as html_lib
+
+    from tests.dashboard.conftest import dashboard_client
+    from tests.fleet.test_local import setup
+    from tuna.dashboard.app import DashboardSettings
+    from tuna.db import open_database
+    from tuna.fleet.local import Task, run_local
+
+    db = open_database(sqlite_url)
+    sid = setup(db)
+    logs = tmp_path / "logs"
+    for task in (Task.COMPILE, Task.RUN_PERF):
+        report = run_local(db, sid, task, workers=1, log_dir=logs, db_url=sqlite_url,
+                           interval=0.2)  # fmt: skip
+        assert report.drained
+    with db.session() as s:
+        first, second = s.execute(
+            sa.select(Job.id).where(Job.session == sid).order_by(Job.id).limit(2)
+        ).scalars()  # fmt: skip
+    with dashboard_client(db, DashboardSettings(logs=logs)) as (client, _ro):
+        page = html_lib.unescape(client.get(f"/jobs/{first}").text)
+        log = re.search(r'<pre id="log">(.*?)</pre>', page, re.S)
+        assert log, page
+        lines = log.group(1).splitlines()
+        assert [re.search(rf"job {first}: (compile|eval) ", ln).group(1) for ln in lines] == [
+            "compile", "eval"]  # fmt: skip
+        assert f"job {second}:" not in log.group(1)
+        assert str(logs / "compile" / "cpu") in page and str(logs / "eval" / "cpu") in page
+        missing = html_lib.unescape(client.get(f"/jobs/{first + 10_000}").text)
+        assert "404" in missing or "does not exist" in missing
+    elsewhere = tmp_path / "other-logs"
+    with dashboard_client(db, DashboardSettings(logs=elsewhere)) as (client, _ro):
+        page = html_lib.unescape(client.get(f"/jobs/{first}").text)
+        assert f"No line about job {first} in the worker logs under <code>{elsewhere}</code>" in (
+            page
+        )
+        assert "session-&lt;S&gt;" in client.get(f"/jobs/{first}").text
+    with dashboard_client(db) as (client, _ro):
+        page = html_lib.unescape(client.get(f"/jobs/{first}").text)
+        assert "This dashboard reads no worker logs (<code>tuna dashboard --logs DIR</code>)" in (
+            page
+        )
+    db.dispose()

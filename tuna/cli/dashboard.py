@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from tuna.cli.base import TunaCommand, console, err_console
-from tuna.config import load_settings
+from tuna.config import load_settings, log_dir
 from tuna.dashboard import (
     DEFAULT_HOST,
     DEFAULT_PORT,
@@ -48,6 +48,13 @@ from tuna.dashboard import (
     help="A directory of `tuna report` outputs to link and serve (only the files they wrote).",
 )
 @click.option(
+    "--logs",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where go_fish wrote worker logs; a job's page shows its lines from them "
+    "[default: TUNA_LOG_DIR, else <data dir>/logs, as go_fish].",
+)
+@click.option(
     "--login",
     "login_file",
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
@@ -62,8 +69,8 @@ from tuna.dashboard import (
     help="Another host name it is reached by (it answers only its own names and IPs).",
 )
 def dashboard_cmd(
-    host: str, port: int, refresh: int, reports: Path | None, login_file: Path | None,
-    allowed_hosts: tuple[str, ...],
+    host: str, port: int, refresh: int, reports: Path | None, logs: Path | None,
+    login_file: Path | None, allowed_hosts: tuple[str, ...],
 ) -> None:  # fmt: skip
     """Serve a read-only dashboard: sessions with progress, machines, failures, results.
 
@@ -75,6 +82,7 @@ def dashboard_cmd(
     Examples:
       tuna dashboard                      # http://127.0.0.1:8484/
       tuna dashboard --port 9000 --reports ./reports
+      tuna dashboard --logs /data/tuna/logs  # where go_fish --log-dir wrote them
       tuna dashboard --host 0.0.0.0 --login ~/.tuna/dashboard-users --allowed-host head.lab
       TUNA_DB_URL=mysql+pymysql://tuna_ro:***@head/tuna tuna dashboard
     """  # fmt: skip
@@ -87,7 +95,8 @@ def dashboard_cmd(
     db = open_readonly(load_settings().db_url)
     try:
         settings = DashboardSettings(refresh_s=refresh, reports=reports, host=host,
-                                     allowed_hosts=allowed_hosts, login=login)  # fmt: skip
+                                     allowed_hosts=allowed_hosts, login=login,
+                                     logs=logs or log_dir())  # fmt: skip
         app = create_app(db, settings)
         sock = bind(host, port)
         shown = f"[{host}]" if ":" in host else host

@@ -44,6 +44,7 @@ from tuna.dashboard.params import BadRequest
 from tuna.db import Database
 from tuna.db.enums import JobState
 from tuna.errors import NotFoundError, TunaError
+from tuna.fleet import joblog
 from tuna.jobs import activity, detail
 from tuna.jobs.status import JobCounts, job_counts
 from tuna.results import insight
@@ -89,6 +90,9 @@ class DashboardSettings:
     """More names it may be reached by (``--allowed-host``); see :mod:`.guard`."""
     login: Login | None = None
     """Who may read it (``--login FILE``); None: anyone who can reach the port."""
+    logs: Path | None = None
+    """Where go_fish writes worker logs (``--logs``): a job's page shows its lines from
+    them (:mod:`tuna.fleet.joblog`); None: it says where the log would be."""
 
 
 class ServerTiming:
@@ -353,7 +357,13 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
         params.known(request.query_params, set())
         job = detail.job_detail(db, params.path_id(request.path_params["job"], "job"))
         live = job.state in activity.RUNNING
-        return render(request, "job.html", f"Job {job.id}", live, j=job)
+        logged = None
+        if cfg.logs is not None:
+            logs = cfg.logs
+            logged = cache.get(("log", job.id, job.attempt, job.state),
+                               lambda: joblog.job_log(logs, job.id, job.created))  # fmt: skip
+        return render(request, "job.html", f"Job {job.id}", live, j=job, log=logged,
+                      logs=cfg.logs)  # fmt: skip
 
     @page
     def failures_page(request: Request) -> Response:
