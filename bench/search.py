@@ -202,6 +202,11 @@ LINEUP: dict[str, tuple[str, bool]] = {
     "genetic": ("genetic", False),
     "model": ("model", False),
     "model --transfer": ("model", True),
+    # Optuna's samplers (issue #28): tuna[optuna]; gp needs tuna[gp] (PyTorch)
+    "tpe": ("tpe", False),
+    "cmaes": ("cmaes", False),
+    "gp": ("gp", False),
+    "nsga2": ("nsga2", False),
 }
 DETERMINISTIC = {"exhaustive", "grid"}  # the same with every seed: run once
 #: Give the model cpuconv's candidate features (features.candidate_features); --no-derive: not.
@@ -285,7 +290,12 @@ def history_of(tables: list[Table]) -> list[HistoryEntry]:
 
 
 def run_strategy(
-    table: Table, label: str, seed: int, history: list[HistoryEntry], round_size: int
+    table: Table,
+    label: str,
+    seed: int,
+    history: list[HistoryEntry],
+    round_size: int,
+    budget: float = 1.0,
 ) -> Outcome:
     name, transfer = LINEUP[label]
     space = CandidateSpace.from_strings(table.names, list(table.times), source=table.layer)
@@ -299,7 +309,7 @@ def run_strategy(
             "explore": EXPLORE,
         }
     started = time.process_time()
-    searcher = make_strategy(name, space, seed=seed, round_size=round_size, **extra)
+    searcher = make_strategy(name, space, seed=seed, round_size=round_size, budget=budget, **extra)
     rounds = searcher.rounds()
     best, curve = math.inf, []
     lookup = 0.0
@@ -353,7 +363,9 @@ def compare(args: argparse.Namespace) -> None:
                     others = [t for i, t in enumerate(train) if network != "resnet50" or i != k]
                     history = history_of(others)
                 seeds = [0] if label in DETERMINISTIC else list(range(args.seeds))
-                outs = [run_strategy(table, label, s, history, args.round) for s in seeds]
+                outs = [
+                    run_strategy(table, label, s, history, args.round, args.budget) for s in seeds
+                ]
                 per_layer.append(outs * (args.seeds if label in DETERMINISTIC else 1))
             results[network][label] = per_layer
             print(f"{network} {label}: done", flush=True)
@@ -494,6 +506,13 @@ def main(argv: list[str] | None = None) -> None:
     c.add_argument("--seeds", type=int, default=5)
     c.add_argument("--strategies", nargs="+", default=None, choices=list(LINEUP))
     c.add_argument("--round", type=int, default=8, help="candidates per round (one .so)")
+    c.add_argument(
+        "--budget",
+        type=float,
+        default=1.0,
+        help="share of each space a search may measure (gp's Gaussian process is too slow "
+        "for whole spaces: its figures are of 0.25)",
+    )
     c.add_argument("--networks", nargs="+", default=list(NETWORKS), choices=list(NETWORKS))
     c.add_argument("--no-derive", action="store_true", help="the model without derived features")
     c.add_argument("--explore", type=int, default=1, help="the model's random picks a round")

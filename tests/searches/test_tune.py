@@ -377,3 +377,19 @@ def test_ask_and_tell_reports_progress_and_tells_a_pruned_trial(db):
             s.tell(trial, tuna.Pruned if trial.should_prune() else trial.params["x"])
     assert [(r.config["x"], r.pruned) for r in _rows(db)] == [(1, False), (5, True), (2, True)]
     assert s.result().best_params == {"x": 1}
+
+
+def test_a_strategy_by_name_is_optunas_sampler_for_the_studys_objective_and_resumes(lite):
+    """strategy="tpe" (issue #28): TPE maximises the study's stat (seed 0), and the same
+    name resumes by replaying the stored runs into a fresh in-memory study."""
+    space = {"x": list(range(16)), "y": list(range(8)), "kind": ["a", "b", "c"]}
+
+    def score(p):  # the best of 384 points: x=7, y=3, kind=b
+        return -((p["x"] - 7) ** 2) - (p["y"] - 3) ** 2 - (0 if p["kind"] == "b" else 5)
+
+    first = tuna.tune(score, space, "maximize", "tpe", budget=20, storage=lite, name="s")
+    again = tuna.tune(score, space, "maximize", "tpe", budget=30, storage=lite, name="s")
+    assert [r.config for r in again.runs[:20]] == [r.config for r in first.runs]
+    assert len({tuple(r.config.items()) for r in again.runs}) == 30  # nothing measured twice
+    assert again.best_params == {"x": 7, "y": 3, "kind": "b"}  # random draws miss it in 30
+    assert [r.seq for r in _rows(lite)] == list(range(30))

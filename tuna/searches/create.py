@@ -11,6 +11,7 @@ the budget, the time budget, the pruner and parallelism, the session and the nam
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -24,7 +25,7 @@ from tuna.db import Database
 from tuna.db.models import Search
 from tuna.errors import TunaError
 from tuna.jobs.search_results import artifact_digest, store_artifact
-from tuna.searchers import DryRun, ParameterSpace, SearchError, dry_run
+from tuna.searchers import DryRun, Objective, ParameterSpace, SearchError, dry_run
 from tuna.searchers import __all__ as search_names
 from tuna.searchers.builtin import SearcherInterface
 from tuna.searchers.params import Categorical
@@ -86,27 +87,36 @@ def load_space(
     return space
 
 
-def make_searcher(expression: str | None, space: ParameterSpace) -> SearcherInterface | None:
+def make_searcher(
+    expression: str | None, space: ParameterSpace, objective: Objective | None = None
+) -> SearcherInterface | None:
     """The searcher an expression such as ``Random(space, 8, seed=1)`` builds (None: the
-    file's own or the product). Names in scope: ``tuna.searchers``'s, ``space``, and each
-    parameter by its name: a list parameter as its list of values, a range as itself
-    (``Int(4, 64, step=4)``, whose ``lo`` and ``hi`` a ``Step`` may use)."""
+    file's own or the product), or a strategy's name (``tpe``: seed 0, rounds of 8). Names
+    in scope: ``tuna.searchers``'s, ``space``, each parameter by its name (a list parameter
+    as its list of values, a range as itself: ``Int(4, 64, step=4)``, whose ``lo`` and
+    ``hi`` a ``Step`` may use), and ``Strategy(name, space, seed=1, round_size=4, ...)``
+    (:func:`tuna.searchers.strategies.strategy_over`); a strategy optimises ``objective``."""
     if expression is None or not expression.strip():
         return None
     import tuna.searchers as lib
+    from tuna.searchers.strategies import STRATEGIES, strategy_over
 
+    if expression.strip() in STRATEGIES:  # a strategy by name, as --strategy takes it
+        return strategy_over(expression.strip(), space, objective=objective)
     scope: dict[str, Any] = {n: getattr(lib, n) for n in search_names}
     for n, p in space.parameters.items():
         scope[n] = list(p.choices) if isinstance(p, Categorical) else p
     scope["space"] = space
+    scope["Strategy"] = functools.partial(strategy_over, objective=objective)
     try:
         searcher = eval(expression, {"__builtins__": __builtins__}, scope)  # the user's own code
     except TunaError:
-        raise  # already one line: what, where, what to do (an infinite space for a product)
+        raise  # already one line: what, where, what to do (an infinite space, a bad strategy)
     except Exception as e:
         raise SearchError(
             f"searcher {expression!r}: {type(e).__name__}: {e}; write an expression such as "
-            "'Random(space, 8, seed=1)' or 'Step(\"threads\", 1, 8, lambda x: x * 2)'"
+            "'Random(space, 8, seed=1)' or 'Step(\"threads\", 1, 8, lambda x: x * 2)', or a "
+            f"strategy's name ({', '.join(STRATEGIES)})"
         ) from e
     if not (callable(getattr(searcher, "generate", None)) and hasattr(searcher, "is_dynamic")):
         raise SearchError(
@@ -148,7 +158,9 @@ def check_request(request: SearchRequest) -> Checked:
         raise SearchError(f"the base config is not JSON data: {e}") from e
     space = load_space(request.space_file, request.space_text, request.spec)
     backend.check_spec(request.spec, [*request.base, *space.names], space.runtime_params)
-    searcher = make_searcher(request.searcher, space)
+    objective = Objective(request.objective_stat, "max" if request.goal == "max" else "min",
+                          request.valid)  # fmt: skip
+    searcher = make_searcher(request.searcher, space, objective)
     plan = dry_run(space, searcher, request.base)
     if not plan.proposals:
         raise SearchError(

@@ -222,7 +222,7 @@ class SearchDriver:
         """A fresh searcher of this search (a strategy's with its history)."""
         if self.strategy:
             return make_searcher_for(self.db, self.session, self.spec)
-        return make_searcher(self.expression, self.space)
+        return make_searcher(self.expression, self.space, self.objective)
 
     def _adopt(self, slot: _Slot, row: Any) -> None:
         """A recorded row as the slot's run (checked against what the searcher proposes)."""

@@ -143,8 +143,11 @@ def tune(
     constraints under ``"META_constraints"`` as a JSON parameter file does (it is stored as
     one). A continuous range needs a strategy that samples. ``strategy`` is a searcher
     expression as ``tuna search create --searcher`` takes (``"Random(space, 20, seed=1)"``;
-    None: every point); ``budget`` caps the runs; ``storage`` is a database URL (None: the default
-    database, SQLite under ``TUNA_DATA_DIR``). ``objective`` returns a number (stored as the
+    None: every point) or a strategy's name: ``"tpe"``, ``"cmaes"``, ``"gp"``, ``"nsga2"``
+    (Optuna's samplers, ``pip install 'tuna[optuna]'``), ``"hillclimb"``, ... (seed 0;
+    ``"Strategy('tpe', space, seed=1)"`` for another); ``budget`` caps the runs;
+    ``storage`` is a database URL (None: the default database, SQLite under
+    ``TUNA_DATA_DIR``). ``objective`` returns a number (stored as the
     stat ``stat``) or a dict of stats that holds ``stat``. ``directions`` (stat -> "min" or
     "max", in priority order) replaces ``stat`` and ``direction`` with several objectives;
     ``constraints`` and ``baseline`` are the module docstring's. ``pruner`` (``"median"``,
@@ -255,11 +258,11 @@ def _check(
             f"space: {e}; each parameter's values must be a list of numbers, strings or booleans"
         ) from e
     parsed = parse_json_space(text, source=f"{study_name}.json")
-    searcher = make_searcher(strategy, parsed)
+    goal: Literal["min", "max"] = "max" if DIRECTIONS[direction] == "max" else "min"
+    searcher = make_searcher(strategy, parsed, Objective(stat, goal))
     plan = dry_run(parsed, searcher)  # an empty parameter, a searcher that raises: refused now
     if not plan.proposals:
         raise SearchError(f"study {study_name!r}: the strategy proposes nothing to run")
-    goal: Literal["min", "max"] = "max" if DIRECTIONS[direction] == "max" else "min"
     return _Study(study_name, parsed, text, strategy or None, Objective(stat, goal), budget)
 
 
@@ -352,7 +355,8 @@ class Study:
             ).scalars()
             self.runs: list[Run] = [_run_of(r) for r in rows]
             self._peers = peers(s.connection(), self.search)  # the runs' curves, to prune by
-        replayed = replay(spec.space, self.runs, make_searcher(spec.strategy, spec.space))
+        searcher = make_searcher(spec.strategy, spec.space, spec.objective)
+        replayed = replay(spec.space, self.runs, searcher)
         self._proposer, self._next = replayed.proposer, replayed.next
         self._pending: dict[int, Trial] = {}
         self.measured = 0  # runs recorded since it was opened

@@ -97,6 +97,54 @@ def make_strategy(
     return cls(space, **common, **options)
 
 
+#: The most points a parameter file's space may have for a strategy to search it: a
+#: strategy enumerates its candidates up front.
+MAX_PRODUCT = 200_000
+
+
+def strategy_over(
+    name: str,
+    space: ParameterSpace,
+    *,
+    budget: int | float | None = None,
+    seed: int = 0,
+    round_size: int = 8,
+    patience: int | None = None,
+    objective: Objective | None = None,
+) -> RoundSearcher:
+    """The strategy ``name`` over a parameter file's space (a bench search's ``--searcher
+    tpe``, ``tuna.tune(strategy="tpe")``): its candidates are every point of the cartesian
+    product; ``META_is_config_valid`` stays the proposer's, so a point it refuses is a failed
+    candidate to the strategy, which proposes another."""
+    if name not in STRATEGIES:
+        raise UnknownStrategyError(
+            f"unknown strategy {name!r}; the strategies are {', '.join(STRATEGIES)}"
+        )
+    space.require_finite(f"strategy {name!r}")
+    if space.conditional:
+        raise SearchError(
+            f"{space.source}: strategy {name!r} searches candidates that all name the same "
+            "parameters, and this space has conditional ones; use a sampler (tpe, cmaes, gp, "
+            "nsga2) or Random(space, N, seed=1)"
+        )
+    empty = [n for n, p in space.parameters.items() if not p.count()]
+    if empty:
+        raise SearchError(
+            f"{space.source}: strategy {name!r} chooses among listed values, and "
+            f"{', '.join(empty)} lists none; give its values"
+        )
+    if space.size() > MAX_PRODUCT:
+        raise SearchError(
+            f"{space.source}: strategy {name!r} enumerates the space's candidates up front, "
+            f"and its {space.size():,} points are more than {MAX_PRODUCT:,}; list fewer values"
+        )
+    candidates = CandidateSpace(space.product(), source=space.source)
+    return make_strategy(
+        name, candidates, budget=budget, seed=seed, round_size=round_size, patience=patience,
+        objective=objective,
+    )  # fmt: skip
+
+
 DEFAULT_SEED = 0
 DEFAULT_ROUND_SIZE = 8
 
@@ -209,4 +257,5 @@ __all__ = [
     "UnknownStrategyError",
     "make_strategy",
     "resolve_budget",
+    "strategy_over",
 ]
