@@ -390,3 +390,12 @@ def test_a_python_parameter_that_is_not_a_list_or_range_is_refused() -> None:
         from tuna.searchers import Int
 
         ParameterSpace({"u": Int(1, 2, when="a")}, source="p.py")  # type: ignore[arg-type]
+
+
+def test_a_constraint_moved_to_a_space_without_its_parameter_is_refused() -> None:
+    import dataclasses
+
+    space = ParameterSpace({"a": [1], "b": [2]}, constraints=("a < b",), source="s.json")  # type: ignore[arg-type]
+    assert dataclasses.replace(space, no_rebuild=("a",)).constraints == space.constraints
+    with pytest.raises(ParameterFileError, match="constraint 'a < b' names 'b', which is not"):
+        dataclasses.replace(space, parameters={"a": [1]})

@@ -112,8 +112,8 @@ class ParameterSpace:
             _check_condition(self.source, name, param, params)
             params[name] = param
         self.parameters = params
-        self.constraints = tuple(
-            c if isinstance(c, Constraint) else self._constraint(c) for c in self.constraints
+        self.constraints = tuple(  # parsed again: a Constraint of another space may not fit
+            self._constraint(c.text if isinstance(c, Constraint) else c) for c in self.constraints
         )
         unknown = [n for n in self.no_rebuild if n not in self.parameters]
         if unknown:
