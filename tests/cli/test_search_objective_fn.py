@@ -104,6 +104,29 @@ def test_a_number_returned_is_the_default_stat_value(runner, project):
     assert "5/5 runs finished (0 invalid), 1 builds; best value=50.0 at x=5" in out
 
 
+def test_the_module_is_not_run_where_the_search_is_made(runner, project):
+    """The head node need not have what the module imports: it is read there, run on the
+    workers, and a run that cannot import it is an invalid run saying why."""
+    (project / "ongpu.py").write_text(
+        "import not_installed_gpu_lib\n\n\ndef measure(config):\n    return 1.0\n"
+    )
+    invoke(runner, "session", "create", "--arch", "cpu", "--num-cu", "1", "--backend", "bench")
+    invoke(
+        runner, "search", "create", str(project / "space.json"), "-s", "1", "--name", "gpu",
+        "--objective-fn", "ongpu:measure", "--source", str(project), "--budget", "2",
+        "--owns", "nothing",
+    )  # fmt: skip
+    assert "ongpu" not in sys.modules
+    invoke(runner, "go_fish", "-s", "1", "--search", "--local", "-w", "1")
+    db = open_database(load_settings().db_url)
+    try:
+        recorded = runs(db, 1)
+    finally:
+        db.dispose()
+    assert len(recorded) == 2 and not any(r.valid for r in recorded)
+    assert all("No module named 'not_installed_gpu_lib'" in r.reason for r in recorded)
+
+
 @pytest.mark.parametrize(
     "args, message",
     [

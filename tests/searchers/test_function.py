@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tuna.errors import TunaError
-from tuna.searchers.function import load_function, stats_of
+from tuna.searchers.function import find_function, load_function, stats_of
 
 MODULE = """\
 CALLS = []
@@ -35,8 +35,9 @@ def module_dir(tmp_path: Path) -> Iterator[Path]:
     cached per process)."""
     (tmp_path / "objmod.py").write_text(MODULE)
     (tmp_path / "broken_at_import.py").write_text("raise RuntimeError('no licence server')\n")
+    (tmp_path / "needs_lib.py").write_text("import not_installed_lib\n")
     yield tmp_path
-    for m in ["objmod", "broken_at_import"]:
+    for m in ["objmod", "broken_at_import", "needs_lib"]:
         sys.modules.pop(m, None)
 
 
@@ -60,6 +61,10 @@ def test_an_installed_module_needs_no_directory() -> None:
         ("objmod:nope", "has no 'nope'; name a function it defines"),
         ("objmod:not_a_function", "is 3, not a function"),
         ("broken_at_import:f", "importing broken_at_import in .* raised RuntimeError: no licence"),
+        (
+            "needs_lib:f",
+            "importing needs_lib in .* raised ModuleNotFoundError: No module named 'not_installed_",
+        ),
     ],
 )
 def test_a_bad_reference_is_one_clear_error(module_dir: Path, ref: str, message: str) -> None:
@@ -91,3 +96,49 @@ def test_what_an_objective_returns_is_stats_or_what_is_wrong(out, expected) -> N
         assert isinstance(got, str) and got.startswith(expected)
     else:
         assert got == expected
+
+
+GPU_MODULE = """\
+import not_installed_gpu_lib  # the workers' image has it; the head node does not
+
+try:
+    from fast import measure_fast
+except ImportError:
+    def measure_fast(config):
+        return 1.0
+
+
+def measure(config):
+    return not_installed_gpu_lib.time(config)
+"""
+
+
+@pytest.mark.parametrize("name", ["measure", "measure_fast", "not_installed_gpu_lib"])
+def test_finding_a_function_reads_its_module_without_running_it(tmp_path: Path, name) -> None:
+    (tmp_path / "gpumod.py").write_text(GPU_MODULE)
+    assert find_function(f"gpumod:{name}", tmp_path) == tmp_path / "gpumod.py"
+    assert "gpumod" not in sys.modules
+
+
+@pytest.mark.parametrize(
+    "text, ref, message",
+    [
+        (GPU_MODULE, "gpumod:nope", r"module gpumod \(.*gpumod.py\) has no 'nope'; name a funct"),
+        ("def f(:\n", "gpumod:f", r"gpumod.py line 1: .*; fix the module"),
+        (GPU_MODULE, "elsewhere:measure", "no module 'elsewhere' in .* or installed; check the"),
+        (GPU_MODULE, "gpumod", "write it as module:function"),
+    ],
+)
+def test_finding_a_bad_reference_is_one_clear_error(tmp_path: Path, text, ref, message) -> None:
+    (tmp_path / "gpumod.py").write_text(text)
+    with pytest.raises(TunaError, match=message) as e:
+        find_function(ref, tmp_path)
+    assert "\n" not in str(e.value)
+
+
+def test_finding_an_installed_module_or_one_that_may_define_anything() -> None:
+    assert find_function("json:dumps") is not None and find_function("sys:exit") is None
+    with pytest.raises(TunaError, match="has no 'nope'"):
+        find_function("json:nope")
+    # ``from x import *`` may define any name: nothing to check without running it
+    assert find_function("tuna.search:Anything") is not None

@@ -53,7 +53,8 @@ from tuna.searches.strategy import StrategyRequest, create_strategy_search, sear
     "objective_fn",
     metavar="MODULE:FUNCTION",
     help="Instead of --run: a Python function of the config, returning a number or a dict of "
-    "stats; its module is imported from --source (shipped to the workers) or installed.",
+    "stats; its module is read here and run by the workers, from --source (shipped to them) "
+    "or installed there.",
 )
 @click.option("--build", "build_cmd", help="Build command template (build-time parameters).")
 @click.option(

@@ -57,7 +57,7 @@ from tuna.backends.bench.function import run_command as function_command
 from tuna.backends.bench.stats import StatsFormat
 from tuna.backends.bench.templates import BenchError, CommandTemplate
 from tuna.problems.conv import ConvProblem
-from tuna.searchers.function import load_function
+from tuna.searchers.function import find_function
 
 SPEC_KEYS = frozenset(
     {
@@ -156,8 +156,8 @@ class BenchBackend(Backend):
     ) -> None:
         bench = spec_from_dict(spec)
         bench.check(list(parameters))
-        if spec.get("function") is not None:  # imported here, as the worker will
-            load_function(spec["function"]["ref"], bench.source_dir)
+        if spec.get("function") is not None:  # found, not run: the workers run it
+            find_function(spec["function"]["ref"], bench.source_dir)
         if bench.build is not None:
             named = [n for n in bench.build.names() if n in runtime]
             if named:
