@@ -2,7 +2,8 @@
 
 ``tuna.tune("mymod:measure", ...)`` imports it in-process; a search made with ``tuna search
 create --objective-fn mymod:measure`` has each worker import it from the shipped sources
-(:mod:`tuna.backends.bench.function`). Both read what it returns with :func:`stats_of`.
+(:mod:`tuna.backends.bench.function`). Both read what it returns with :func:`stats_of`,
+and give it a trial when it takes one (:func:`takes_trial`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import ast
 import contextlib
 import importlib
 import importlib.util
+import inspect
 import json
 import sys
 from collections.abc import Callable, Iterator, Mapping
@@ -174,3 +176,16 @@ def _is_part_of(name: str, module_name: str) -> bool:
     """Whether ``name`` is ``module_name`` or one of its parent packages."""
     parts = module_name.split(".")
     return name in {".".join(parts[: i + 1]) for i in range(len(parts))}
+
+
+def takes_trial(objective: Callable[..., Any]) -> bool:
+    """Whether ``objective`` takes a second positional argument (the trial, to report its
+    progress: ``trial.report(step, value)``)."""
+    try:
+        signature = inspect.signature(objective)
+    except (TypeError, ValueError):  # a builtin without a signature: params only
+        return False
+    kinds = [p.kind for p in signature.parameters.values()]
+    positional = [k for k in kinds if k in (inspect.Parameter.POSITIONAL_ONLY,
+                                             inspect.Parameter.POSITIONAL_OR_KEYWORD)]  # fmt: skip
+    return len(positional) >= 2 or inspect.Parameter.VAR_POSITIONAL in kinds

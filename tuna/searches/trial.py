@@ -14,14 +14,13 @@ values are stored all the same. With ask and tell, ``study.tell(trial, tuna.Prun
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from tuna.searchers.errors import SearchError
-from tuna.searchers.function import stats_of
+from tuna.searchers.function import stats_of, takes_trial
 from tuna.searchers.prune import Goal, Peer, Pruned, Pruner
 from tuna.searchers.run import Run
 
@@ -60,18 +59,6 @@ class TrialProgress:
         last = max(self.intermediate) if self.intermediate else None
         where = f" at step {last}" if last is not None else ""
         return f"pruned by the objective{where}"
-
-
-def takes_trial(objective: Callable[..., Any]) -> bool:
-    """Whether ``objective`` takes a second positional argument (the trial)."""
-    try:
-        signature = inspect.signature(objective)
-    except (TypeError, ValueError):  # a builtin without a signature: params only
-        return False
-    kinds = [p.kind for p in signature.parameters.values()]
-    positional = [k for k in kinds if k in (inspect.Parameter.POSITIONAL_ONLY,
-                                             inspect.Parameter.POSITIONAL_OR_KEYWORD)]  # fmt: skip
-    return len(positional) >= 2 or inspect.Parameter.VAR_POSITIONAL in kinds
 
 
 @dataclass(frozen=True)

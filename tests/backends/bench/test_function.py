@@ -87,3 +87,43 @@ def test_checking_the_spec_imports_the_function_from_the_sources(tmp_path: Path)
         sys.modules.pop("fnmod", None)
     with pytest.raises(TunaError, match="give \\{'ref': 'mod:fn'\\}"):
         spec_from_dict({"function": "fnmod:measure"})
+
+
+TRAINING = """\
+import time
+
+
+def train(config, trial):
+    for epoch in range(6):
+        trial.report(epoch, config["x"] / (epoch + 1))
+        assert not trial.should_prune()  # the worker kills a pruned run instead
+        time.sleep(0.3)
+    return config["x"] / 6
+"""
+
+
+@pytest.mark.parametrize("prune_at", [None, 1])
+def test_a_function_of_two_arguments_reports_lines_its_worker_may_prune_on(
+    tmp_path: Path, prune_at: int | None
+) -> None:
+    sources = tmp_path / "sources"
+    sources.mkdir()
+    (sources / "trainmod.py").write_text(TRAINING)
+    heard: list[tuple[int, float]] = []
+
+    def report(step: int, value: float) -> str | None:
+        heard.append((step, value))
+        return f"pruned at step {step}" if step == prune_at else None
+
+    spec = {"function": {"ref": "trainmod:train", "stat": "loss"}, "owns": "nothing"}
+    work = SearchWork(
+        job_id=1, attempt=1, step="run", search_id=1, spec={**spec, "required_stats": ["loss"]},
+        config={"x": 6}, scratch=tmp_path / "scratch", build_dir=sources, report=report,
+    )  # fmt: skip
+    out = BenchBackend().run(work)
+    if prune_at is None:
+        assert out.valid and out.stats == {"loss": 1.0} and not out.pruned
+        assert heard == [(e, 6 / (e + 1)) for e in range(6)]
+    else:
+        assert (out.valid, out.pruned, out.failure) == (False, True, "pruned at step 1")
+        assert heard == [(0, 6.0), (1, 3.0)] and dict(out.intermediate) == {0: 6.0, 1: 3.0}
