@@ -169,18 +169,21 @@ def test_the_searcher_expression_sees_tuna_search_the_space_and_the_parameters()
 
 
 def test_a_strategy_by_name_searches_a_parameter_files_space_for_its_objective():
-    """--searcher tpe (issue #28): the strategy over the file's cartesian product, optimising
-    the search's objective; Strategy(...) takes a seed and a round size."""
+    """--searcher tpe (issue #28): Optuna's sampler over the file's parameters, optimising
+    the search's objective; Strategy(...) takes a seed and a round size; a strategy of
+    candidates (hillclimb) searches the file's cartesian product."""
     from tuna.searchers import Objective
     from tuna.searchers.strategies import RoundSearcher
+    from tuna.searchers.strategies.sampled_space import SampledSpace
 
     space = load_space("p.py", TWO_BUILDS)
     searcher = make_searcher("tpe", space, Objective("t", "max"))
-    assert isinstance(searcher, RoundSearcher) and searcher.name == "tpe"
+    assert isinstance(searcher, SampledSpace) and searcher.name == "tpe"
     assert (searcher.objective.stat, searcher.objective.goal) == ("t", "max")
-    assert len(searcher.space) == space.size()
     seeded = make_searcher("Strategy('nsga2', space, seed=3, round_size=2)", space)
-    assert isinstance(seeded, RoundSearcher) and (seeded.seed, seeded.round_size) == (3, 2)
+    assert isinstance(seeded, SampledSpace) and (seeded.seed, seeded.round_size) == (3, 2)
+    climb = make_searcher("hillclimb", space, Objective("t"))
+    assert isinstance(climb, RoundSearcher) and len(climb.space) == space.size()
     with pytest.raises(TunaError, match=r"strategy's name \(exhaustive, .*, tpe, cmaes, gp"):
         make_searcher("tpee", space)
     with pytest.raises(TunaError, match="^unknown strategy 'tpee'; the strategies are"):

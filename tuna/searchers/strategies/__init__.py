@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from tuna.searchers.builtin import SearcherInterface
 from tuna.searchers.costmodel import HistoryEntry, ModelLibraryMissing
 from tuna.searchers.errors import SearchError
 from tuna.searchers.objective import Objective
@@ -41,6 +42,7 @@ from tuna.searchers.strategies.sampled import (
     TPESearch,
     check_sampler,
 )
+from tuna.searchers.strategies.sampled_space import SampledSpace
 
 STRATEGIES: dict[str, type[RoundSearcher]] = {
     s.name: s
@@ -111,14 +113,25 @@ def strategy_over(
     round_size: int = 8,
     patience: int | None = None,
     objective: Objective | None = None,
-) -> RoundSearcher:
+) -> SearcherInterface:
     """The strategy ``name`` over a parameter file's space (a bench search's ``--searcher
-    tpe``, ``tuna.tune(strategy="tpe")``): its candidates are every point of the cartesian
-    product; ``META_is_config_valid`` stays the proposer's, so a point it refuses is a failed
-    candidate to the strategy, which proposes another."""
+    tpe``, ``tuna.tune(strategy="tpe")``). Optuna's samplers sample its parameters as
+    declared (ranges, conditions, several objectives: :class:`.sampled_space.SampledSpace`);
+    the others search every point of its cartesian product as candidates. Constraints and
+    ``META_is_config_valid`` stay the proposer's: a point they refuse is a failed candidate
+    to the strategy, which proposes another."""
     if name not in STRATEGIES:
         raise UnknownStrategyError(
             f"unknown strategy {name!r}; the strategies are {', '.join(STRATEGIES)}"
+        )
+    if name in SAMPLED:  # Optuna's own distributions: ranges, conditions, several objectives
+        if patience is not None or isinstance(budget, float):
+            raise SearchError(
+                f"strategy {name!r} over a parameter space takes a budget of runs (an int), "
+                "and no patience"
+            )
+        return SampledSpace(
+            name, space, objective=objective, budget=budget, seed=seed, round_size=round_size
         )
     space.require_finite(f"strategy {name!r}")
     if space.conditional:

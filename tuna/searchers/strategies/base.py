@@ -234,6 +234,23 @@ def resolve_budget(budget: int | float | None, size: int) -> int:
     return count
 
 
+def points_of(rounds: Rounds, name: str) -> Proposals:
+    """The one-point protocol of a searcher of rounds: each point of each round in turn,
+    each sent its Run; the round's Runs go to ``rounds`` when the round is complete."""
+    try:
+        batch = next(rounds)
+    except StopIteration:
+        return
+    while True:
+        runs = []
+        for point in batch:
+            runs.append(_need_run(name, (yield point)))
+        try:
+            batch = rounds.send(runs)
+        except StopIteration:
+            return
+
+
 class RoundSearcher(SearcherInterface):
     """The base of strategies; see the module docstring. Subclasses implement :meth:`_plan`.
 
@@ -335,19 +352,7 @@ class RoundSearcher(SearcherInterface):
 
     def generate(self) -> Proposals:
         """The one-point protocol: each point of each round, each sent its Run."""
-        rounds = self.rounds()
-        try:
-            batch = next(rounds)
-        except StopIteration:
-            return
-        while True:
-            runs = []
-            for point in batch:
-                runs.append(_need_run(self.name, (yield point)))
-            try:
-                batch = rounds.send(runs)
-            except StopIteration:
-                return
+        return points_of(self.rounds(), self.name)
 
     def get_best(self) -> Point:
         """The best candidate measured so far (never a predicted one)."""

@@ -92,9 +92,30 @@ def _need(module: str, what: str, extra: str) -> None:
         ) from e
 
 
+def make_sampler(name: str, *, seed: int, round_size: int, population: int | None = None) -> Any:
+    """Optuna's sampler of strategy ``name``, seeded: TPE multivariate (the parameters'
+    joint density, not one at a time) with a constant liar for a round's pending trials;
+    CMA-ES with margin (for integer axes: it keeps the search from collapsing onto one value
+    too early); the Gaussian process; NSGA-II with generations of ``population`` trials
+    (default: two rounds)."""
+    samplers = optuna_module().samplers
+    if name == "tpe":
+        return samplers.TPESampler(seed=seed, multivariate=True, constant_liar=True)
+    if name == "cmaes":
+        return samplers.CmaEsSampler(seed=seed, with_margin=True, warn_independent_sampling=False)
+    if name == "gp":
+        return samplers.GPSampler(seed=seed, warn_independent_sampling=False)
+    if name == "nsga2":
+        size = population or 2 * round_size
+        if size < 2:
+            raise SearchError(f"nsga2: population must be at least 2, not {size}")
+        return samplers.NSGAIISampler(seed=seed, population_size=size)
+    raise SearchError(f"{name!r} is not one of Optuna's samplers ({', '.join(SAMPLED)})")
+
+
 class SampledSearch(RoundSearcher):
-    """An Optuna sampler over the candidates; see the module docstring. Subclasses say
-    which sampler (:meth:`_sampler`)."""
+    """An Optuna sampler over the candidates; see the module docstring. Subclasses name
+    which sampler (:func:`make_sampler`)."""
 
     name = "sampled"
 
@@ -116,7 +137,10 @@ class SampledSearch(RoundSearcher):
         self.repaired = 0
 
     def _sampler(self) -> Any:
-        raise NotImplementedError
+        population = getattr(self, "population", None)
+        return make_sampler(
+            self.name, seed=self.seed, round_size=self.round_size, population=population
+        )
 
     def _plan(self) -> Plan:
         optuna = self._optuna
@@ -171,36 +195,21 @@ class SampledSearch(RoundSearcher):
 
 
 class TPESearch(SampledSearch):
-    """Optuna's tree-structured Parzen estimator, multivariate (the parameters' joint
-    density, not one at a time), with a constant liar for the round's pending trials."""
+    """Optuna's tree-structured Parzen estimator (:func:`make_sampler`)."""
 
     name = "tpe"
 
-    def _sampler(self) -> Any:
-        return self._optuna.samplers.TPESampler(
-            seed=self.seed, multivariate=True, constant_liar=True
-        )
-
 
 class CmaEsSearch(SampledSearch):
-    """Optuna's CMA-ES with margin (the variant for integer axes: it keeps the search from
-    collapsing onto one value of an axis too early)."""
+    """Optuna's CMA-ES with margin (:func:`make_sampler`)."""
 
     name = "cmaes"
-
-    def _sampler(self) -> Any:
-        return self._optuna.samplers.CmaEsSampler(
-            seed=self.seed, with_margin=True, warn_independent_sampling=False
-        )
 
 
 class GPSearch(SampledSearch):
     """Optuna's Gaussian-process Bayesian optimisation (PyTorch, SciPy: ``tuna[gp]``)."""
 
     name = "gp"
-
-    def _sampler(self) -> Any:
-        return self._optuna.samplers.GPSampler(seed=self.seed, warn_independent_sampling=False)
 
 
 class NSGA2Search(SampledSearch):
@@ -212,10 +221,6 @@ class NSGA2Search(SampledSearch):
     def __init__(
         self, space: CandidateSpace, *, population: int | None = None, **kwargs: Any
     ) -> None:
+        self.population = population
         super().__init__(space, **kwargs)
-        self.population = population or 2 * self.round_size
-        if self.population < 2:
-            raise SearchError(f"nsga2: population must be at least 2, not {self.population}")
-
-    def _sampler(self) -> Any:
-        return self._optuna.samplers.NSGAIISampler(seed=self.seed, population_size=self.population)
+        make_sampler(self.name, seed=self.seed, round_size=self.round_size, population=population)
