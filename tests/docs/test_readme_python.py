@@ -13,12 +13,12 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from tests.dashboard.conftest import dashboard_client
 from tests.dashboard.test_app import cells
 from tests.support.docs import page, section
+from tests.support.wait import wait_until
 from tuna.db import open_database
 
 HEADING = "## A taste: a Python function, tuned"
@@ -76,11 +76,12 @@ def test_the_example_resumes_after_ctrl_c_and_shows_in_the_dashboard(tmp_path: P
     db_file = data / "tuna.db"
 
     first = _start(script, data)
-    deadline = time.monotonic() + DEADLINE_S
-    while not _runs(db_file):
+
+    def stored() -> bool:
         assert first.poll() is None, f"the script ended before any run: {first.communicate()}"
-        assert time.monotonic() < deadline, f"no run stored after {DEADLINE_S:g} s"
-        time.sleep(0.02)
+        return bool(_runs(db_file))
+
+    wait_until(stored, "the script's first run", timeout=DEADLINE_S, interval=0.02)
     first.send_signal(signal.SIGINT)  # Ctrl-C, halfway: the objective sleeps 0.5 s a call
     out, err = first.communicate(timeout=DEADLINE_S)
     assert first.returncode != 0 and "KeyboardInterrupt" in err, (first.returncode, out, err)
