@@ -361,3 +361,28 @@ def test_a_strategy_refuses_a_continuous_or_conditional_space() -> None:
     )
     with pytest.raises(SearchError, match="p.py: parameter 'u' is conditional, and a strategy"):
         make_strategy("exhaustive", conditional)
+
+
+def test_a_strategy_by_name_takes_its_candidates_from_the_one_enumeration() -> None:
+    """strategy_over (tpe and the others by name) builds its candidates with
+    CandidateSpace.of: constraints make holes, META_is_config_valid stays the proposer's."""
+    from tuna.searchers import ParameterSpace
+    from tuna.searchers.strategies import strategy_over
+
+    def refuse(config: dict[str, object]) -> bool:  # reads a base setting: never called here
+        return config["seconds"] != 1
+
+    declared = ParameterSpace(
+        {"MR": [1, 2, 4, 6, 8], "NV": [1, 2, 3, 4], "KC": [64, 128, 256, 512]},
+        constraints=("MR * NV <= 16",),  # type: ignore[arg-type]
+        hooks={"META_is_config_valid": refuse},
+    )
+    searcher = strategy_over("random", declared, seed=1)
+    assert searcher.space.points == space().points
+    with pytest.raises(SearchError, match=r"strategy 'grid' chooses among listed values, and 'q'"):
+        strategy_over("grid", ParameterSpace({"a": [1], "q": []}))
+    big = ParameterSpace({n: list(range(60)) for n in "abc"}, source="big.json")
+    with pytest.raises(
+        SearchError, match=r"big.json: strategy 'hillclimb' enumerates .* 216,000 points"
+    ):
+        strategy_over("hillclimb", big)

@@ -99,11 +99,6 @@ def make_strategy(
     return cls(space, **common, **options)
 
 
-#: The most points a parameter file's space may have for a strategy to search it: a
-#: strategy enumerates its candidates up front.
-MAX_PRODUCT = 200_000
-
-
 def strategy_over(
     name: str,
     space: ParameterSpace,
@@ -116,10 +111,13 @@ def strategy_over(
 ) -> SearcherInterface:
     """The strategy ``name`` over a parameter file's space (a bench search's ``--searcher
     tpe``, ``tuna.tune(strategy="tpe")``). Optuna's samplers sample its parameters as
-    declared (ranges, conditions, several objectives: :class:`.sampled_space.SampledSpace`);
-    the others search every point of its cartesian product as candidates. Constraints and
-    ``META_is_config_valid`` stay the proposer's: a point they refuse is a failed candidate
-    to the strategy, which proposes another."""
+    declared (ranges, conditions, several objectives: :class:`.sampled_space.SampledSpace`),
+    constraints and ``META_is_config_valid`` staying the proposer's. The others search the
+    points of its cartesian product that its constraints accept
+    (:meth:`CandidateSpace.of`, the one way from a declared space to candidates);
+    ``META_is_config_valid`` stays the proposer's (it reads the whole config, base settings
+    included), so a point it refuses is a failed candidate and the strategy proposes
+    another."""
     if name not in STRATEGIES:
         raise UnknownStrategyError(
             f"unknown strategy {name!r}; the strategies are {', '.join(STRATEGIES)}"
@@ -133,25 +131,7 @@ def strategy_over(
         return SampledSpace(
             name, space, objective=objective, budget=budget, seed=seed, round_size=round_size
         )
-    space.require_finite(f"strategy {name!r}")
-    if space.conditional:
-        raise SearchError(
-            f"{space.source}: strategy {name!r} searches candidates that all name the same "
-            "parameters, and this space has conditional ones; use a sampler (tpe, cmaes, gp, "
-            "nsga2) or Random(space, N, seed=1)"
-        )
-    empty = [n for n, p in space.parameters.items() if not p.count()]
-    if empty:
-        raise SearchError(
-            f"{space.source}: strategy {name!r} chooses among listed values, and "
-            f"{', '.join(empty)} lists none; give its values"
-        )
-    if space.size() > MAX_PRODUCT:
-        raise SearchError(
-            f"{space.source}: strategy {name!r} enumerates the space's candidates up front, "
-            f"and its {space.size():,} points are more than {MAX_PRODUCT:,}; list fewer values"
-        )
-    candidates = CandidateSpace(space.product(), source=space.source)
+    candidates = CandidateSpace.of(space, who=f"strategy {name!r}")
     return make_strategy(
         name, candidates, budget=budget, seed=seed, round_size=round_size, patience=patience,
         objective=objective,

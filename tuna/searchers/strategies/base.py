@@ -54,6 +54,11 @@ DEFAULT_OBJECTIVE = Objective("time_ms", "min")
 _IDLE_ROUNDS = 64
 
 
+#: The most points a declared space may have for a strategy to search it: a strategy
+#: enumerates its candidates up front.
+MAX_SPACE_POINTS = 200_000
+
+
 class BudgetError(SearchError):
     """Raised when a budget is 0, negative, above the space, or not a number."""
 
@@ -95,19 +100,38 @@ class CandidateSpace:
         self._position = {n: {v: j for j, v in enumerate(vs)} for n, vs in self.values.items()}
 
     @classmethod
-    def of(cls, space: ParameterSpace) -> CandidateSpace:
+    def of(cls, space: ParameterSpace, who: str = "a strategy") -> CandidateSpace:
         """The candidates of ``space``: every point of its product (declaration order) that
-        its constraints and ``META_is_config_valid`` accept. A continuous range or a
-        conditional parameter has no such list: one :class:`SearchError` says so."""
-        space.require_finite("a strategy (which searches a finite list of candidates)")
+        its constraints accept. ``META_is_config_valid`` stays the proposer's (it reads the
+        whole config, base settings included): a point it refuses is a failed candidate, and
+        the strategy proposes another. A continuous range, a conditional parameter, one
+        that lists no values or more than :data:`MAX_SPACE_POINTS` points is one
+        :class:`SearchError` naming ``who`` (``strategy 'tpe'``)."""
+        space.require_finite(who)
         if space.conditional:
             name = next(n for n, p in space.parameters.items() if p.when)
             raise SearchError(
-                f"{space.source}: parameter {name!r} is conditional, and a strategy's "
-                "candidates all name the same parameters; drop the condition (a constraint "
-                "can refuse the combinations instead), or use a searcher such as Random"
+                f"{space.source}: parameter {name!r} is conditional, and {who} searches "
+                "candidates that all name the same parameters; drop the condition (a "
+                "constraint can refuse the combinations instead), or use a sampler by name "
+                "(tpe, cmaes, gp, nsga2) or Random(space, N, seed=1)"
             )
-        return cls((p for p in space.product() if space.is_config_valid(p)), source=space.source)
+        empty = [n for n, p in space.parameters.items() if not p.count()]
+        if empty:
+            raise SearchError(
+                f"{space.source}: {who} chooses among listed values, and "
+                f"{', '.join(map(repr, empty))} lists none; give its values"
+            )
+        size = space.size()
+        if size > MAX_SPACE_POINTS:
+            raise SearchError(
+                f"{space.source}: {who} enumerates the space's candidates up front, and its "
+                f"{size:,} points are more than {MAX_SPACE_POINTS:,}; list fewer values"
+            )
+        points = space.product()
+        if space.constraints:
+            points = (p for p in points if all(c.refusal(p) is None for c in space.constraints))
+        return cls(points, source=space.source)
 
     @classmethod
     def from_strings(
