@@ -142,6 +142,36 @@ def test_a_search_over_ranges_runs_through_the_queue_and_resumes_the_same_space(
         assert r.config["a"] * r.config["b"] <= 12
 
 
+def test_optunas_sampler_by_name_drives_a_search_over_ranges_through_the_queue(
+    db: Database,
+) -> None:
+    """--searcher tpe (issue #28): Optuna's TPE proposes rounds of the ranges, the
+    condition and the constraint as declared; the queue's runs are told back to it."""
+    session = bench_session(db)
+    search = new_search(
+        db,
+        session,
+        space=RANGES,
+        space_file="ranges.json",
+        spec={"run": "echo t: {a}", "owns": "nothing", "run_timeout_s": 30},
+        searcher="tpe",
+        budget=8,
+        parallelism=4,
+    )
+    with driving(db, session):
+        drain(db, session)
+    assert search_state(db, search) == ("done", None)
+    got = runs(db, search)
+    assert 4 <= len(got) <= 8  # a point the constraint refuses is not run
+    assert len({tuple(sorted(r.config.items())) for r in got}) == len(got)
+    stored = load_space("ranges.json", RANGES)
+    for r in got:
+        assert r.valid and r.value == float(r.config["a"])
+        assert stored.check_point(r.config) == r.config
+        assert ("c" in r.config) == (r.config["a"] in (1, 3))
+        assert r.config["a"] * r.config["b"] <= 12
+
+
 def test_a_dynamic_search_takes_the_path_the_local_runner_takes(db: Database, tmp_path) -> None:
     session = bench_session(db)
     search = new_search(db, session, space=BISECT, searcher=BISECT_SEARCHER, base={"b": 10})

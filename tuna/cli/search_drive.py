@@ -42,7 +42,11 @@ from tuna.searches.strategy import StrategyRequest, create_strategy_search, sear
     type=click.Path(dir_okay=False, path_type=Path),
     help="JSON file of the base config the points override (KEY=VALUE arguments win).",
 )
-@click.option("--searcher", help="Searcher expression, e.g. 'Random(space, 8, seed=1)'.")
+@click.option(
+    "--searcher",
+    help="Searcher expression, e.g. 'Random(space, 8, seed=1)', or a strategy's name: tpe, "
+    "cmaes, gp, nsga2 (Optuna's samplers), hillclimb, ...",
+)
 @click.option("--objective", "stat", help="The stat to optimise.")
 @click.option("--maximize/--minimize", default=False, help="Goal (default: minimise).")
 @click.option("--valid", "valid", help="A stat saying whether a run counts (e.g. result_validity).")
@@ -149,12 +153,16 @@ def create_cmd(
           --objective gflops --maximize --searcher 'Random(space, 12, seed=1)'
       tuna search create params.json -s 5 --name lr --run 'python train.py {lr}' \\
           --objective loss --pruner median --time-budget 30m --parallelism 4
+      tuna search create params.json -s 5 --name t --run './bench {tile} {lr}' \\
+          --objective gflops --maximize --searcher tpe --budget 40
 
     A parameter may be a list, an int or float range ({"int": [4, 64], "step": 4},
     {"float": [1e-4, 1e-1], "log": true}; Int and Float in a Python file) or conditional
     ("when": {"opt": "-O2"}), and META_constraints lists expressions every config must
     satisfy ("n % tile == 0"), as the docs' parameter files page says. A float range without a
-    step has no list of values: give a searcher that samples, such as Random.
+    step has no list of values: give a searcher that samples, such as Random, or one of Optuna's
+    samplers by name (--searcher tpe; cmaes, gp, nsga2: pip install 'tuna[optuna]'), which
+    sample each range as declared.
 
     A run that prints 'tuna:intermediate STEP VALUE' lines (a loss after each epoch, say)
     is judged at each one by the --pruner: median stops a run worse than the median of the
