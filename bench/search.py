@@ -389,7 +389,7 @@ def merge(args: argparse.Namespace) -> None:
         for label in labels:
             by_label.setdefault(label, [])
     report(tables, results, labels)
-    plot(results, labels)
+    plot(results, labels, args.png)
 
 
 def report(
@@ -451,7 +451,9 @@ def report(
             )
 
 
-def plot(results: dict[str, dict[str, list[list[Outcome]]]], labels: list[str]) -> None:
+def plot(
+    results: dict[str, dict[str, list[list[Outcome]]]], labels: list[str], name: str = "search.png"
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -483,7 +485,7 @@ def plot(results: dict[str, dict[str, list[list[Outcome]]]], labels: list[str]) 
         ax.grid(True, which="both", linewidth=0.3)
         ax.legend(fontsize=8)
     fig.tight_layout()
-    out = HERE / "search.png"
+    out = HERE / name
     fig.savefig(out, dpi=110)
     print(f"\nwrote {out.relative_to(HERE.parent)}")
 
@@ -519,6 +521,7 @@ def main(argv: list[str] | None = None) -> None:
     c.add_argument("--save", type=Path, default=None, help="save the results for merge, no report")
     g = sub.add_parser("merge", help="report the parts saved by compare --save as one")
     g.add_argument("parts", nargs="+", type=Path)
+    g.add_argument("--png", default="search.png", help="the figure's name in bench/")
     sub.add_parser("freeze", help="keep the tables measured here in bench/data (for git)")
     args = ap.parse_args(argv)
     if args.phase == "measure":
