@@ -127,3 +127,31 @@ def test_a_function_of_two_arguments_reports_lines_its_worker_may_prune_on(
     else:
         assert (out.valid, out.pruned, out.failure) == (False, True, "pruned at step 1")
         assert heard == [(0, 6.0), (1, 3.0)] and dict(out.intermediate) == {0: 6.0, 1: 3.0}
+
+
+def test_the_child_says_in_one_line_what_it_lacks_and_exits_2(tmp_path, monkeypatch, capsys):
+    """Run by hand (or by a worker without the config file), the child names what is
+    missing rather than printing a traceback."""
+    from tuna.backends.bench.function import main
+
+    (tmp_path / "fnmod.py").write_text(MODULE)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TUNA_CONFIG", raising=False)
+    try:
+        assert main(["fnmod:measure"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err == (
+            "fnmod:measure: TUNA_CONFIG is not set; a bench run sets it to the run's config "
+            "file (JSON)"
+        )
+        monkeypatch.setenv("TUNA_CONFIG", str(tmp_path / "missing.json"))
+        assert main(["fnmod:measure"]) == 2
+        assert "No such file or directory" in capsys.readouterr().err
+        assert main(["fnmod"]) == 2
+        assert "write it as module:function" in capsys.readouterr().err
+        (tmp_path / "config.json").write_text('{"x": 2}')
+        monkeypatch.setenv("TUNA_CONFIG", str(tmp_path / "config.json"))
+        assert main(["fnmod:measure", "--stat", "inv"]) == 0
+        assert capsys.readouterr().out.splitlines()[-1].startswith('{"inv": 0.5, "pid": ')
+    finally:
+        sys.modules.pop("fnmod", None)

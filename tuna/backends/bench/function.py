@@ -69,10 +69,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("ref", help="module:function")
     parser.add_argument("--stat", default="value", help="the stat a returned number is")
     args = parser.parse_args(argv)
+    where = os.environ.get("TUNA_CONFIG")
     try:
         function = load_function(args.ref, Path.cwd())
-        config = json.loads(Path(os.environ["TUNA_CONFIG"]).read_text(encoding="utf-8"))
-    except (SearchError, KeyError, OSError, ValueError) as e:
+        if not where:
+            raise SearchError(
+                "TUNA_CONFIG is not set; a bench run sets it to the run's config file (JSON)"
+            )
+        config = json.loads(Path(where).read_text(encoding="utf-8"))
+    except (SearchError, OSError, ValueError) as e:
         print(f"{args.ref}: {e}", file=sys.stderr)
         return 2
     try:
