@@ -39,6 +39,19 @@ def test_a_pruner_and_a_time_budget_are_stored(bench: tuple[CliRunner, list[str]
             assert row.time_budget_s == 5400.0
     finally:
         db.dispose()
+    r = runner.invoke(main, ["search", "show", "1"])
+    assert r.exit_code == 0, r.output
+    assert r.output.splitlines()[2] == (
+        "  limits: pruner halving(min_step=1, factor=2), time budget 1h30m"
+    )
+
+
+def test_a_search_without_limits_shows_none(bench: tuple[CliRunner, list[str]]) -> None:
+    runner, create = bench
+    assert runner.invoke(main, create).exit_code == 0
+    r = runner.invoke(main, ["search", "show", "1"])
+    assert r.exit_code == 0, r.output
+    assert "limits:" not in r.output
 
 
 @pytest.mark.parametrize(

@@ -145,6 +145,7 @@ def test_written_pruners(text: str, pruner: object) -> None:
     assert found == pruner
     assert pruner_from_json(found.to_json()) == found
     assert as_pruner(text) == found and as_pruner(found) is found
+    assert parse_pruner(found.text) == found  # what tuna search show prints reads back
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from tuna.cli.base import TunaCommand, console, database, emit, output_options, session_option
+from tuna.searchers.prune import pruner_from_json
+from tuna.searchers.timebudget import format_duration
 from tuna.searches import query
 from tuna.searches.query import RUN_STATUSES, RunRow, SearchSummary
 
@@ -223,6 +225,9 @@ def show_cmd(
         f"builds: {s.builds_done} of {s.builds} built",
         markup=False,
     )
+    limits = _limits(s)
+    if limits:
+        console.print(f"  limits: {limits}", markup=False)
     if top is None:
         console.print("  best: no run counts yet", markup=False)
     else:
@@ -282,3 +287,14 @@ def _print_front(s: SearchSummary, front: list[RunRow]) -> None:
         table.add_row(str(r.seq), escape(_compact(r.point)),
                       *(_value(stats.get(t.stat)) for t in targets))  # fmt: skip
     console.print(table)
+
+
+def _limits(s: SearchSummary) -> str:
+    """A search's pruner and time budget, as `tuna search create` takes them ("" if none)."""
+    parts = []
+    pruner = pruner_from_json(s.pruner)
+    if pruner is not None:
+        parts.append(f"pruner {pruner.text}")
+    if s.time_budget_s is not None:
+        parts.append(f"time budget {format_duration(s.time_budget_s)}")
+    return ", ".join(parts)

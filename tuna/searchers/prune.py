@@ -113,6 +113,11 @@ class MedianPruner:
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, **{f.name: getattr(self, f.name) for f in fields(self)}}
 
+    @property
+    def text(self) -> str:
+        """Its written form, every setting given: ``median(warmup_runs=5, warmup_steps=0)``."""
+        return _text(self)
+
 
 @dataclass(frozen=True)
 class HalvingPruner:
@@ -171,6 +176,11 @@ class HalvingPruner:
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, **{f.name: getattr(self, f.name) for f in fields(self)}}
 
+    @property
+    def text(self) -> str:
+        """Its written form, every setting given: ``median(warmup_runs=5, warmup_steps=0)``."""
+        return _text(self)
+
 
 Pruner = MedianPruner | HalvingPruner
 PRUNERS: dict[str, type[MedianPruner] | type[HalvingPruner]] = {
@@ -178,6 +188,11 @@ PRUNERS: dict[str, type[MedianPruner] | type[HalvingPruner]] = {
     "halving": HalvingPruner,
 }
 _FORM = re.compile(r"^\s*([a-z_]+)\s*(?:\((.*)\))?\s*$", re.DOTALL)
+
+
+def _text(pruner: MedianPruner | HalvingPruner) -> str:
+    settings = ", ".join(f"{f.name}={getattr(pruner, f.name)}" for f in fields(pruner))
+    return f"{pruner.name}({settings})"
 
 
 def _at_least(field: str, value: object, low: int, pruner: str) -> None:

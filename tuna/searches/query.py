@@ -90,6 +90,9 @@ class SearchSummary:
     full_objective: Objective | None = None
     """Every objective, the constraints and the baseline's stats (None: ``stat``/``goal``/
     ``validity`` alone)."""
+    pruner: dict[str, Any] | None = None
+    """How hopeless runs are stopped (:mod:`tuna.searchers.prune`'s JSON; None: never)."""
+    time_budget_s: float | None = None
 
     @property
     def in_flight(self) -> int:
@@ -241,6 +244,8 @@ _SEARCH_COLUMNS = (
     Search.created,
     Search.finished,
     Search.reason,
+    Search.pruner,
+    Search.time_budget_s,
 )
 
 
@@ -337,6 +342,8 @@ def _summaries(conn: Connection, rows: Sequence[Any]) -> list[SearchSummary]:
                 finished=r.finished,
                 reason=r.reason,
                 full_objective=objective,
+                pruner=r.pruner,
+                time_budget_s=r.time_budget_s,
             )
         )
     return out
