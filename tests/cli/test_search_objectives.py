@@ -4,6 +4,9 @@ its constraints, baseline and Pareto front, the same front tuna.tune returned.""
 from __future__ import annotations
 
 import json
+from pathlib import Path
+
+import pytest
 
 import tuna
 from tests.searches.test_tune_objectives import EXACT, SPACE, TWO, WITHIN_3, approximate
@@ -72,3 +75,47 @@ def test_best_search_refuses_target_options(runner):
     r = runner.invoke(main, ["best", "--search", "1", "-a", "gfx90a"])
     assert r.exit_code == 2
     assert "--search goes alone" in r.output
+
+
+def _bench_session(runner) -> None:
+    args = ["session", "create", "--arch", "cpu", "--num-cu", "1", "--backend", "bench"]
+    r = runner.invoke(main, args)
+    assert r.exit_code == 0, r.output
+
+
+def _create(tmp_path: Path) -> list[str]:
+    space = tmp_path / "space.json"
+    space.write_text('{"a": [1, 2], "b": [5, 6]}')
+    return ["search", "create", str(space), "-s", "1", "--name", "qos",
+            "--run", "echo t: {a}; echo acc: {b}"]  # fmt: skip
+
+
+def test_search_create_takes_objectives_constraints_and_a_baseline(runner, tmp_path):
+    _bench_session(runner)
+    r = runner.invoke(main, [*_create(tmp_path), "--objective", "t", "--objective", "acc:max",
+                             "--constraint", "acc >= baseline.acc - 1",
+                             "--baseline", "a=2", "--baseline", "b=6"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    show = runner.invoke(main, ["search", "show", "1", "--json"])
+    doc = json.loads(show.output)["search"]
+    assert doc["objective"] == "t:min, acc:max"
+    assert doc["constraints"] == ["acc >= baseline.acc - 1"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--objective", "t:fast"], "Error: objective 't': direction 'fast'; use 'min' or 'max'"),
+        (["--objective", "t", "--constraint", "acc >="], "Error: constraint 'acc >=': not an "),
+        (["--objective", "t", "--baseline", "a"], "Error: --baseline 'a' is not KEY=VALUE"),
+        (["--objective", "t", "--baseline", "a=1"], "misses 'b'; give a value of each"),
+        (["--objective", "t", "--constraint", "acc > baseline.acc"], "but no baseline is given"),
+    ],
+)
+def test_search_create_refuses_bad_objectives_in_one_line(runner, tmp_path, extra, message):
+    _bench_session(runner)
+    r = runner.invoke(main, [*_create(tmp_path), *extra])
+    assert r.exit_code == 1
+    assert r.output.startswith("Error: ") and message in r.output
+    assert len(r.output.strip().splitlines()) == 1
+    assert "has no search yet" in runner.invoke(main, ["search", "list", "-s", "1"]).output

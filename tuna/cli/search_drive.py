@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -21,6 +22,8 @@ from tuna.cli.strategy import (
 )
 from tuna.errors import TunaError
 from tuna.searchers import load_base_config
+from tuna.searchers.config import parse_value
+from tuna.searchers.objective import parse_target
 from tuna.searchers.strategies import StrategyOptions
 from tuna.searches import SearchRequest, SessionSearches, check_request, create_search, query
 from tuna.searches.query import RunRow, SearchSummary
@@ -47,7 +50,29 @@ from tuna.searches.strategy import StrategyRequest, create_strategy_search, sear
     help="Searcher expression, e.g. 'Random(space, 8, seed=1)', or a strategy's name: tpe, "
     "cmaes, gp, nsga2 (Optuna's samplers), hillclimb, ...",
 )
-@click.option("--objective", "stat", help="The stat to optimise.")
+@click.option(
+    "--objective",
+    "objectives",
+    multiple=True,
+    metavar="STAT[:min|max]",
+    help="A stat to optimise (repeat for several: the first leads; --maximize sets a bare "
+    "STAT's direction).",
+)
+@click.option(
+    "--constraint",
+    "constraints",
+    multiple=True,
+    help="A run counts only if it holds, e.g. 'qos_loss <= 3' or "
+    "'accuracy >= baseline.accuracy - 0.5' (repeatable).",
+)
+@click.option(
+    "--baseline",
+    "baseline_items",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A parameter's value in the baseline run, measured first (run -1); one per "
+    "parameter. Constraints read its stats as baseline.STAT.",
+)
 @click.option("--maximize/--minimize", default=False, help="Goal (default: minimise).")
 @click.option("--valid", "valid", help="A stat saying whether a run counts (e.g. result_validity).")
 @click.option("--parallelism", type=int, default=1, show_default=True, help="Most runs in flight.")
@@ -112,7 +137,9 @@ def create_cmd(
     name: str | None,
     base_file: Path | None,
     searcher: str | None,
-    stat: str,
+    objectives: tuple[str, ...],
+    constraints: tuple[str, ...],
+    baseline_items: tuple[str, ...],
     maximize: bool,
     valid: str | None,
     parallelism: int,
@@ -155,6 +182,9 @@ def create_cmd(
           --objective loss --pruner median --time-budget 30m --parallelism 4
       tuna search create params.json -s 5 --name t --run './bench {tile} {lr}' \\
           --objective gflops --maximize --searcher tpe --budget 40
+      tuna search create approx.json -s 5 --name qos --run './net {l0} {l1}' \\
+          --objective time_ms:min --objective accuracy:max --baseline l0=0 --baseline l1=0 \\
+          --constraint 'accuracy >= baseline.accuracy - 1'
 
     A parameter may be a list, an int or float range ({"int": [4, 64], "step": 4},
     {"float": [1e-4, 1e-1], "log": true}; Int and Float in a Python file) or conditional
@@ -169,6 +199,12 @@ def create_cmd(
     completed runs at that step (after warmup_runs=5 of them), halving keeps the best third
     (factor=3) at steps min_step, min_step*3, ...; a pruned run is killed (its process
     group) and recorded as pruned, never the best. --time-budget stops proposing once spent.
+
+    Several --objective STAT:min|max make the search's answer a Pareto front (the runs
+    that count and that no other beats on every objective), shown by `tuna search show`,
+    `tuna best --search` and the dashboard; the first objective leads its best-so-far
+    curve. A run failing a --constraint is recorded but does not count. --baseline names a
+    configuration measured first, as run -1, whose stats a constraint reads as baseline.STAT.
 
     Bisect(param, lower, upper, step, predicate) searches the grid lower, lower + step, ...
     up to upper (both bounds included; each is measured when the search reaches it, none is
@@ -185,6 +221,10 @@ def create_cmd(
     session's default strategy (`tuna session create --strategy`) is the search, each flag
     given overriding its value.
     """
+    targets = [parse_target(o if ":" in o else f"{o}:{'max' if maximize else 'min'}")
+               for o in objectives]  # fmt: skip
+    stat = targets[0].stat if targets else None
+    baseline = _baseline(baseline_items)
     default = None
     if flags.strategy is None and (config_id is not None or solver is not None):
         default = session_strategy(session_id)
@@ -207,6 +247,11 @@ def create_cmd(
             )
         stat, stats_mode, stats_pattern = stat or "value", "json", ()
     if options is not None:
+        if len(targets) > 1 or constraints or baseline is not None:
+            raise TunaError(
+                "--strategy searches a solver's time_ms: leave out --constraint, --baseline "
+                "and a second --objective"
+            )
         from_session = flags.strategy is None
         _create_strategy(
             session_id, name, config_id, solver, options, from_session, params, run_cmd, stat
@@ -246,7 +291,10 @@ def create_cmd(
         space_text=text,
         spec=spec,
         objective_stat=stat,
-        goal="max" if maximize else "min",
+        goal=targets[0].goal if targets else "min",
+        more=tuple(targets[1:]),
+        constraints=constraints,
+        baseline=baseline,
         valid=valid,
         base=load_base_config(base_file, assignments),
         searcher=searcher,
@@ -282,6 +330,22 @@ def create_cmd(
         f"`go_fish -s {session_id} --search` or `tuna search run -s {session_id}`",
         markup=False,
     )
+
+
+def _baseline(items: tuple[str, ...]) -> dict[str, Any] | None:
+    """``--baseline KEY=VALUE`` options as a point (None: none given)."""
+    if not items:
+        return None
+    point: dict[str, Any] = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise TunaError(
+                f"--baseline {item!r} is not KEY=VALUE; give one per parameter, e.g. "
+                "--baseline tile=16 --baseline opt=-O2"
+            )
+        point[key.strip()] = parse_value(value)
+    return point
 
 
 def _create_strategy(

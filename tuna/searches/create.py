@@ -28,10 +28,13 @@ from tuna.jobs.search_results import artifact_digest, store_artifact
 from tuna.searchers import DryRun, Objective, ParameterSpace, SearchError, dry_run
 from tuna.searchers import __all__ as search_names
 from tuna.searchers.builtin import SearcherInterface
+from tuna.searchers.objective import make_objective
 from tuna.searchers.params import Categorical
+from tuna.searchers.pareto import Target
 from tuna.searchers.prune import parse_pruner
 from tuna.searchers.space import parse_json_space, parse_python_space
 from tuna.searchers.timebudget import parse_duration
+from tuna.searches.objectives import baseline_config
 from tuna.sessions.session import session_row
 
 GOALS = ("min", "max")
@@ -64,10 +67,21 @@ class SearchRequest:
     backend: str = "bench"
     pruner: str | None = None  # e.g. "median", "halving(min_step=1, factor=3)"
     time_budget: str | float | None = None  # e.g. "10m", 600
+    more: tuple[Target, ...] = ()  # the objectives after the first
+    constraints: tuple[str, ...] = ()  # e.g. "qos_loss <= 3"
+    baseline: Mapping[str, Any] | None = None  # a point measured first (run -1)
+
+    def full_objective(self) -> Objective:
+        """Every objective and constraint, checked (an ObjectiveError says what is wrong)."""
+        first = Target(self.objective_stat, "max" if self.goal == "max" else "min")
+        return make_objective([first, *self.more], self.constraints, self.valid)
 
     @property
     def objective(self) -> dict[str, Any]:
-        return {"stat": self.objective_stat, "goal": self.goal, "valid": self.valid}
+        """The search row's ``objective``: one stat as ever, or several, the constraints and
+        the baseline point."""
+        out = self.full_objective().stored()
+        return out if self.baseline is None else {**out, "baseline": dict(self.baseline)}
 
 
 def load_space(
@@ -158,8 +172,8 @@ def check_request(request: SearchRequest) -> Checked:
         raise SearchError(f"the base config is not JSON data: {e}") from e
     space = load_space(request.space_file, request.space_text, request.spec)
     backend.check_spec(request.spec, [*request.base, *space.names], space.runtime_params)
-    objective = Objective(request.objective_stat, "max" if request.goal == "max" else "min",
-                          request.valid)  # fmt: skip
+    objective = request.full_objective()
+    baseline_config(request.baseline, space.names, objective)
     searcher = make_searcher(request.searcher, space, objective)
     plan = dry_run(space, searcher, request.base)
     if not plan.proposals:
@@ -189,8 +203,10 @@ def create_search(db: Database, request: SearchRequest) -> int:
             store_artifact(s.connection(), blob)
             spec["source_artifact"] = artifact_digest(blob)
         required = list(spec.get("required_stats") or [])
-        if request.objective_stat not in required:
-            spec["required_stats"] = [*required, request.objective_stat]
+        for stat in [request.objective_stat, *(t.stat for t in request.more)]:
+            if stat not in required:
+                required.append(stat)
+        spec["required_stats"] = required
         row = Search(
             session=request.session,
             name=request.name,

@@ -57,7 +57,7 @@ from tuna.searchers.builtin import SearcherInterface
 from tuna.searchers.errors import ObjectiveError, SearchError
 from tuna.searchers.propose import Proposer
 from tuna.searchers.timebudget import TimeBudget
-from tuna.searches.create import load_space, make_searcher
+from tuna.searches.create import BASELINE_SEQ, load_space, make_searcher
 from tuna.searches.strategy import (
     FINAL_CANDIDATES,
     candidate_space,
@@ -128,9 +128,9 @@ class SearchDriver:
             self.base = dict(row.base)
             self.expression = row.searcher
             backend = row.backend
-            self.objective = Objective(
-                row.objective["stat"], row.objective.get("goal", "min"), row.objective.get("valid")
-            )
+            self.objective = Objective.from_stored(row.objective)
+            baseline = row.objective.get("baseline")
+            self.baseline = dict(baseline) if isinstance(baseline, dict) else None
             space_file, space_text = row.space_file, row.space_text
         self.strategy = is_strategy(self.spec)
         self.solver: int | None = None
@@ -175,6 +175,9 @@ class SearchDriver:
         """Rebuild the searcher from the recorded runs and enqueue what comes next."""
         rows = self._rows()
         self.started = True
+        if self.baseline is not None and not self.strategy:  # measured first (idempotent)
+            point = dict(self.baseline)
+            self._enqueue([(BASELINE_SEQ, Proposal(BASELINE_SEQ, point, {**self.base, **point}))])
         if self.time_budget_s is not None:
             self.time_budget = TimeBudget(self.time_budget_s, self._time_used(), self.clock)
         self.next_seq = max((r.seq for r in rows), default=-1) + 1
@@ -450,7 +453,7 @@ class SearchDriver:
                         SearchRun.reason,
                         SearchRun.value,
                     )
-                    .where(SearchRun.search == self.id)
+                    .where(SearchRun.search == self.id, SearchRun.seq > BASELINE_SEQ)
                     .order_by(SearchRun.seq)
                 ).all()
             )
