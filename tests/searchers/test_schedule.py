@@ -108,3 +108,39 @@ def test_one_build_per_distinct_build_tuple_and_every_run_once(
     # The schedule never needs more builds than the distinct build tuples of the grid.
     build_grid = [grid[n] for n in space.build_params]
     assert len(schedule.builds) <= len(list(itertools.product(*build_grid)))
+
+
+def test_a_conditional_parameter_a_config_lacks_is_not_in_its_build() -> None:
+    from tuna.searchers import Categorical
+
+    space = ParameterSpace(
+        {"algo": ["a", "b"], "u": Categorical([1, 2], when={"algo": "b"}), "n": [1]},
+        no_rebuild=("n",),
+    )
+    assert build_key(space, {"algo": "a", "n": 1}) == (("algo", "a"),)
+    assert build_key(space, {"algo": "b", "u": 2, "n": 1}) == (("algo", "b"), ("u", 2))
+    # An unconditional parameter keeps its place even when absent (stored keys stay valid).
+    plain = ParameterSpace({"b": [], "c": [1]}, no_rebuild=("c",))
+    assert build_key(plain, {"c": 1}) == (("b", None),)
+    plan = dry_run(space)
+    assert plan.render()[3:8] == [
+        "runs: 3, refused by META_is_config_valid: 0",
+        "build 1: algo=a",
+        "  run: n=1",
+        "build 2: algo=b u=1",
+        "  run: n=1",
+    ]
+
+
+def test_the_dry_run_names_what_refused_points() -> None:
+    both = parse_python_space(
+        "a = [1, 2, 3]\nMETA_constraints = ['a != 1']\n"
+        "def META_is_config_valid(c):\n    return c['a'] != 2\n",
+        source="p.py",
+    )
+    assert (
+        dry_run(both).render()[3]
+        == "runs: 1, refused by META_constraints or META_is_config_valid: 2"
+    )
+    only = parse_python_space("a = [1, 2, 3]\nMETA_constraints = ['a != 1']\n", source="p.py")
+    assert dry_run(only).render()[3] == "runs: 2, refused by META_constraints: 1"
