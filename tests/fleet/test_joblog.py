@@ -82,3 +82,22 @@ def test_the_newest_files_first_within_a_byte_budget_and_the_last_lines_only(tmp
     assert older not in cut.files and not cut.complete
     tail = job_log(tmp_path, 4, CREATED, max_bytes=len(many) // 2)  # the end of the newest
     assert tail.lines[-1].endswith("attempt 99 failed: again") and not tail.complete
+
+
+def test_the_jobs_machine_and_session_are_read_first(tmp_path):
+    """With a budget for one file, the job's own machine's file is the one read, though
+    another machine's is newer."""
+    text = line(1, "job 8: eval X attempt 1 ok in 1 s")
+    mine = worker_log(tmp_path, "eval", "cpu", "node-7:2222", 4, "r1", "eval-gpu0")
+    other = worker_log(tmp_path, "eval", "cpu", "node-1", 4, "r1", "eval-gpu0")
+    for path, at in ((mine, 10), (other, 20)):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        stamp = (CREATED + dt.timedelta(seconds=at)).replace(tzinfo=dt.timezone.utc).timestamp()
+        os.utime(path, (stamp, stamp))
+    budget = len(text)
+    assert job_log(tmp_path, 8, CREATED, max_bytes=budget).files == [other]  # newest first
+    assert job_log(tmp_path, 8, CREATED, host="node-7", session=4, max_bytes=budget).files == [mine]
+    # its machine's file had the line: the others are not read at all (any budget)
+    assert job_log(tmp_path, 8, CREATED, host="node-7").files == [mine]
+    assert job_log(tmp_path, 8, CREATED, host="node-3").files == sorted([mine, other])

@@ -23,6 +23,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -361,7 +362,9 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
         if cfg.logs is not None:
             logs = cfg.logs
             logged = cache.get(("log", job.id, job.attempt, job.state),
-                               lambda: joblog.job_log(logs, job.id, job.created))  # fmt: skip
+                               lambda: joblog.job_log(logs, job.id, job.created,
+                                                      host=job.machine or socket.gethostname(),
+                                                      session=job.session))  # fmt: skip
         return render(request, "job.html", f"Job {job.id}", live, j=job, log=logged,
                       logs=cfg.logs)  # fmt: skip
 

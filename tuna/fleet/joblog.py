@@ -9,8 +9,11 @@ what went wrong (``job N: backend cpuconv raised`` and its traceback) beside it.
 A job's row does not say which run or worker worked it (its lease owner is cleared when a
 phase ends; a process may work another session's stages after its first), so the lines are
 found by reading: every ``session-*`` folder of every phase, arch and host under the log
-directory, the files written since the job was created, newest first, at most
-:data:`MAX_BYTES` in all (the end of a file, where the latest jobs are, when it is bigger).
+directory, the files written since the job was created, those of the job's machine and
+session first, newest first, at most :data:`MAX_BYTES` in all (the end of a file, where the
+latest jobs are, when it is bigger), the other machines' only when its own hold no line
+about it (the job's machine is the last one that claimed it: a phase worked elsewhere
+before shows only then).
 A line is the job's when its message starts with ``job N:``; the lines after it that carry
 no time stamp (a traceback) go with it.
 """
@@ -56,30 +59,38 @@ def job_log(
     job_id: int,
     created: dt.datetime | None = None,
     *,
+    host: str | None = None,
+    session: int | None = None,
     max_bytes: int = MAX_BYTES,
     lines: int = LINES,
 ) -> JobLog:
     """The lines about job ``job_id`` in the worker logs under ``log_dir`` (see the
     module docstring); ``created`` (UTC, naive as the database gives it) passes over files
-    last written before the job existed."""
+    last written before the job existed; the files of ``host`` (the job's machine, or this
+    one for a local worker) and of ``session`` are read first."""
     since = None
     if created is not None:
         since = created.replace(tzinfo=dt.timezone.utc).timestamp() - SLACK_S
-    candidates: list[tuple[float, Path]] = []
+    candidates: list[tuple[bool, bool, float, Path]] = []
     for path in log_dir.glob("*/*/*/session-*/*/*.log"):
         try:
             mtime = path.stat().st_mtime
         except OSError:
             continue
         if since is None or mtime >= since:
-            candidates.append((mtime, path))
-    candidates.sort(reverse=True)
+            theirs = host is not None and path.parts[-4].split(":")[0] == host
+            same = session is not None and path.parts[-3] == f"session-{session}"
+            candidates.append((not theirs, not same, -mtime, path))
+    candidates.sort()
     needle = re.compile(rb": job %d: " % job_id)
     found: list[tuple[bytes, int, Path]] = []  # (stamp, order, path) -> lines
     texts: list[list[bytes]] = []
     budget = max_bytes
     complete = True
-    for _, path in candidates:
+    on_its_machine = False
+    for elsewhere, _, _, path in candidates:
+        if elsewhere and on_its_machine:
+            break  # its machine's logs had its lines: the other machines' are not read
         if budget <= 0:
             complete = False
             break
@@ -88,7 +99,9 @@ def job_log(
         except OSError:
             continue
         budget -= len(data)
-        for block in _blocks(data, needle):
+        blocks = _blocks(data, needle)
+        on_its_machine = on_its_machine or (bool(blocks) and not elsewhere)
+        for block in blocks:
             found.append((block[0][:23], len(found), path))
             texts.append(block)
     order = sorted(range(len(found)), key=lambda i: (found[i][0], found[i][1]))
