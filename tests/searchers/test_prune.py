@@ -172,3 +172,19 @@ def test_as_pruner_refuses_what_is_not_one() -> None:
         as_pruner(3)
     with pytest.raises(SearchError, match="stored pruner"):
         pruner_from_json({"name": "nope"})
+
+
+@pytest.mark.parametrize(
+    ("pruner", "step", "curve", "judges"),
+    [
+        (MedianPruner(warmup_steps=2), 1, {}, False),
+        (MedianPruner(warmup_steps=2), 2, {0: 1.0}, True),
+        (HalvingPruner(1, 3), 0, {}, False),
+        (HalvingPruner(1, 3), 1, {0: 1.0}, True),
+        (HalvingPruner(1, 3), 2, {0: 1.0, 1: 1.0}, False),
+        (HalvingPruner(1, 3), 3, {1: 1.0, 2: 1.0}, True),
+        (HalvingPruner(1, 3), 5, {}, True),  # a first report past rung 0: reaches rung 1
+    ],
+)
+def test_which_reports_can_stop_a_run(pruner, step, curve, judges) -> None:
+    assert pruner.judges(step, curve) is judges

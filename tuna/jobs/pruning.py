@@ -4,9 +4,10 @@ The worker gives a run of a search with a pruner a :class:`RunReports` as its
 ``SearchWork.report``: each intermediate value the run prints is written into its
 ``search_run.intermediate`` (so the search's other runs, on any worker, are judged against
 it), then the search's pruner (:mod:`tuna.searchers.prune`) judges it against the curves
-of the search's other runs, read in the same transaction. A verdict to stop comes back as
-its reason; the backend kills the run and the Run is recorded pruned
-(:func:`tuna.jobs.search_results.store_runs`).
+of the search's other runs, read in the same transaction when the report can stop the
+run at all (past the median's warm-up steps; at a new rung of successive halving). A
+verdict to stop comes back as its reason; the backend kills the run and the Run is
+recorded pruned (:func:`tuna.jobs.search_results.store_runs`).
 
 Only a run not ended yet is written (``valid`` NULL): a late report of a run another
 worker already recorded changes nothing. A database that cannot be reached does not stop
@@ -74,6 +75,8 @@ class RunReports:
                     .where(SearchRun.id == self.run, SearchRun.valid.is_(None))
                     .values(intermediate=stored_curve(self.curve))
                 )
+                if not self.pruner.judges(step, before):
+                    return None  # stored for the others; this report cannot stop the run
                 others = peers(conn, self.search, self.run)
         except Exception:  # the database's trouble: the run goes on, judged at its next report
             log.warning("search run %d: intermediate value not stored", self.run, exc_info=True)

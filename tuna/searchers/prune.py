@@ -93,11 +93,15 @@ class MedianPruner:
         _at_least("warmup_runs", self.warmup_runs, 1, self.name)
         _at_least("warmup_steps", self.warmup_steps, 0, self.name)
 
+    def judges(self, step: int, curve: Curve) -> bool:
+        """Whether a report at ``step`` can stop the run (else the peers need not be read)."""
+        return step >= self.warmup_steps
+
     def judge(
         self, step: int, value: float, curve: Curve, peers: Sequence[Peer], goal: Goal
     ) -> str | None:
         """Why the run whose ``curve`` just got ``value`` at ``step`` should stop, or None."""
-        if step < self.warmup_steps:
+        if not self.judges(step, curve):
             return None
         seen = [p.curve[step] for p in peers if p.completed and step in p.curve]
         if len(seen) < self.warmup_runs:
@@ -149,18 +153,24 @@ class HalvingPruner:
         reached = [s for s in curve if s >= start]
         return curve[min(reached)] if reached else None
 
+    def judges(self, step: int, curve: Curve) -> bool:
+        """Whether a report at ``step`` reaches a new rung (only such a report can stop the
+        run; the peers need not be read for the others)."""
+        rung = self.rung_of(step)
+        if rung is None:
+            return False
+        earlier = [s for s in curve if s != step]
+        before = self.rung_of(max(earlier)) if earlier else None
+        return before is None or before < rung
+
     def judge(
         self, step: int, value: float, curve: Curve, peers: Sequence[Peer], goal: Goal
     ) -> str | None:
         """Why the run should stop at the rung this report reached, or None (it goes on;
         a report that reaches no new rung never stops it)."""
         rung = self.rung_of(step)
-        if rung is None:
+        if rung is None or not self.judges(step, curve):
             return None
-        earlier = [s for s in curve if s != step]
-        before = self.rung_of(max(earlier)) if earlier else None
-        if before is not None and before >= rung:
-            return None  # no new rung reached with this report
         own = self.value_at({**curve, step: value}, rung)
         assert own is not None
         values = [v for p in peers if (v := self.value_at(p.curve, rung)) is not None]
