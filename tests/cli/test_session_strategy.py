@@ -87,7 +87,8 @@ def test_a_session_without_a_strategy_loads_perf_jobs_as_before(cli):
         (["--strategy", "random", "--transfer"], "Error: --transfer is for the model strategy"),
         (["--strategy", "random", "--round-size", "0"], "Error: --round-size 0: give at least"),
         (["--budget", "16"], "Error: --budget, --seed and --round-size go with --strategy NAME"),
-        (["--patience", "4"], "Error: --transfer and --patience go with --strategy NAME"),
+        (["--patience", "4"],
+         "Error: --transfer, --remeasure and --patience go with --strategy NAME"),
         (["--strategy", "random", "--backend", "miopen"],
          "Error: --strategy: strategies search the spaces of cpuconv, cuda, noop, not of --backend "
          "miopen"),

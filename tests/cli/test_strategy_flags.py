@@ -47,6 +47,34 @@ def test_transfer_without_history_says_so_and_falls_back(cpuconv):
     ) in " ".join(r.output.split())
 
 
+def test_remeasure_is_kept_with_the_search_it_asks_for(cpuconv):
+    r = cpuconv.invoke(
+        main,
+        ["load_jobs", "-t", "net", "-s", "1", "--solvers", "CpuGemm1x1", "--strategy", "random",
+         "--budget", "8", "--remeasure"],
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    plain = cpuconv.invoke(
+        main,
+        ["search", "create", "-s", "1", "--name", "p", "--strategy", "random", "--config", "1",
+         "--solver", "CpuGemm1x1", "--budget", "8"],
+    )  # fmt: skip
+    assert plain.exit_code == 0, plain.output
+    from sqlalchemy import select
+
+    from tuna.cli.base import database
+    from tuna.db.models import Search
+
+    db = database()
+    try:
+        with db.session() as s:
+            specs = {row.name: row.spec for row in s.scalars(select(Search))}
+    finally:
+        db.dispose()
+    assert specs["random CpuGemm1x1 config 1"]["remeasure"] is True
+    assert "remeasure" not in specs["p"]  # not asked: stored as before the flag existed
+
+
 def test_search_create_strategy(cpuconv):
     r = cpuconv.invoke(
         main,
@@ -66,7 +94,10 @@ def test_search_create_strategy(cpuconv):
         (["--strategy", "random", "--budget", "lots"], "Error: budget 'lots': give a count"),
         (["--strategy", "random", "--budget", "200%"], "Error: budget 2: a share of the space"),
         (["--strategy", "random", "--transfer"], "Error: --transfer is for the model strategy"),
-        (["--transfer"], "Error: --transfer and --patience go with --strategy NAME"),
+        (["--transfer"], "Error: --transfer, --remeasure and --patience go with --strategy NAME"),
+        (["--remeasure"], "Error: --transfer, --remeasure and --patience go with --strategy NAME"),
+        (["--strategy", "none", "--remeasure"], "Error: --strategy none queues perf jobs: "
+         "leave out --budget, --patience, --seed, --round-size, --transfer and --remeasure"),
         (["--strategy", "random", "--step", "find"], "Error: --strategy searches a tunable"),
         (["--strategy", "random", "--budget", "1000"],
          "Error: a budget of 1000 measurements is above the space's"),

@@ -391,3 +391,87 @@ def test_load_by_strategy_skips_what_is_tuned_enough_and_never_creates_a_search_
         lite, session, StrategyOptions("random"), tag="t", solvers=[SOLVER]
     )
     assert (len(plain.created), plain.already) == (1, 1)  # without --min-trials: OTHER too
+
+
+def _round_jobs(db: Database, search: int) -> list[list[str]]:
+    """The candidates of each round job of the search (its builds that have a job)."""
+    with db.session() as s:
+        rows = s.execute(
+            select(SearchBuild.params)
+            .join(Job, Job.search_build == SearchBuild.id)
+            .where(SearchBuild.search == search)
+            .order_by(SearchBuild.id)
+        ).all()
+    return [list(r.params["candidates"]) for r in rows]
+
+
+def test_a_candidate_measured_where_history_counts_is_not_timed_again_unless_asked(
+    db: Database,
+) -> None:
+    """Issue #24: a strategy's round takes a candidate measured in a session whose history
+    counts for this one as measured (its stored time, no job times it); --remeasure times
+    it again; a session whose history does not count (retired) is no such session."""
+    from tuna.searches.drive import SearchDriver
+    from tuna.sessions.history import retire
+
+    session, config = cpuconv_session(db)
+    elsewhere = make_session(db, **CPUCONV)  # the same target and fingerprint: it counts
+
+    def search(name: str, **options: Any) -> int:
+        request = StrategyRequest(
+            session, config, SOLVER, StrategyOptions("random", budget=8, seed=4, **options), name
+        )
+        found = create_strategy_search(db, request)
+        SearchDriver(db, found).tick()  # the first round proposed and enqueued
+        return found
+
+    first = search("first", remeasure=True)  # nothing measured yet: its round times all 8
+    (proposed,) = _round_jobs(db, first)
+    assert len(proposed) == 8
+    # another session measured half of them (one of those failed to verify)
+    _measure(db, elsewhere, config, [(p, 0.5 + i) for i, p in enumerate(proposed[:3])])
+    with db.transaction() as conn:
+        solver, platform = conn.execute(select(Measurement.solver, Measurement.platform)).first()
+        conn.execute(
+            insert(Measurement).values(
+                session=elsewhere, config=config, solver=solver, params=proposed[3],
+                platform=platform, time_ms=None, valid=False, reason="verification failed",
+            )
+        )  # fmt: skip
+    second = search("second")  # the same seed: the same candidates
+    assert _round_jobs(db, second) == [proposed[4:]]  # only the unmeasured ones are timed
+    filled = {r.seq: r for r in runs(db, second) if r.valid is not None}
+    assert sorted(filled) == [0, 1, 2, 3]
+    assert [filled[i].value for i in range(3)] == [0.5, 1.5, 2.5]
+    assert filled[0].stats == {"time_ms": 0.5, "measured_in_session": elsewhere}
+    assert filled[3].valid is False
+    assert filled[3].reason == f"verification failed (measured in session {elsewhere})"
+    assert find_search(db, second).done == 4  # counted as landed runs
+
+    third = search("third", remeasure=True)
+    assert _round_jobs(db, third) == [proposed]  # asked: all 8 timed again
+    retire(db, elsewhere)
+    fourth = search("fourth")
+    assert _round_jobs(db, fourth) == [proposed]  # a retired session's rows count nowhere
+
+
+def test_a_round_measured_whole_needs_no_job_and_the_strategy_goes_on(lite: Database) -> None:
+    from tuna.searches.drive import SearchDriver
+
+    session, config = cpuconv_session(lite)
+    elsewhere = make_session(lite, **CPUCONV)
+    first = create_strategy_search(
+        lite, strategy_request(session, config, "random", budget=16, seed=5, remeasure=True)
+    )
+    SearchDriver(lite, first).tick()
+    (proposed,) = _round_jobs(lite, first)
+    _measure(lite, elsewhere, config, [(p, 1.0 + i) for i, p in enumerate(proposed)])
+    request = StrategyRequest(
+        session, config, SOLVER, StrategyOptions("random", budget=16, seed=5), "again"
+    )
+    second = create_strategy_search(lite, request)
+    driver = SearchDriver(lite, second)
+    driver.tick()  # round 1 measured whole: landed at once, round 2 enqueued
+    assert [r.seq for r in runs(lite, second)] == list(range(16))
+    (timed,) = _round_jobs(lite, second)
+    assert len(timed) == 8 and not set(timed) & set(proposed)

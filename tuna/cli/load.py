@@ -110,7 +110,9 @@ def load_jobs_cmd(
     together), until the budget or patience is spent; a final job records the best measured
     one. go_fish (or `tuna search run`) drives them. A session created with --strategy
     searches so without --strategy (each flag given overrides its default), and queues
-    perf jobs with --strategy none.
+    perf jobs with --strategy none. A candidate already measured in a session whose
+    history counts (the session's rules) is not timed again: its stored time is the
+    search's; --remeasure times it again.
 
     \b
     Examples:
@@ -121,6 +123,7 @@ def load_jobs_cmd(
       load_jobs -t resnet50 -s 3 --strategy model --transfer --budget 10% --patience 32
       load_jobs -t resnet50 -s 3 --strategy tpe --budget 25% --seed 1
       load_jobs -t resnet50 -s 3 --strategy none
+      load_jobs -t resnet50 -s 3 --strategy random --budget 64 --remeasure
     """
     step = _step(step, fin_steps)
     names = [s.strip() for s in solvers.split(",") if s.strip()] if solvers else None

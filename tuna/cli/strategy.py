@@ -3,8 +3,9 @@ share (issue #16).
 
 ``--strategy NAME`` searches a tunable solver's space round by round through the search
 driver instead of timing a fixed sample inside one job; ``--budget`` (a count or a share of
-the space), ``--patience``, ``--seed``, ``--round-size`` and ``--transfer`` (the model
-learns from other problems' measurements too) shape it. On ``tuna session create`` they
+the space), ``--patience``, ``--seed``, ``--round-size``, ``--transfer`` (the model
+learns from other problems' measurements too) and ``--remeasure`` (time again what a
+session whose history counts measured already) shape it. On ``tuna session create`` they
 are the session's default: a ``load_jobs`` without ``--strategy`` searches with them
 (``--strategy NAME`` overrides them for one load, ``--strategy none`` queues perf jobs).
 """
@@ -50,7 +51,7 @@ def parse_budget(text: str) -> int | float:
 
 @dataclass(frozen=True)
 class StrategyFlags:
-    """The six strategy flags as typed (None: not given), handed to a command as one value
+    """The seven strategy flags as typed (None: not given), handed to a command as one value
     by :func:`strategy_options`; :meth:`resolve` makes the :class:`StrategyOptions`."""
 
     strategy: str | None = None
@@ -59,6 +60,7 @@ class StrategyFlags:
     seed: int | None = None
     round_size: int | None = None
     transfer: bool = False
+    remeasure: bool = False
 
     def budget(self) -> int | float | None:
         return parse_budget(self.budget_text) if self.budget_text is not None else None
@@ -73,12 +75,16 @@ class StrategyFlags:
         """
         budget = self.budget()
         patience, seed, round_size = self.patience, self.seed, self.round_size
-        strategy, transfer = self.strategy, self.transfer
+        strategy, transfer, remeasure = self.strategy, self.transfer, self.remeasure
         if default is not None and strategy == NONE:
-            if transfer or any(v is not None for v in (budget, patience, seed, round_size)):
+            if (
+                transfer
+                or remeasure
+                or any(v is not None for v in (budget, patience, seed, round_size))
+            ):
                 raise TunaError(
                     "--strategy none queues perf jobs: leave out --budget, --patience, --seed, "
-                    "--round-size and --transfer"
+                    "--round-size, --transfer and --remeasure"
                 )
             return None
         if default and strategy is None:
@@ -88,9 +94,10 @@ class StrategyFlags:
             seed = seed if seed is not None else default.get("seed")
             round_size = round_size if round_size is not None else default.get("round_size")
             transfer = transfer or bool(default.get("transfer"))
+            remeasure = remeasure or bool(default.get("remeasure"))
         if strategy is None:
-            if transfer or patience is not None:
-                raise TunaError("--transfer and --patience go with --strategy NAME")
+            if transfer or remeasure or patience is not None:
+                raise TunaError("--transfer, --remeasure and --patience go with --strategy NAME")
             return None
         return StrategyOptions(
             strategy,
@@ -99,6 +106,7 @@ class StrategyFlags:
             DEFAULT_SEED if seed is None else seed,
             DEFAULT_ROUND_SIZE if round_size is None else round_size,
             transfer,
+            remeasure,
         )
 
 
@@ -131,11 +139,13 @@ def describe_strategy(options: Mapping[str, Any] | None) -> str:
         words.append(f"round size {options['round_size']}")
     if options.get("transfer"):
         words.append("transfer")
+    if options.get("remeasure"):
+        words.append("remeasure")
     return " ".join(words)
 
 
 def strategy_options(budget_help: str, strategy_help: str = "") -> Callable[[F], F]:
-    """The six flags, as one decorator (``--budget``'s help says what it bounds): the
+    """The seven flags, as one decorator (``--budget``'s help says what it bounds): the
     command receives them as one :class:`StrategyFlags`, ``flags``."""
 
     def decorate(f: F) -> F:
@@ -148,9 +158,12 @@ def strategy_options(budget_help: str, strategy_help: str = "") -> Callable[[F],
             seed: int | None,
             round_size: int | None,
             transfer: bool,
+            remeasure: bool,
             **kwargs: Any,
         ) -> Any:
-            flags = StrategyFlags(strategy, budget_text, patience, seed, round_size, transfer)
+            flags = StrategyFlags(
+                strategy, budget_text, patience, seed, round_size, transfer, remeasure
+            )
             return f(*args, flags=flags, **kwargs)
 
         wrapped: Any = command
@@ -183,6 +196,13 @@ def strategy_options(budget_help: str, strategy_help: str = "") -> Callable[[F],
                     is_flag=True,
                     help="With --strategy model: learn from every other problem measured on a "
                     "compatible platform too (the session's history rules decide).",
+                ),
+                click.option(
+                    "--remeasure",
+                    is_flag=True,
+                    help="With --strategy: time a candidate again though a session whose "
+                    "history counts (the session's rules: `tuna session rules`) measured it "
+                    "already; by default its stored time is used and no job times it.",
                 ),
             ]
         ):

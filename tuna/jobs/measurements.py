@@ -10,7 +10,9 @@
   since its last save;
 * :func:`measured_before` is what a resumed evaluation starts from: the rows of
   (session, config, solver) on this platform, read through
-  ``ix_measurement_session_config_solver_platform`` (migration 0017).
+  ``ix_measurement_session_config_solver_platform`` (migration 0017); a strategy's round
+  starts from its own job's rows only (:func:`measured_by_jobs`): its search's driver
+  already decided which of its candidates history had measured (``--remeasure``).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from tuna.db import Database, tables
 from tuna.db.enums import JobState
 from tuna.db.retry import with_retry
 from tuna.db.tables import measurement_effort
-from tuna.jobs.values import ClaimedJob
+from tuna.jobs.values import ClaimedJob, stands_for
 
 # The tables' columns, named as the ORM classes: statements here are Core (tuna.db.tables),
 # so a worker never imports the ORM.
@@ -239,18 +241,39 @@ def measured_before(
             if (r.config, r.solver) in wanted:
                 kept = found[(r.config, r.solver)]
                 m = Measured(r.params, r.time_ms, bool(r.valid), r.reason, r.strategy)
-                if _stands_for(m, kept.get(r.params)):
+                if stands_for(m, kept.get(r.params)):
                     kept[r.params] = m
     return {pair: tuple(by_params.values()) for pair, by_params in found.items()}
 
 
-def _stands_for(m: Measured, than: Measured | None) -> bool:
-    """Whether ``m`` stands for its candidate rather than ``than`` (see measured_before)."""
-    if than is None:
-        return True
-    if m.valid and m.time_ms is not None:
-        return not (than.valid and than.time_ms is not None) or m.time_ms < than.time_ms
-    return not than.valid
+@functools.cache
+def _by_jobs() -> Executable:
+    return (
+        select(
+            Measurement.job,
+            Measurement.params,
+            Measurement.time_ms,
+            Measurement.valid,
+            Measurement.reason,
+            Measurement.strategy,
+        )
+        .where(Measurement.job.in_(bindparam("jobs", expanding=True)))
+        .order_by(Measurement.id)
+    )
+
+
+def measured_by_jobs(conn: Connection, jobs: Iterable[int]) -> dict[int, tuple[Measured, ...]]:
+    """job id -> what that job measured (saved progress of an attempt that was lost), one
+    per candidate as :func:`measured_before` keeps them; jobs with none are left out."""
+    found: dict[int, dict[str, Measured]] = defaultdict(dict)
+    ids = sorted(set(jobs))
+    for i in range(0, len(ids), _ROWS_PER_STATEMENT):
+        for r in conn.execute(_by_jobs(), {"jobs": ids[i : i + _ROWS_PER_STATEMENT]}):
+            kept = found[int(r.job)]
+            m = Measured(r.params, r.time_ms, bool(r.valid), r.reason, r.strategy)
+            if stands_for(m, kept.get(r.params)):
+                kept[r.params] = m
+    return {job: tuple(by_params.values()) for job, by_params in found.items()}
 
 
 @functools.cache

@@ -59,7 +59,7 @@ from tuna.backends.base import BuildOutcome, RunOutcome
 from tuna.db import tables
 from tuna.db.clock import db_now
 from tuna.jobs.pruning import stored_curve
-from tuna.jobs.values import ClaimedJob
+from tuna.jobs.values import ClaimedJob, stands_for
 
 # The tables' columns, named as the ORM classes: statements here are Core (tuna.db.tables),
 # so a worker never imports the ORM.
@@ -451,7 +451,7 @@ def store_rounds(
                 )
                 .order_by(Measurement.id)
             ):
-                if _better(m, best.get(m.params)):
+                if stands_for(m, best.get(m.params)):
                     best[m.params] = m
         tally: _Tally = defaultdict(lambda: [0, 0, 0])
         for run_id, seq, search in pending:
@@ -481,17 +481,6 @@ def store_rounds(
             .where(SearchBuild.id == job.search_build)
             .values(valid=True, reason=None, finished=db_now())
         )
-
-
-def _better(m: Any, than: Any) -> bool:
-    """Whether measurement ``m`` stands for its candidate rather than ``than`` (None: none
-    yet): the fastest valid one (a timing disturbed makes a candidate slower, never faster),
-    else the latest."""
-    if than is None:
-        return True
-    if m.valid and m.time_ms is not None:
-        return not (than.valid and than.time_ms is not None) or m.time_ms < than.time_ms
-    return not than.valid
 
 
 def round_candidates(params: Mapping[str, Any]) -> dict[int, str]:

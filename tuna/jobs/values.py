@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy import ColumnElement
 
@@ -120,3 +121,14 @@ class JobFilter:
         if self.reason:
             conds.append(Job.reason.contains(self.reason, autoescape=True))
         return conds
+
+
+def stands_for(m: Any, than: Any) -> bool:
+    """Whether measurement ``m`` stands for its candidate rather than ``than`` (None: none
+    yet; both anything with ``valid`` and ``time_ms``): the fastest valid one (a timing
+    disturbed makes a candidate slower, never faster), else the latest."""
+    if than is None:
+        return True
+    if m.valid and m.time_ms is not None:
+        return not (than.valid and than.time_ms is not None) or m.time_ms < than.time_ms
+    return not than.valid

@@ -63,8 +63,11 @@ from tuna.searches.strategy import (
     candidate_space,
     is_strategy,
     make_searcher_for,
+    measured_runs,
+    session_history,
     solver_id,
 )
+from tuna.sessions.history import Eligibility
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +157,7 @@ class SearchDriver:
         self.timed_out = False  # the time budget is spent: nothing more is proposed
         self.pending: list[Proposal] = []  # a static search's points not enqueued yet
         self.landed_at: dict[int, float] = {}  # seq -> when its Run was seen (figures)
+        self.history: Eligibility | None = None  # what counts for the strategy's session
 
     @property
     def dynamic(self) -> bool:
@@ -484,6 +488,10 @@ class SearchDriver:
         """Record ``(seq, proposal)``s with their builds and jobs in one transaction;
         returns seq -> search_run id (also for a seq another driver recorded already)."""
 
+        self.history = None  # a strategy's (not --remeasure): what it measured is not timed
+        if self.strategy and not self.spec.get("remeasure"):
+            self.history = session_history(self.db, self.session)
+
         def write() -> dict[int, int]:
             with self.db.transaction(immediate=True) as conn:
                 return self._enqueue_in(conn, proposals)
@@ -510,14 +518,19 @@ class SearchDriver:
         builds: dict[str, Any] = {}
         keys: dict[int, str] = {}
         round_build = None
+        known: dict[int, dict[str, Any]] = {}  # seq -> its run, measured where history counts
         if self.strategy:  # the whole round: one build, one job
-            texts = [self._text(p.point) for _, p in todo]
-            seqs = [seq for seq, _ in todo]
-            round_build = self._insert_round(  # each candidate with its run's seq
-                conn,
-                build_key_hash([("round", seqs[0])]),
-                {"round": seqs[0], "seqs": seqs, "candidates": texts},
-            )
+            texts = {seq: self._text(p.point) for seq, p in todo}
+            if self.history is not None and self.solver is not None:
+                config = int(self.spec["config"])
+                known = measured_runs(conn, self.history, config, self.solver, texts)
+            seqs = [seq for seq, _ in todo if seq not in known]
+            if seqs:
+                round_build = self._insert_round(  # each candidate with its run's seq
+                    conn,
+                    build_key_hash([("round", seqs[0])]),
+                    {"round": seqs[0], "seqs": seqs, "candidates": [texts[s] for s in seqs]},
+                )
         elif self.builds:
             tuples = {}
             for seq, p in todo:
@@ -547,19 +560,11 @@ class SearchDriver:
                 ):
                     builds[r.build_key] = r
                 insert_build_jobs(conn, [(self.session, builds[k].id) for k in new])
-        insert_runs(
-            conn,
-            [
-                {
-                    "search": self.id,
-                    "seq": seq,
-                    "point": dict(p.point),
-                    "config": dict(p.config),
-                    "build": builds[keys[seq]].id if self.builds else round_build,
-                }
-                for seq, p in todo
-            ],
-        )
+        rows = [{"search": self.id, "seq": seq, "point": dict(p.point), "config": dict(p.config),
+                 "build": builds[keys[seq]].id if self.builds else round_build}
+                for seq, p in todo]  # fmt: skip
+        insert_runs(conn, [r | known[r["seq"]] for r in rows if r["seq"] in known])  # ended
+        insert_runs(conn, [r for r in rows if r["seq"] not in known])
         ids = {
             r.seq: r.id
             for r in conn.execute(

@@ -11,6 +11,14 @@ any backend that declares its tuning spaces (``Backend.declares_spaces``) runs t
 every candidate timed is a ``measurement`` row, and the round's ``search_run`` rows are
 filled from them in the same fenced transaction (:mod:`tuna.jobs.search_results`).
 
+A candidate already measured in a session whose history counts for this one (its own
+included, under its history rules: :func:`tuna.sessions.history.eligibility`, as
+``load_jobs --min-trials`` and ``tuna history`` decide) is not timed again: the driver
+fills its run from that measurement (:func:`measured_in_history`: the fastest valid one,
+else the latest) and leaves it out of the round's job, so a round of candidates all
+measured before needs no job at all. ``remeasure`` (``load_jobs --strategy ...
+--remeasure``) times every candidate again.
+
 When the strategy is done, one **final** job of the best measured candidates writes the
 perf-db and find-db rows (with the winner's kernel): the backend times them again in turns
 and each counts by its fastest timing (cpuconv's ``_retime_finalists``), so that a
@@ -28,19 +36,22 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Connection, func, select
 from sqlalchemy.orm import Session as OrmSession
 
 from tuna.backends import Backend, backends_with_spaces, get_backend
 from tuna.catalog.records import configs_with_tensors, conv_problem
-from tuna.db import Database
+from tuna.db import Database, tables
+from tuna.db.clock import db_now
 from tuna.db.models import ConvConfig, Measurement, Search, Solver, TuningSession
 from tuna.errors import NotFoundError, TunaError
+from tuna.jobs.values import stands_for
 from tuna.library.effort import counting_measurements, tuned_enough
 from tuna.problems.conv import ConvProblem
 from tuna.searchers import Objective, SearchError
@@ -51,8 +62,10 @@ from tuna.searchers.strategies import (
     StrategyOptions,
     resolve_budget,
 )
-from tuna.sessions.history import eligibility
+from tuna.sessions.history import Eligibility, eligibility
 from tuna.sessions.session import no_session, session_info, session_row
+
+log = logging.getLogger(__name__)
 
 KIND = "strategy"
 OBJECTIVE = Objective("time_ms", "min")
@@ -188,6 +201,71 @@ def strategy_history(
             if tuple(values) != names:
                 continue
             out.append((features, dict(values), t))
+    return out
+
+
+def session_history(db: Database, session_id: int) -> Eligibility:
+    """Which sessions' (and platforms') measurements count for the session now."""
+    with db.session() as s:
+        return eligibility(s, session_info(session_row(s, session_id)))
+
+
+def measured_in_history(
+    conn: Connection, history: Eligibility, config: int, solver: int, texts: Sequence[str]
+) -> dict[str, Any]:
+    """Candidate text -> the measurement that stands for it among those of (``config``,
+    ``solver``) that count under ``history`` (the fastest valid, else the latest), as a
+    row with ``session``, ``params``, ``time_ms``, ``valid``, ``reason`` and ``machine``;
+    candidates no counting session measured are absent."""
+    m = tables.measurement.c
+    if not history.sessions or not texts:
+        return {}
+    found: dict[str, Any] = {}
+    for row in conn.execute(
+        select(m.session, m.params, m.time_ms, m.valid, m.reason, m.machine)
+        .where(
+            m.config == config,
+            m.solver == solver,
+            m.params.in_(sorted(set(texts))),
+            *history.where(m.session, m.taken, m.platform),
+        )
+        .order_by(m.id)
+    ):
+        if stands_for(row, found.get(row.params)):
+            found[row.params] = row
+    return found
+
+
+def measured_runs(
+    conn: Connection, history: Eligibility, config: int, solver: int, texts: Mapping[int, str]
+) -> dict[int, dict[str, Any]]:
+    """Run seq -> its ``search_run`` columns, ended, for each candidate of ``texts`` (seq ->
+    candidate text) that a session whose ``history`` counts measured (the same columns
+    each: one INSERT of them all); the others are absent."""
+    found = measured_in_history(conn, history, config, solver, list(texts.values()))
+    if not found:
+        return {}
+    now = conn.execute(select(db_now())).scalar_one()
+    out: dict[int, dict[str, Any]] = {}
+    for seq, text in texts.items():
+        m = found.get(text)
+        if m is None:
+            continue
+        where = {"measured_in_session": int(m.session)}
+        run: dict[str, Any] = {"build": None, "machine": m.machine, "finished": now}
+        if m.valid and m.time_ms is not None:
+            t = float(m.time_ms)
+            run |= {"valid": True, "value": t, "stats": {"time_ms": t, **where}, "reason": None}
+        else:
+            reason = f"{m.reason or 'invalid'} (measured in session {m.session})"
+            run |= {"valid": False, "value": None, "stats": where, "reason": reason}
+        out[seq] = run
+    if out:
+        log.info(
+            "config %d, solver %d: %d of %d candidate(s) measured where history counts, not "
+            "timed again (--remeasure times them)",
+            config, solver, len(out), len(texts),
+        )  # fmt: skip
     return out
 
 

@@ -20,7 +20,7 @@ from tuna.catalog.records import conv_problem
 from tuna.db import Database, tables
 from tuna.db.blobs import unpack_kernel
 from tuna.errors import TunaError
-from tuna.jobs.measurements import measured_before
+from tuna.jobs.measurements import measured_before, measured_by_jobs
 from tuna.jobs.values import ClaimedJob, Phase
 from tuna.problems.conv import ConvProblem
 
@@ -42,7 +42,8 @@ class WorkLoader:
         """job id -> its work, or the reason it cannot be built (e.g. an invalid config).
 
         Evaluate-phase work carries what was measured before for its (config, solver) in
-        the session on ``platform`` (the worker's), which a resumed job does not repeat.
+        the session on ``platform`` (the worker's), which a resumed job does not repeat; a
+        strategy's round, what its own job measured before (a lost attempt's progress).
         """
         self._fetch_problems(
             {j.config for j in jobs if j.config is not None} - self._problems.keys()
@@ -56,10 +57,22 @@ class WorkLoader:
             for j in jobs
             if j.phase is Phase.EVAL and j.config is not None and j.solver is not None
         }
+        rounds = self._fetch_rounds({j.search_build for j in jobs if j.search_build is not None})
+        # A strategy's round times what its driver left to it (history's measurements were
+        # taken as measured, unless --remeasure): only its own saved progress is not redone.
+        own_rounds = [
+            j.id
+            for j in jobs
+            if j.phase is Phase.EVAL
+            and j.search_build is not None
+            and j.search_build in rounds
+            and not rounds[j.search_build]["final"]
+        ]
+        by_job: dict[int, tuple[Measurement, ...]] = {}
         if pairs and platform is not None:
             with self.db.transaction() as conn:
                 measured = measured_before(conn, self.session.id, platform, pairs)
-        rounds = self._fetch_rounds({j.search_build for j in jobs if j.search_build is not None})
+                by_job = measured_by_jobs(conn, own_rounds) if own_rounds else {}
         out: dict[int, JobWork | str] = {}
         for j in jobs:
             if j.config is None or j.solver is None:
@@ -83,7 +96,11 @@ class WorkLoader:
                     step=j.step.value,
                     kernels=tuple(kernels.get(j.id, ())),
                     payload=j.payload,
-                    measured=measured.get((j.config, j.solver), ()),
+                    measured=(
+                        by_job.get(j.id, ())
+                        if j.id in own_rounds
+                        else measured.get((j.config, j.solver), ())
+                    ),
                 )
                 chosen = rounds.get(j.search_build) if j.search_build is not None else None
                 work = out[j.id]

@@ -147,7 +147,9 @@ class StrategyOptions:
     """Which strategy searches and how far: ``budget`` is a count of measurements or a share
     of the space (None: all of it), ``patience`` measurements in a row without improvement
     stop it, ``round_size`` candidates per round (one build, one job), ``transfer`` lets the
-    model learn from other problems' measurements.
+    model learn from other problems' measurements, ``remeasure`` times a candidate again
+    though a session whose history counts measured it already (by default its stored time
+    is the candidate's, and no job times it).
 
     Checked when made (one clear line for a bad value, :class:`SearchError`), so whoever
     receives one need not check it again. The budget against a space's size is checked
@@ -160,6 +162,7 @@ class StrategyOptions:
     seed: int = DEFAULT_SEED
     round_size: int = DEFAULT_ROUND_SIZE
     transfer: bool = False
+    remeasure: bool = False
 
     def __post_init__(self) -> None:
         if self.round_size < 1:
@@ -192,8 +195,12 @@ class StrategyOptions:
             check_sampler(self.strategy)  # SamplerLibraryMissing names the extra to install
 
     def to_json(self) -> dict[str, Any]:
-        """The options as a session's default and a stored search's spec keep them."""
-        return asdict(self)
+        """The options as a session's default and a stored search's spec keep them
+        (``remeasure`` only when asked: what was stored before it existed reads the same)."""
+        stored = asdict(self)
+        if not self.remeasure:
+            del stored["remeasure"]
+        return stored
 
     @classmethod
     def from_json(cls, stored: Mapping[str, Any]) -> StrategyOptions:
@@ -205,6 +212,7 @@ class StrategyOptions:
             seed=int(stored.get("seed") or DEFAULT_SEED),
             round_size=int(stored.get("round_size") or DEFAULT_ROUND_SIZE),
             transfer=bool(stored.get("transfer")),
+            remeasure=bool(stored.get("remeasure")),
         )
 
     def searcher(
