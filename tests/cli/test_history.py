@@ -256,3 +256,28 @@ def test_load_jobs_min_trials_says_what_it_skipped(runner):
     assert "(pass --force to queue work that counting history already did)" in lines
     forced = runner.invoke(main, [*args, "--force"])
     assert "jobs queued 1" in [" ".join(x.split()) for x in forced.output.splitlines()]
+
+
+def test_best_says_beside_the_json_when_timings_were_unstable(runner, tmp_path):
+    """Issue #24: a winner's repeated runs spread 1.5x: `tuna best` says so on stderr (its
+    stdout stays the JSON document, whose rows carry their timings) and after -o's line."""
+    db = _db()
+    h = make_configs(db)
+    a = session(db)
+    solver, on = h.solvers["NoopTunable"], add_platform(db, {})
+    add_measurements(db, a, h.configs[0], solver, [1.0, 1.2], platform=on)  # p0 p1
+    add_measurements(db, a, h.configs[0], solver, [1.5], platform=on)  # p0 re-timed, disturbed
+    add_find(db, a, h.configs[0], solver, 1.0, params="p0")
+    db.dispose()
+    r = runner.invoke(main, ["best", "-s", str(a)])
+    assert r.exit_code == 0, r.output
+    (row,) = json.loads(r.stdout)["problems"]
+    assert (row["timings"], row["spread"], row["unstable"]) == (2, 1.5, True)
+    note = (
+        "timings unstable: 1 of 1 best rows' repeated runs spread more than 1.25x (up to "
+        "1.50x: machine busy?); each time is its fastest run"
+    )
+    assert r.stderr == note + "\n"
+    out = tmp_path / "best.json"
+    written = runner.invoke(main, ["best", "-s", str(a), "-o", str(out)])
+    assert " ".join(written.output.split()).endswith(f"; {note}")

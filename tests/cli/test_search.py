@@ -216,3 +216,49 @@ def test_a_strategy_search_needs_no_name_as_its_help_example_shows(runner, tmp_p
         tuna, ["search", "create", "p.py", "-s", "1", "--run", "x", "--objective", "t"]
     )
     assert r.exit_code == 1 and "--name" in r.output
+
+
+def test_search_show_says_how_steady_the_stored_results_timings_were(runner, tmp_path):
+    """Issue #24: where a strategy search's winner is shown, its repeated timings' spread is
+    said beside it; above 1.25x they are unstable (the stored time stays the fastest)."""
+    from sqlalchemy import insert, select
+
+    from tests.support.history import add_platform
+    from tuna.db.models import FindDb, Measurement, Solver
+
+    lines = tmp_path / "n.txt"
+    lines.write_text("MIOpenDriver conv -n 1 -c 16 -H 8 -W 8 -k 16 -y 1 -x 1 -F 1\n")
+    for args in (
+        ["import_configs", "-t", "t", "-f", str(lines)],
+        ["session", "create", "--arch", "cpu", "--num-cu", "1", "--backend", "cpuconv"],
+        ["search", "create", "-s", "1", "--strategy", "random", "--config", "1", "--solver",
+         "CpuGemm1x1", "--budget", "8"],
+    ):  # fmt: skip
+        assert runner.invoke(main, args).exit_code == 0
+    shown = runner.invoke(main, ["search", "show", "1"])
+    assert "stored:" not in shown.output  # nothing stored yet
+    db = open_database()
+    try:
+        on = add_platform(db, {})
+        with db.session() as s:
+            solver = s.execute(select(Solver.id).where(Solver.name == "CpuGemm1x1")).scalar_one()
+            where = dict(session=1, config=1, solver=solver, params="1,1,4,64,1,0,0")
+            s.execute(
+                insert(Measurement),
+                [dict(**where, platform=on, time_ms=t, valid=True) for t in (1.0, 1.4)],
+            )
+            s.execute(insert(FindDb).values(**where, time_ms=1.0, workspace=0, algorithm="direct"))
+    finally:
+        db.dispose()
+    shown = runner.invoke(main, ["search", "show", "1"])
+    assert shown.exit_code == 0, shown.output
+    assert (
+        "  stored: time_ms = 1 (1,1,4,64,1,0,0), another search's or job's of session 1; "
+        "2 timing(s), spread 1.40x - timings unstable (machine busy?): the time is its "
+        "fastest run"
+    ) in shown.output
+    doc = json.loads(runner.invoke(main, ["search", "show", "1", "--json"]).output)
+    assert doc["stored"] == {
+        "time_ms": 1.0, "params": "1,1,4,64,1,0,0", "job": None, "mine": False,
+        "timings": 2, "spread": 1.4, "unstable": True,
+    }  # fmt: skip

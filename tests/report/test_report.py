@@ -240,3 +240,33 @@ def test_the_winners_parameters_are_in_the_page_its_csvs_and_pareto_json(seeded,
     assert {(c, float(t)): p for c, t, p in rows} == by_point
     meta = json.loads((tmp_path / "report.json").read_text())
     assert "winners.csv" in meta["files"] and "figures/speedups.csv" in meta["files"]
+
+
+def test_the_winners_timings_and_whether_they_were_stable_are_beside_their_times(lite, tmp_path):
+    """Issue #24: the report compares times; a winner whose repeated runs spread more than
+    1.25x is marked unstable in the winners table and CSV and next to the speed-up figure."""
+    from tests.support.history import add_find, add_measurements, add_platform, make_configs
+    from tests.support.history import session as make_session
+
+    h = make_configs(lite)
+    a = make_session(lite)
+    solver, on = h.solvers["NoopTunable"], add_platform(lite, {})
+    add_measurements(lite, a, h.configs[0], solver, [1.0, 1.3], platform=on)  # p0 p1
+    add_measurements(lite, a, h.configs[0], solver, [1.6], platform=on)  # p0 re-timed: 1.6x
+    add_find(lite, a, h.configs[0], solver, 1.0, params="p0")
+    add_measurements(lite, a, h.configs[1], solver, [2.0], platform=on)  # p0 timed once
+    add_find(lite, a, h.configs[1], solver, 2.0, params="p0")
+    add_find(lite, a, h.configs[1], h.solvers["NoopDirect"], 4.0)  # a slower solver
+    build_report(lite, ReportOptions((a,), tmp_path))
+    winners = {int(r["config"]): r for r in read_csv(tmp_path / "winners.csv")}
+    assert [(winners[c]["timings"], winners[c]["spread"], winners[c]["unstable"])
+            for c in h.configs[:2]] == [("2", "1.6", "1"), ("1", "1.0", "0")]  # fmt: skip
+    page = html.unescape((tmp_path / "index.html").read_text())
+    table = re.search(r'<table id="table-winners">(.*?)</table>', page, re.S).group(1)
+    assert "<th>time_ms</th><th>timings</th>" in table
+    assert "<td>1</td><td>2 runs, spread 1.60x: unstable</td>" in table
+    assert "<td>2</td><td>1 run</td>" in table
+    note = ("Timings unstable: 1 of 2 winners' repeated runs spread more than 1.25x (up to "
+            "1.60x: machine busy?); each time is its fastest run.")  # fmt: skip
+    speedups = page[page.index('<section id="speedups">') : page.index('<section id="winners">')]
+    assert note in speedups and note in page[page.index('<section id="winners">') :]

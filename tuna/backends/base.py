@@ -142,6 +142,11 @@ class Measurement:
     budget: int | None = None
 
 
+#: A candidate's valid timings further apart than this (slowest over fastest) mean the
+#: machine was disturbed while it timed: a backend that re-times its finalists says so, and
+#: wherever a stored winner is shown it is marked unstable (:mod:`tuna.library.stability`).
+UNSTABLE_SPREAD = 1.25
+
 Checkpoint = Callable[[Sequence[Measurement]], bool]
 
 

@@ -21,6 +21,7 @@ from tuna.cli.base import (
     console,
     database,
     emit,
+    err_console,
     output_options,
     session_option,
     verbose_option,
@@ -368,6 +369,11 @@ def best_cmd(
     front (the runs that count and no other beats on every objective), as `tuna search
     show` and the dashboard show it.
 
+    Each problem's row says how many valid timings its winner had in its session and how
+    far apart they were ("timings", "spread": slowest over fastest); "unstable" is true
+    above 1.25x (the machine was disturbed while it timed: the time is its fastest run),
+    and a line on stderr says how many are.
+
     \b
     Examples:
       tuna best -s 3 -o best.json
@@ -398,12 +404,16 @@ def best_cmd(
     finally:
         db.dispose()
     text = json.dumps(report.document(), indent=2, default=str) + "\n"
+    unstable = report.unstable_note()
     if out is None:
         click.echo(text, nl=False)
+        if unstable:  # beside the JSON, not in it: stdout stays the document
+            err_console.print(unstable, markup=False)
     else:
         out.write_text(text)
         console.print(
-            f"{out}: best of {len(report.best)} problem(s) for {report.target_label}",
+            f"{out}: best of {len(report.best)} problem(s) for {report.target_label}"
+            + (f"; {unstable}" if unstable else ""),
             markup=False,
         )
 

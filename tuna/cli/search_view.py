@@ -13,7 +13,7 @@ from tuna.cli.base import TunaCommand, console, database, emit, output_options, 
 from tuna.searchers.prune import pruner_from_json
 from tuna.searchers.timebudget import format_duration
 from tuna.searches import query
-from tuna.searches.query import RUN_STATUSES, RunRow, SearchSummary
+from tuna.searches.query import RUN_STATUSES, RunRow, SearchSummary, StoredResult
 
 
 def _compact(values: dict[str, Any] | None) -> str:
@@ -103,6 +103,25 @@ def flat_rows(rows: list[RunRow]) -> list[dict[str, Any]]:
     return out
 
 
+def stored_row(r: StoredResult | None) -> dict[str, Any] | None:
+    """A strategy search's stored result as ``--json`` prints it (None: none stored)."""
+    if r is None:
+        return None
+    timings = r.spread.as_dict() if r.spread else {"timings": 0, "spread": None, "unstable": False}
+    return {"time_ms": r.time_ms, "params": r.params, "job": r.job, "mine": r.mine, **timings}
+
+
+def _stored(r: StoredResult, session: int) -> str:
+    """The stored result's line: its time, whose it is and how steady its timings were."""
+    whose = "this search's winner" if r.mine else f"another search's or job's of session {session}"
+    line = f"time_ms = {r.time_ms:g} ({r.params or '-'}), {whose}"
+    if r.spread is not None:
+        line += f"; {r.spread.timings} timing(s), spread {r.spread.ratio:.2f}x"
+        if r.spread.unstable:
+            line += " - timings unstable (machine busy?): the time is its fastest run"
+    return line
+
+
 @click.command("list", cls=TunaCommand)
 @session_option("Session whose searches to list.")
 @output_options()
@@ -165,6 +184,11 @@ def show_cmd(
 ) -> None:
     """Show a search: its progress, its best run, its Pareto front and its runs table.
 
+    A strategy search also shows the stored result of its problem and solver (the
+    find/perf rows: the best any search or job of the session measured), whose it is, and
+    how many valid timings it had and how far apart (slowest over fastest): above 1.25x
+    it says the timings were unstable.
+
     SEARCH is the search's id, or its name with -s SESSION. Each run shows its
     build-time and run-time parameters, its stats, whether it is valid (or why not, or
     why it does not count: a constraint it fails), the machine it ran on and when it
@@ -191,6 +215,7 @@ def show_cmd(
         top = query.best_run(db, s)
         front = query.pareto(db, s)
         baseline = query.baseline_run(db, s)
+        stored = query.stored_result(db, s.id)
     finally:
         db.dispose()
     if output == "csv":
@@ -202,6 +227,7 @@ def show_cmd(
         "best": run_row(top) if top else None,
         "baseline": run_row(baseline) if baseline else None,
         "pareto": [run_row(r) for r in front],
+        "stored": stored_row(stored),
         "runs": [run_row(r) for r in rows],
     }
     if emit([], output, document):
@@ -237,6 +263,8 @@ def show_cmd(
         )
     if s.objective.more:
         _print_front(s, front)
+    if stored is not None:
+        console.print(f"  stored: {_stored(stored, s.session)}", markup=False)
     if not rows:
         console.print("No run matches." if (status or build or best) else "No run yet.",
                       markup=False)  # fmt: skip

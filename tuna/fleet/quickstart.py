@@ -18,21 +18,21 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from sqlalchemy import and_, func, select
+from sqlalchemy import select
 
+from tuna.backends.base import UNSTABLE_SPREAD
 from tuna.catalog.importer import ImportReport, import_configs
 from tuna.catalog.parsing import read_lines
 from tuna.db import Database
-from tuna.db.models import ConfigTag, ConvConfig, FindDb, Measurement, Solver
+from tuna.db.models import ConfigTag, ConvConfig, FindDb, Solver
 from tuna.fleet.local import FishReport, Progress, Task
 from tuna.fleet.pool import run_local_stages
 from tuna.jobs.load import load_jobs
+from tuna.library.stability import timing_spreads
 from tuna.sessions import SessionSpec, create_session
 
 TAG = "quickstart"
 NAIVE = "CpuDirectNaive"
-#: A winner's timings further apart than this (slowest over fastest) make the figures unstable.
-UNSTABLE_SPREAD = 1.25
 
 
 @dataclass(frozen=True)
@@ -141,25 +141,20 @@ def run_quickstart(
 
 def timing_spread(db: Database, sessions: list[int]) -> float:
     """The largest spread (slowest over fastest valid time) of the timings of a stored
-    winner (a find row's params, timed first and in the re-timing turns) in ``sessions``."""
-    f, m = FindDb, Measurement
+    winner (a find row's params, timed first and in the re-timing turns) in ``sessions``
+    (:mod:`tuna.library.stability`)."""
+    f = FindDb
     with db.session() as s:
-        rows = s.execute(
-            select(func.max(m.time_ms) / func.min(m.time_ms))
-            .select_from(f)
-            .join(
-                m,
-                and_(
-                    m.session == f.session,
-                    m.config == f.config,
-                    m.solver == f.solver,
-                    m.params == func.coalesce(f.params, ""),
-                ),
+        winners = [
+            ((r.session, r.config, r.solver, r.params or ""), float(r.time_ms))
+            for r in s.execute(
+                select(f.session, f.config, f.solver, f.params, f.time_ms).where(
+                    f.session.in_(sessions)
+                )
             )
-            .where(f.session.in_(sessions), m.valid, m.time_ms > 0)
-            .group_by(f.id)
-        ).scalars()
-        return max((float(x) for x in rows if x is not None), default=1.0)
+        ]
+        spreads = timing_spreads(s, winners)
+    return max((x.ratio for x in spreads.values()), default=1.0)
 
 
 def compare(db: Database, tuned: int, default: int) -> list[QuickstartRow]:

@@ -5,7 +5,9 @@ params of the same session and solver when the find row has none) among the rows
 count for the target (:class:`tuna.sessions.history.Eligibility`: compatible, unretired
 sessions, rows young enough). Ties go to the solver MIOpen orders first (numeric id, then
 name), then to the newer row. When nothing counts, :func:`why_none` says which rule excluded
-which rows.
+which rows. Each best row says how far apart its repeated timings were
+(:mod:`tuna.library.stability`): ``tuna best`` writes it beside the time and marks the
+unstable ones.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import datetime as dt
 import math
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy import ColumnElement, and_, exists, func, select
@@ -32,6 +34,7 @@ from tuna.db.models import (
     TuningSession,
 )
 from tuna.errors import NotFoundError, TunaError
+from tuna.library.stability import Key, Spread, timing_spreads, unstable_note
 from tuna.sessions.history import Eligibility, Target, eligibility, rules_of
 from tuna.sessions.rules import HistoryRules, exclusion_hint
 from tuna.sessions.session import session_info, session_row
@@ -52,6 +55,8 @@ class Best:
     algorithm: str
     session: int
     created: dt.datetime | None
+    config: int = 0
+    solver_id: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -92,7 +97,9 @@ def best_configs(
         if config in best_key and best_key[config] <= rank:
             continue
         best_key[config] = rank
-        found[config] = Best(key, driver, solver, params, time_ms, ws, alg, session, created)
+        found[config] = Best(
+            key, driver, solver, params, time_ms, ws, alg, session, created, config, solver_id
+        )
     return found
 
 
@@ -277,6 +284,15 @@ class BestReport:
     best: list[Best]
     asked: int | None  # configs asked for (None: every config)
     tag: str | None
+    spreads: dict[Key, Spread] = field(default_factory=dict)
+    """Each best row's repeated timings (absent: none kept, e.g. imported)."""
+
+    def spread(self, b: Best) -> Spread | None:
+        return self.spreads.get(winner_key(b))
+
+    def unstable_note(self) -> str:
+        """What ``tuna best`` says beside the figures when some are unstable."""
+        return unstable_note(self.spreads.values(), "best row")
 
     @property
     def target_label(self) -> str:
@@ -295,7 +311,7 @@ class BestReport:
             "tag": self.tag,
             "sessions": list(self.history.sessions),
             "excluded_sessions": {str(k): v for k, v in sorted(self.history.excluded.items())},
-            "problems": [b.as_dict() for b in self.best],
+            "problems": [b.as_dict() | _timings(self.spread(b)) for b in self.best],
         }
 
 
@@ -322,8 +338,22 @@ def best_report(
         if not found:
             reasons = why_none(s, history, config_ids)
             raise NotFoundError(no_history_message(history, reasons, tag))
+        spreads = timing_spreads(s, [(winner_key(b), b.time_ms) for b in found.values()])
     best = sorted(found.values(), key=lambda b: b.key)
-    return BestReport(history, best, None if config_ids is None else len(config_ids), tag)
+    asked = None if config_ids is None else len(config_ids)
+    return BestReport(history, best, asked, tag, spreads)
+
+
+def winner_key(b: Best) -> Key:
+    """A best row as :mod:`tuna.library.stability` names a stored winner."""
+    return (b.session, b.config, b.solver_id, b.params or "")
+
+
+def _timings(spread: Spread | None) -> dict[str, Any]:
+    """A best row's repeated timings as ``tuna best`` writes them."""
+    if spread is None:
+        return {"timings": 0, "spread": None, "unstable": False}
+    return spread.as_dict()
 
 
 def history_and_configs(

@@ -26,6 +26,7 @@ from tuna.db import Database
 from tuna.errors import NotFoundError, TunaError
 from tuna.jobs import activity
 from tuna.jobs.activity import Bucketed
+from tuna.library.stability import UNSTABLE_SPREAD, Spread, unstable_note
 from tuna.report import figures, searches
 from tuna.report.figures import Figure
 from tuna.report.pareto import StatGoal, rank
@@ -89,6 +90,8 @@ class ReportData:
     arch_of: dict[int, str]
     points: list[FindPoint]
     searches: list[SearchSummary] = field(default_factory=list)
+    spreads: dict[tuple[int, int], Spread] = field(default_factory=dict)
+    """(session, config) -> its winner's repeated timings (:func:`insight.winner_spreads`)."""
 
 
 @dataclass
@@ -161,6 +164,9 @@ def _speedups(data: ReportData) -> Section:
     geo = _geomean([u.speedup for u in ups])
     sec.notes.append(f"{len(ups)} problems; geometric mean speed-up {geo:.2f}x vs {baseline} "
                      f"({compares}).")  # fmt: skip
+    unstable = unstable_note(data.spreads.values())
+    if unstable:  # next to the figure: a disturbed run moves it
+        sec.notes.append(unstable[0].upper() + unstable[1:] + ".")
     several = len(data.options.sessions) > 1
     sec.figures.append(
         figures.speedup_chart(
@@ -215,16 +221,31 @@ def _winners(data: ReportData) -> Section:
     if not best:
         sec.notes.append("No find results in these sessions yet.")
         return sec
+    timed = [data.spreads.get((p.session, p.config)) for p in best]
     head = ["session", "config", "family", "fdb_key", "solver", "time_ms", "workspace", "params"]
     rows = [(p.session, p.config, p.family, p.fdb_key, p.solver, p.time_ms, p.workspace,
              p.params or "") for p in best]  # fmt: skip
-    figures.write_csv(data.options.out / "winners.csv", head, rows)
+    figures.write_csv(
+        data.options.out / "winners.csv",
+        [*head, "timings", "spread", "unstable"],
+        [(*r, *((x.timings, round(x.ratio, 4), int(x.unstable)) if x else (0, "", 0)))
+         for r, x in zip(rows, timed, strict=True)],
+    )  # fmt: skip
     sec.data.append("winners.csv")
     shown = rows[:MAX_WINNER_ROWS]
     sec.notes.append(f"{len(rows)} problems; winners.csv holds every one"
                      + (f", the first {len(shown)} are listed here." if len(shown) < len(rows)
-                        else "."))  # fmt: skip
-    sec.table = (head, [(*r[:5], f"{r[5]:.4g}", *r[6:]) for r in shown])
+                        else ".") + " Timings: the winner's valid runs in its session and how "
+                     "far apart they were (slowest over fastest; unstable above "
+                     f"{UNSTABLE_SPREAD:g}x: the time is its fastest run).")  # fmt: skip
+    unstable = unstable_note(x for x in timed if x is not None)
+    if unstable:
+        sec.notes.append(unstable[0].upper() + unstable[1:] + ".")
+    sec.table = (
+        [*head[:6], "timings", *head[6:]],
+        [(*r[:5], f"{r[5]:.4g}", x.note() if x else "-", *r[6:])
+         for r, x in zip(shown, timed, strict=False)],
+    )  # fmt: skip
     return sec
 
 
@@ -489,7 +510,7 @@ def build_report(db: Database, options: ReportOptions) -> Report:
                 "report yet (load_jobs then go_fish, or tuna search create, fills it)"
             )
     options.out.mkdir(parents=True, exist_ok=True)
-    data = ReportData(db, options, arch_of, points, found)
+    data = ReportData(db, options, arch_of, points, found, insight.winner_spreads(db, points))
     sections = [build(data) for build in SECTIONS]
     index = options.out / "index.html"
     index.write_text(render_html(options, arch_of, sections))

@@ -19,6 +19,7 @@ from sqlalchemy.orm import aliased
 from tuna.db import Database
 from tuna.db.models import ConvConfig, FindDb, Golden, Solver, Tensor, TuningSession
 from tuna.errors import NotFoundError, TunaError
+from tuna.library.stability import Spread, spreads_of
 from tuna.sessions.session import no_session
 
 _DIRECTIONS = {"F": "fwd", "B": "bwd", "W": "wrw"}
@@ -298,6 +299,15 @@ def best_per_problem(points: Sequence[FindPoint]) -> dict[tuple[int, int], FindP
         if k not in best or p.time_ms < best[k].time_ms:
             best[k] = p
     return best
+
+
+def winner_spreads(db: Database, points: Sequence[FindPoint]) -> dict[tuple[int, int], Spread]:
+    """(session, config) -> the repeated timings of its winner (:func:`best_per_problem`)
+    and how far apart they were (:mod:`tuna.library.stability`); absent: none kept."""
+    best = best_per_problem(points)
+    key = {k: (p.session, p.config, p.solver_id, p.params or "") for k, p in best.items()}
+    found = spreads_of(db, [(key[k], p.time_ms) for k, p in best.items()])
+    return {k: found[key[k]] for k in best if key[k] in found}
 
 
 def solver_wins(

@@ -47,6 +47,7 @@ from tuna.db.models import (
     TuningSession,
 )
 from tuna.errors import NotFoundError, TunaError
+from tuna.library.stability import Spread, timing_spreads
 from tuna.searchers import Objective, Run
 from tuna.searchers.errors import SearchError
 from tuna.searchers.pareto import front
@@ -488,6 +489,8 @@ class StoredResult:
     job: int | None
     mine: bool
     """Whether it is this search's (its final job wrote it)."""
+    spread: Spread | None = None
+    """How far apart its valid timings in the session were (None: none kept)."""
 
 
 def stored_result(db: Database, search_id: int) -> StoredResult | None:
@@ -499,7 +502,7 @@ def stored_result(db: Database, search_id: int) -> StoredResult | None:
             return None
         spec = row.spec
         found = s.execute(
-            select(FindDb.time_ms, FindDb.params, FindDb.job, Job.search_build)
+            select(FindDb.time_ms, FindDb.params, FindDb.job, Job.search_build, FindDb.solver)
             .join(Solver, Solver.id == FindDb.solver)
             .join(Job, Job.id == FindDb.job, isouter=True)
             .where(
@@ -514,7 +517,9 @@ def stored_result(db: Database, search_id: int) -> StoredResult | None:
         if found.search_build is not None:
             owner = s.scalar(select(SearchBuild.search).where(SearchBuild.id == found.search_build))
             mine = owner == search_id
-    return StoredResult(float(found.time_ms), found.params, found.job, mine)
+        key = (row.session, int(spec["config"]), int(found.solver), found.params or "")
+        spread = timing_spreads(s, [(key, float(found.time_ms))]).get(key)
+    return StoredResult(float(found.time_ms), found.params, found.job, mine, spread)
 
 
 def best_run(db: Database, search: SearchSummary) -> RunRow | None:

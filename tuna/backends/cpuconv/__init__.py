@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from tuna.backends.base import (
+    UNSTABLE_SPREAD,
     Backend,
     CompileOutcome,
     EvalOutcome,
@@ -401,8 +402,6 @@ class CpuConvBackend(Backend):
 #: The fastest candidates re-timed before a winner is stored, and the turns they take.
 FINALISTS = 3
 RETIME_TURNS = 3
-#: A finalist whose timings (its first and its turns) spread more than this is unstable.
-UNSTABLE_SPREAD = 1.25
 
 
 def _retime_finalists(
