@@ -3,6 +3,9 @@ Pareto front) read back as `tuna search show` and the dashboard read it."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from sqlalchemy import func, select
 
@@ -183,3 +186,16 @@ def test_ask_and_tell_asks_the_baseline_first(lite):
     with lite.session() as db:
         seqs = db.execute(select(SearchRun.seq).order_by(SearchRun.seq)).scalars().all()
     assert seqs == list(range(-1, 10))
+
+
+def test_the_docs_example_runs_and_prints_what_the_page_says(tmp_path, monkeypatch, capsys):
+    page = (Path(__file__).parents[2] / "docs/tutorials/benchmark-search.md").read_text()
+    section = page.split("### Several objectives, constraints and a baseline", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    shown = re.search(r"It prints `([^`]*)`", section)
+    assert shown is not None
+    monkeypatch.setenv("TUNA_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv("TUNA_DB_URL", raising=False)
+    for _ in range(2):  # the second run resumes the study: the same answer, nothing re-run
+        exec(compile(code, "benchmark-search.md", "exec"), {"__name__": "docs"})
+        assert capsys.readouterr().out.strip() == shown.group(1)
