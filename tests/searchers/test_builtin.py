@@ -431,3 +431,12 @@ def test_random_over_lists_is_unchanged_by_ranges() -> None:
         {"a": 1, "b": "x"},
         {"a": 3, "b": "y"},
     ]
+
+
+def test_random_over_a_huge_int_range_lists_nothing() -> None:
+    from tuna.searchers import Int, ParameterSpace
+
+    space = ParameterSpace({"n": Int(0, 10**12, step=3), "k": ["a", "b"]})
+    points = static(Random(space, 5, seed=2))
+    assert len(points) == 5 and all(space.check_point(p) == p for p in points)
+    assert points == static(Random(space, 5, seed=2))

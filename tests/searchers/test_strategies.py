@@ -386,3 +386,13 @@ def test_a_strategy_by_name_takes_its_candidates_from_the_one_enumeration() -> N
         SearchError, match=r"big.json: strategy 'hillclimb' enumerates .* 216,000 points"
     ):
         strategy_over("hillclimb", big)
+
+
+def test_a_huge_int_range_is_refused_by_its_count_not_by_listing_it() -> None:
+    from tuna.searchers import Int, ParameterSpace
+    from tuna.searchers.strategies import strategy_over
+
+    huge = ParameterSpace({"n": Int(0, 10**12)}, source="h.json")
+    assert huge.size() == 10**12 + 1
+    with pytest.raises(SearchError, match=r"its 1,000,000,000,001 points are more than 200,000"):
+        strategy_over("hillclimb", huge)

@@ -156,7 +156,13 @@ class Random(SearcherInterface):
         space = _space_of(grid)
         sampled = space is not None and (space.conditional or not space.finite)
         self.space = space if sampled else None
-        self.grid = _grid_of(space or grid) if self.space is None else {}
+        # Axes of the product, each read by index: an Int range is never listed, so
+        # Int(0, 10**9) costs nothing until a point is drawn.
+        self.axes: dict[str, Sequence[Primitive] | Param] = {}
+        if space is None:
+            self.axes = dict(_grid_of(grid))
+        elif not sampled:
+            self.axes = {n: p for n, p in space.parameters.items() if p.count()}
         self.count = count
         self.seed = seed
 
@@ -168,15 +174,16 @@ class Random(SearcherInterface):
         if self.space is not None:
             yield from self._sampled(self.space)
             return
-        keys = list(self.grid)
-        sizes = [len(self.grid[k]) for k in keys]
+        keys = list(self.axes)
+        sizes = [_size(self.axes[k]) for k in keys]
         total = math.prod(sizes)
         rng = random.Random(self.seed)
         for index in _distinct_indices(rng, total, min(self.count, total)):
             point: Point = {}
             for k, n in zip(reversed(keys), reversed(sizes), strict=True):
                 index, i = divmod(index, n)
-                point[k] = self.grid[k][i]
+                axis = self.axes[k]
+                point[k] = axis.value_at(i) if isinstance(axis, Param) else axis[i]
             yield {k: point[k] for k in keys}
 
     def _sampled(self, space: ParameterSpace) -> Proposals:
@@ -192,6 +199,10 @@ class Random(SearcherInterface):
             seen.add(key)
             made, repeats = made + 1, 0
             yield point
+
+
+def _size(axis: Sequence[Primitive] | Param) -> int:
+    return axis.count() if isinstance(axis, Param) else len(axis)
 
 
 def _distinct_indices(rng: random.Random, total: int, count: int) -> Iterator[int]:

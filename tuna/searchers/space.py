@@ -172,8 +172,9 @@ class ParameterSpace:
 
     def size(self) -> int:
         """How many points the exhaustive search lists (conditions respected)."""
-        if not self.conditional:
-            return math.prod(len(v) for v in self.grid.values())
+        self.require_finite("a count of points")
+        if not self.conditional:  # counted, not listed: Int(0, 10**12) is one multiplication
+            return math.prod(p.count() for p in self.parameters.values() if p.count())
         return sum(1 for _ in self.product())
 
     def product(self, order: Sequence[str] | None = None) -> Iterator[Point]:
