@@ -7,7 +7,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from tuna.dashboard.svg import Series, nice_ticks, step_chart
+from tuna.dashboard.svg import Series, front_chart, nice_ticks, step_chart
 
 NS = "{http://www.w3.org/2000/svg}"
 
@@ -110,3 +110,31 @@ def test_a_best_so_far_chart_spanning_orders_of_magnitude_is_on_a_log_axis():
     assert ys[1] - ys[0] > 5 and ys[2] - ys[1] > 5  # 3 -> 2.5 -> 2 apart (0.1 px when linear)
     xs = [t.text for t in svg.iter(f"{NS}text") if t.get("class") == "xtick"]
     assert all(float(x).is_integer() for x in xs)
+
+
+def test_a_front_chart_places_the_front_within_its_axes_and_escapes_labels():
+    markup = front_chart(
+        [(30.0, 80.0), (50.0, 85.0)],
+        [(10.0, 82.0, "run 1: a=<1>"), (40.0, 90.0, "run 2: a=2")],
+        baseline=(40.0, 90.0),
+        title="front",
+        xlabel="time_ms",
+        ylabel="accuracy",
+    )
+    svg = ET.fromstring(markup)
+    ns = "{http://www.w3.org/2000/svg}"
+    front = svg.findall(f"{ns}circle[@class='front-run']")
+    assert [c.find(f"{ns}title").text for c in front] == ["run 1: a=<1>", "run 2: a=2"]
+    xs = [float(c.get("cx")) for c in front]
+    ys = [float(c.get("cy")) for c in front]
+    assert 70 <= xs[0] < xs[1] <= 730 and 30 <= ys[1] < ys[0] <= 292  # up is more accurate
+    ring = svg.find(f"{ns}circle[@class='baseline']")
+    assert ring is not None and (float(ring.get("cx")), float(ring.get("cy"))) == (xs[1], ys[1])
+    assert len(svg.findall(f"{ns}circle[@class='run']")) == 2
+    assert svg.find(f"{ns}path[@class='front']") is not None
+
+
+def test_a_front_chart_of_nothing_says_so():
+    svg = ET.fromstring(front_chart([], [], title="t", xlabel="x", ylabel="y"))
+    empty = svg.find("{http://www.w3.org/2000/svg}text[@class='empty']")
+    assert empty is not None and empty.text == "no run counts yet"

@@ -344,6 +344,7 @@ def prune_cmd(keep_best: int, session_id: int | None, dry_run: bool, output: str
 @click.option(
     "--search",
     "search_ref",
+    metavar="SEARCH",
     help="Instead: a search's answer, its best run and Pareto front (id, or name with -s).",
 )
 @verbose_option
