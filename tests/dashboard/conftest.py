@@ -130,15 +130,17 @@ def dashboard_client(db: Database, settings: Any = None) -> Iterator[tuple[Any, 
 
 
 @contextmanager
-def dashboard_server(tmp: Path, prepare: Callable[[Database], T]) -> Iterator[tuple[Server, T]]:
-    """A running ``tuna dashboard --refresh 1`` on a SQLite database in ``tmp`` that
-    ``prepare`` filled (its database stays open for the test); the server and what
+def dashboard_server(
+    tmp: Path, prepare: Callable[[Database], T], *extra: str
+) -> Iterator[tuple[Server, T]]:
+    """A running ``tuna dashboard --refresh 1 EXTRA...`` on a SQLite database in ``tmp``
+    that ``prepare`` filled (its database stays open for the test); the server and what
     ``prepare`` returned."""
     url = f"sqlite:///{tmp / 'tuna.db'}"
     db = open_database(url)
     try:
         prepared = prepare(db)
-        server = Server(url, tmp / "dashboard.log", "--refresh", "1")
+        server = Server(url, tmp / "dashboard.log", "--refresh", "1", *extra)
         try:
             yield server, prepared
         finally:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import func, select
 
 from tests.dashboard.conftest import Server, artifacts_dir, dashboard_server, tuna, wait_for
 from tests.report.seed import Seeded, seed, session
@@ -45,7 +46,8 @@ def site(tmp_path_factory) -> Iterator[Site]:
         add_machine(db, LONG_NAME[:120], arch="gfx90a", num_cu=104)
         return sd, drain
 
-    with dashboard_server(tmp, prepare) as (server, (sd, drain)):
+    # go_fish's workers log under tmp/logs (test_progress...): the job pages read them
+    with dashboard_server(tmp, prepare, "--logs", str(tmp / "logs")) as (server, (sd, drain)):
         yield Site(server, sd, drain, f"sqlite:///{tmp / 'tuna.db'}", tmp)
 
 
@@ -171,6 +173,21 @@ def test_progress_moves_while_go_fish_drains_a_session(chrome, site):
         "local workers"
     ]
     shot(chrome, "session-drained")
+    # A job's page shows what go_fish's worker logged about it, from the worker's log file.
+    from tuna.db import open_database
+    from tuna.db.models import Job
+
+    db = open_database(site.url)
+    try:
+        with db.session() as s:
+            job = s.scalar(select(func.min(Job.id)).where(Job.session == site.drain))
+    finally:
+        db.dispose()
+    chrome.get(f"{site.server.base}/jobs/{job}")
+    text = wait_for("the job's log lines", lambda: by_css(chrome, "#log")[0].text, timeout=20)
+    assert f"job {job}: compile" in text and "attempt 1 ok" in text, text
+    assert str(site.tmp / "logs" / "compile") in by_css(chrome, "#log-files")[0].text
+    shot(chrome, "job-log")
 
 
 def test_a_typed_filter_survives_the_live_refresh(chrome, site):
