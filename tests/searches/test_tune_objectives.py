@@ -199,3 +199,10 @@ def test_the_docs_example_runs_and_prints_what_the_page_says(tmp_path, monkeypat
     for _ in range(2):  # the second run resumes the study: the same answer, nothing re-run
         exec(compile(code, "benchmark-search.md", "exec"), {"__name__": "docs"})
         assert capsys.readouterr().out.strip() == shown.group(1)
+
+
+def test_the_budget_counts_the_runs_of_the_space_not_the_baseline(lite):
+    result = tuna.tune(approximate, SPACE, directions=TWO, constraints=WITHIN_3,
+                       baseline=EXACT, budget=3, storage=lite, name="budget")  # fmt: skip
+    assert len(result.runs) == 3 and result.baseline is not None
+    assert _counts(lite)[2] == 4  # the baseline's run and three others
