@@ -15,7 +15,7 @@ from sqlalchemy import func, insert, select
 from tests.searches.helpers import runs, search_state
 from tests.support.seed import make_session
 from tests.support.wait import wait_until
-from tuna.backends.cpuconv import FINALISTS, RETIME_TURNS
+from tuna.backends.finalists import FINALISTS, RETIME_TURNS
 from tuna.catalog.importer import import_configs, read_lines
 from tuna.db import Database
 from tuna.db.models import (

@@ -21,7 +21,7 @@ measured before needs no job at all. ``remeasure`` (``load_jobs --strategy ...
 
 When the strategy is done, one **final** job of the best measured candidates writes the
 perf-db and find-db rows (with the winner's kernel): the backend times them again in turns
-and each counts by its fastest timing (cpuconv's ``_retime_finalists``), so that a
+and each counts by its fastest timing (:mod:`tuna.backends.finalists`), so that a
 disturbed run cannot crown a slow candidate. Nothing predicted is ever a result.
 
 The model's history is a query (:func:`strategy_history`): this problem's measurements and,

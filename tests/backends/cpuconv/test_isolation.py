@@ -19,8 +19,9 @@ import pytest
 
 from tests.backends.cpuconv.cases import conv, work
 from tuna.backends.base import Measurement
-from tuna.backends.cpuconv import RETIME_TURNS, CpuConvBackend, isolate, run
+from tuna.backends.cpuconv import CpuConvBackend, isolate, run
 from tuna.backends.cpuconv import solvers as sv
+from tuna.backends.finalists import RETIME_TURNS
 
 P = conv(batchsize=1, in_channels=2, out_channels=2, in_size=(4, 4), fil_size=(1, 1))
 

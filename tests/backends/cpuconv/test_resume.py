@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import func, select
 
 from tests.worker.procs import CTX, join_all
-from tuna.backends.cpuconv import FINALISTS, RETIME_TURNS
+from tuna.backends.finalists import FINALISTS, RETIME_TURNS
 from tuna.catalog.importer import import_configs, read_lines
 from tuna.db import Database, open_database
 from tuna.db.enums import JobState

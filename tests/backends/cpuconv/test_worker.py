@@ -7,7 +7,7 @@ import json
 
 from sqlalchemy import func, select
 
-from tuna.backends.cpuconv import FINALISTS, RETIME_TURNS
+from tuna.backends.finalists import FINALISTS, RETIME_TURNS
 from tuna.catalog.importer import import_configs, read_lines
 from tuna.db import Database
 from tuna.db.enums import JobState

@@ -14,6 +14,7 @@ from tuna.backends.base import Measurement, Owns, SessionInfo
 from tuna.backends.cuda import CudaBackend
 from tuna.backends.cuda import solvers as sv
 from tuna.backends.cuda.device import GpuFacts, refusal
+from tuna.backends.finalists import RETIME_TURNS
 
 FAKE = {"CUDA_FAKE_GPU": "1"}
 # The compile test's sample on MEDIUM: three valid, three rejected at compile time.
@@ -144,8 +145,24 @@ def test_refusal_rules():
 def test_measured_candidates_are_not_timed_again(compiled):
     before = (Measurement(VALID[0], 0.001, True), Measurement(VALID[1], None, False, "crashed"))
     e = evaluate(compiled, measured=before)
-    assert {m.params for m in e.measurements} == {VALID[2], *REJECTED}
-    assert e.perf.params == VALID[0]  # 1 us: faster than anything the fake times
+    timed = [m.params for m in e.measurements if m.valid]
+    # VALID[2] once, then with VALID[0] (the other finalist, measured before) in each turn
+    assert sorted(timed) == sorted([VALID[2]] * (1 + RETIME_TURNS) + [VALID[0]] * RETIME_TURNS)
+    assert {m.params for m in e.measurements if not m.valid} == set(REJECTED)
+    assert e.perf.params == VALID[0]  # 1 us before: faster than anything the fake times
+
+
+def test_the_finalists_are_timed_again_in_turns_before_a_winner_is_stored(compiled):
+    """Issue #24: as cpuconv's, a cuda evaluation that stores a winner times its finalists
+    again in turns, and each counts by its fastest timing (tuna.backends.finalists)."""
+    e = evaluate(compiled, env={"CUDA_FAKE_WRONG": VALID[1]})
+    timed = [m for m in e.measurements if m.valid]
+    counts = {p: sum(m.params == p for m in timed) for p in VALID}
+    assert counts == {VALID[0]: 1 + RETIME_TURNS, VALID[1]: 0, VALID[2]: 1 + RETIME_TURNS}
+    fastest = min(timed, key=lambda m: m.time_ms)
+    assert (e.find.time_ms, e.perf.params) == (fastest.time_ms, fastest.params)
+    round_only = evaluate(compiled, choose=False)  # a strategy's round stores no winner
+    assert len(round_only.measurements) == len(VALID + REJECTED)
 
 
 def test_a_strategy_round_returns_measurements_only(compiled):

@@ -10,6 +10,7 @@ from sqlalchemy import select
 
 from tests.support.cli import embedded_runner, ok
 from tuna.backends.cuda import CudaBackend
+from tuna.backends.finalists import FINALISTS, RETIME_TURNS
 from tuna.config import load_settings
 from tuna.db import open_database
 from tuna.db.models import FindDb, Measurement, PerfDb, Search
@@ -45,6 +46,9 @@ def test_a_model_search_on_the_cuda_space_records_its_measured_winner(runner):
     assert states == ["done", "done"], out
     problem = parse_driver_line(LINE)[0]
     space = set(CudaBackend().tuning_space(problem, "CudaImplicitGemmFwd").candidates)
-    assert 4 <= len(measured) <= 12 and {m.params for m in measured} <= space
+    # each search's rounds (at most 6), then its final job's finalists (at most 3) timed
+    # again in turns (issue #24)
+    assert 4 <= len(measured) <= 2 * (6 + FINALISTS * RETIME_TURNS)
+    assert {m.params for m in measured} <= space
     assert len(perf) == len(find) == 2
     assert min(find) == min(m.time_ms for m in measured)  # measured, never predicted

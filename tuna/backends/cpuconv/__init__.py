@@ -53,7 +53,6 @@ from pathlib import Path
 from typing import Any
 
 from tuna.backends.base import (
-    UNSTABLE_SPREAD,
     Backend,
     CompileOutcome,
     EvalOutcome,
@@ -69,6 +68,7 @@ from tuna.backends.base import (
 from tuna.backends.cpuconv import build, isolate, run
 from tuna.backends.cpuconv import solvers as sv
 from tuna.backends.cpuconv.features import candidate_features, problem_features
+from tuna.backends.finalists import finalists, retime, say_if_unstable
 from tuna.problems.conv import ConvProblem
 
 log = logging.getLogger(__name__)
@@ -335,7 +335,7 @@ class CpuConvBackend(Backend):
                     deadline=started + knobs.time_budget_s,
                     reference=run.Reference.get(knobs.cc),
                 )
-                _say_if_unstable(work.job_id, measured, retimed)
+                say_if_unstable(work.job_id, measured, retimed)
                 fresh += retimed
         measured = [_reused(m) for m in before.values()] + fresh
         raced = [m for m in measured if m.raced]
@@ -399,53 +399,26 @@ class CpuConvBackend(Backend):
         return EvalOutcome(perf=perf, find=find, kernels=(units[best.params],))
 
 
-#: The fastest candidates re-timed before a winner is stored, and the turns they take.
-FINALISTS = 3
-RETIME_TURNS = 3
-
-
 def _retime_finalists(
     problem: ConvProblem,
     candidates: dict[str, run.Candidate],
     measured: list[run.Measured],
     **how: Any,
 ) -> list[run.Measured]:
-    """The :data:`FINALISTS` fastest passed candidates timed again, in
-    :data:`RETIME_TURNS` turns (each turn times each finalist once, the order rotated), as
-    ``bench/cpuconv.py --versus`` does: a candidate's time is then its fastest (a disturbed
-    run only ever makes one slower), so one disturbed run cannot crown a slow candidate.
-    A turn cut short by the time budget ends the re-timing (what was timed counts)."""
-    passed = sorted((m for m in measured if m.ok), key=lambda m: (m.time_ms, m.params))
-    finalists = [m.params for m in passed[:FINALISTS] if m.params in candidates]
-    if not finalists:  # (one alone is re-timed too: its time is then the fastest of 4)
-        return []
-    out: list[run.Measured] = []
-    for turn in range(RETIME_TURNS):
-        order = finalists[turn % len(finalists) :] + finalists[: turn % len(finalists)]
+    """The finalists of ``measured`` timed again in turns (:mod:`tuna.backends.finalists`),
+    each turn in forked children under the evaluation's time budget: a turn cut short by
+    the budget ends the re-timing (what was timed counts)."""
+
+    def turn(order: list[str]) -> tuple[list[run.Measured], bool]:
         try:
-            out += isolate.measure_isolated(problem, [candidates[p] for p in order], **how)
+            return isolate.measure_isolated(problem, [candidates[p] for p in order], **how), True
         except run.TimeBudgetExceeded as e:
-            out += e.measured
-            break
+            return e.measured, False
         except isolate.IsolationError:
-            break
-    return out
+            return [], False
 
-
-def _say_if_unstable(job: int, measured: list[run.Measured], retimed: list[run.Measured]) -> None:
-    """Log the finalists' spread (slowest over fastest of each one's timings) when a
-    re-timing moved one by more than :data:`UNSTABLE_SPREAD` (a busy machine)."""
-    times: dict[str, list[float]] = {}
-    for m in [*measured, *retimed]:
-        if m.ok and m.time_ms and m.params in {r.params for r in retimed}:
-            times.setdefault(m.params, []).append(m.time_ms)
-    spread = max((max(t) / min(t) for t in times.values() if len(t) > 1), default=1.0)
-    if spread > UNSTABLE_SPREAD:
-        log.warning(
-            "job %d: timings unstable: a finalist's %d timings spread %.2fx (machine busy?); "
-            "the fastest of each counts",
-            job, RETIME_TURNS + 1, spread,
-        )  # fmt: skip
+    names = finalists([m for m in measured if m.ok], lambda p: p in candidates)
+    return retime(names, turn)
 
 
 def _why(m: run.Measured) -> str:
