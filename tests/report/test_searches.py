@@ -138,3 +138,28 @@ def test_report_cli_takes_pareto_stats_and_refuses_bad_ones(tmp_path, monkeypatc
     assert r.output == ("Error: --pareto-stats 'throughput:up,p95_ms:min': 'throughput:up' is "
                         "not STAT:min or STAT:max, e.g. throughput:max,p95_ms:min\n")  # fmt: skip
     assert not (tmp_path / "x").exists()
+
+
+def test_a_search_of_several_objectives_is_drawn_on_its_own_without_pareto_stats(
+    tmp_path, sqlite_url
+):
+    import tuna
+    from tests.searches.test_tune_objectives import EXACT, SPACE, TWO, WITHIN_3, approximate
+    from tuna.db import open_database
+    from tuna.searches import query
+
+    db = open_database(sqlite_url)
+    result = tuna.tune(approximate, SPACE, directions=TWO, constraints=WITHIN_3,
+                       baseline=EXACT, storage=db, name="approx")  # fmt: skip
+    s = query.find_search(db, result.search)
+    front = [r.seq for r in query.pareto(db, s)]
+    rep = build_report(db, ReportOptions((s.session,), tmp_path))
+    db.dispose()
+    sec = section(rep, "search-pareto")
+    assert [f.name for f in sec.figures] == [f"search-pareto-{s.id}"]
+    doc = json.loads((tmp_path / "search-pareto.json").read_text())
+    (only,) = doc["searches"]
+    assert only["stats"] == ["time_ms:min", "accuracy:max"]
+    # The report's front 0 is the front search show lists (runs failing the constraint out).
+    assert sorted(p["seq"] for p in only["points"] if p["pareto_optimal"]) == sorted(front)
+    assert len(only["points"]) == 7  # the runs that count: the baseline and six others

@@ -53,7 +53,8 @@ from tuna.report import Baseline, ReportOptions, StatGoal, build_report
     metavar="STAT:GOAL,STAT:GOAL",
     default=None,
     help="Two stats of a benchmark search to draw the runs' Pareto front of, each with "
-    "min or max (e.g. throughput:max,p95_ms:min).",
+    "min or max (e.g. throughput:max,p95_ms:min; default: a search's own first two "
+    "objectives, when it has several).",
 )
 def report_cmd(
     sessions: tuple[int, ...],

@@ -457,9 +457,9 @@ def _search_pareto(data: ReportData) -> Section:
         data.options.take_best,
         data.options.problems,
     )
-    if stats is not None:
-        doc = {"stats": [str(st) for st in stats], "take_best": data.options.take_best,
-               "searches": sets}  # fmt: skip
+    if stats is not None or sets:  # without --pareto-stats: each set names its own
+        doc = {"stats": [str(st) for st in stats] if stats else None,
+               "take_best": data.options.take_best, "searches": sets}  # fmt: skip
         path = data.options.out / "search-pareto.json"
         path.write_text(json.dumps(doc, indent=1, default=str) + "\n")
     sec.figures, sec.notes = drawn.figures, drawn.notes

@@ -72,6 +72,12 @@ def pareto_set(
     }
 
 
+def own_stats(search: SearchSummary) -> tuple[StatGoal, StatGoal] | None:
+    """A search's first two objectives (None: it has one)."""
+    t = search.objective.targets
+    return (StatGoal(t[0].stat, t[0].goal), StatGoal(t[1].stat, t[1].goal)) if len(t) > 1 else None
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "stat"
 
@@ -89,22 +95,31 @@ def draw_pareto(
     take_best: int,
     most: int,
 ) -> tuple[Drawn, list[dict[str, Any]]]:
-    """One Pareto figure per search (the ``most`` with the most points), and every set."""
+    """One Pareto figure per search (the ``most`` with the most points), and every set.
+    Without ``stats``, a search of several objectives is drawn on its first two (the front
+    ``tuna search show`` lists, when it has two)."""
     drawn = Drawn()
     if not searches:
         drawn.notes.append("No search in these sessions.")
         return drawn, []
-    if stats is None:
+    axes = {s.id: stats or own_stats(s) for s in searches}
+    if not any(axes.values()):
         drawn.notes.append(
             "Name two stats to draw each search's Pareto front, e.g. "
             "--pareto-stats throughput:max,p95_ms:min."
         )
         return drawn, []
-    x, y = stats
-    sets = [pareto_set(s, runs_of(s), stats, take_best) for s in searches]
+    sets = [
+        pareto_set(s, runs_of(s), pair, take_best)
+        for s in searches
+        if (pair := axes[s.id]) is not None
+    ]
     with_points = [s for s in sets if s["points"]]
     for s in sets:
         if not s["points"]:
+            pair = axes[s["search"]]
+            assert pair is not None  # a set is made only for a search with two stats
+            x, y = pair
             drawn.notes.append(
                 f"Search {s['name']} (session {s['session']}): no run counts with both "
                 f"{x.stat} and {y.stat} in its stats ({s['runs']} valid runs)."
@@ -119,6 +134,9 @@ def draw_pareto(
         )
     for s in chosen:
         pts = s["points"]
+        pair = axes[s["search"]]
+        assert pair is not None  # a set is made only for a search with two stats
+        x, y = pair
         drawn.figures.append(
             figures.pareto_chart(
                 out,
