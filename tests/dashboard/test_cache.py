@@ -96,7 +96,7 @@ def test_peek_never_computes_in_the_caller_and_wait_takes_the_same_computation()
     fit = Counter(clock, cost=1.0)  # fresh for 10 s
     fit.gate.clear()
     assert cache.peek("fit", fit) is None  # started in the background, not waited for
-    assert cache.peek("fit", fit, wait_s=0.05) is None  # the same one, still running
+    assert cache.peek("fit", fit) is None  # the same one, still running
     fit.gate.set()
     assert cache.wait("fit", fit) == 1 and fit.calls == 1  # waited for, not started again
     assert cache.peek("fit", fit) == 1
@@ -130,5 +130,6 @@ def test_a_failed_background_computation_is_raised_by_wait_and_tried_again():
     else:
         raise AssertionError("wait did not raise the computation's error")
     failing[0] = False
-    assert cache.peek("fit", fit, wait_s=10) == 7  # nothing kept of the failure
+    assert cache.peek("fit", fit) is None  # nothing kept of the failure: started again
+    assert cache.wait("fit", fit) == 7
     cache.close()

@@ -291,8 +291,7 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
         )  # fmt: skip
         # A fit of trees (70-300 ms on a loaded machine): never waited for here. Until it is
         # done the page says so, and live.js fetches the block from /searches/N/importance.
-        weights = fits.peek(("importance", search_id), lambda: importance_of(s),
-                            wait_s=IMPORTANCE_WAIT_S)  # fmt: skip
+        weights = fits.peek(("importance", search_id), lambda: importance_of(s))
         front, front_svg, baseline = pareto_of(s)
         next_after = rows[-1].seq if order == "seq" and len(rows) == limit else None
         return render(request, "search.html", f"Search {s.id}: {s.name}", s=s, best=best,
@@ -479,11 +478,6 @@ def throughput_chart(recent: activity.Bucketed) -> str:
         chart_id="throughput",
         empty="no phase finished in this window",
     )
-
-
-IMPORTANCE_WAIT_S = 0.03
-"""How long a search's page waits for a parameter importance not computed yet (a small
-search's fit is done by then; a big one's is fetched by the page when it is)."""
 
 
 def best_so_far_series(label: str, curve: searches.Curve) -> svg.Series:

@@ -100,11 +100,10 @@ class WarmCache:
             self._entries[key] = _Entry(value, self._clock(), cost)
         return value
 
-    def peek(self, key: Hashable, compute: Callable[[], Any], wait_s: float = 0.0) -> Any:
+    def peek(self, key: Hashable, compute: Callable[[], Any]) -> Any:
         """What :meth:`get` would serve without computing in this thread (a stale value's
         recompute goes to the background); else None, with the value being computed in the
-        background, waited for at most ``wait_s`` seconds (a cheap value is then served at
-        once) and afterwards by :meth:`wait`."""
+        background (:meth:`wait` waits for it)."""
         with self._lock:
             entry = self._entries.get(key)
             if entry is not None:
@@ -116,14 +115,8 @@ class WarmCache:
                         entry.refreshing = True
                         self._pool.submit(self._refresh, key, compute)
                     return entry.value
-            first = self._first.get(key)
-            if first is None:
-                first = self._first[key] = self._pool.submit(self._first_value, key, compute)
-        if wait_s > 0:
-            try:
-                return first.result(timeout=wait_s)
-            except TimeoutError:
-                return None
+            if key not in self._first:
+                self._first[key] = self._pool.submit(self._first_value, key, compute)
         return None
 
     def wait(
