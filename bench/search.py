@@ -415,6 +415,8 @@ def report(
         print("|---|---|---|---|---|---|---|")
         for label in labels:
             per_layer = by_label[label]
+            if not per_layer:  # not run on this network (merge of parts)
+                continue
             n5 = [median([o.to_reach(0.05) or math.inf for o in outs]) for outs in per_layer]
             n2 = [median([o.to_reach(0.02) or math.inf for o in outs]) for outs in per_layer]
             s5 = [n / s for n, s in zip(n5, sizes, strict=True)]
