@@ -62,9 +62,12 @@ Exception
             SearcherError               tuna.searchers.errors
             ReplayError                 tuna.searchers.errors
             ObjectiveError              tuna.searchers.errors
+            ConstraintError             tuna.searchers.constraints
             ModelLibraryMissing         tuna.searchers.costmodel
+            SamplerLibraryMissing       tuna.searchers.strategies.sampled
             UnknownStrategyError        tuna.searchers.strategies
             BudgetError                 tuna.searchers.strategies.base
+        Pruned                          tuna.searchers.prune
         IllegalTransition               tuna.jobs.errors
         LostLease                       tuna.jobs.errors
         TimeLimitExceeded               tuna.worker.horse

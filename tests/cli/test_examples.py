@@ -89,6 +89,19 @@ def test_the_examples_were_found():
     assert len({c for c, _ in EXAMPLES}) > 40
 
 
+def test_no_help_example_runs_its_lines_together():
+    """A single backslash at a line's end inside a docstring joins the lines in Python itself,
+    so --help printed three lines of an example as one (issue #28's ranges example): every
+    line of an Examples block fits a terminal."""
+    long = [
+        f"tuna {' '.join(path)}: {line.strip()[:60]}..."
+        for path, cmd in _commands()
+        for line in (cmd.help or "").partition("Examples:")[2].split("\n\n")[0].splitlines()
+        if len(line) > 110
+    ]
+    assert not long, "example lines run together (write \\\\ at a line's end):\n" + "\n".join(long)
+
+
 @pytest.mark.parametrize(("command", "line"), EXAMPLES, ids=[line for _, line in EXAMPLES])
 def test_every_help_example_is_a_valid_command_line(command, line):
     words = _words(line)

@@ -174,9 +174,9 @@ def create_cmd(
       tuna search create -s 3 --strategy model --transfer --config 12 --solver CpuGemm1x1 \\
           --budget 10% --patience 16
       tuna search create space.json -s 5 --name py --objective-fn mymod:measure --source .
-      tuna search create examples/c_build_run/ranges.json cc=cc -s 5 --name r \
-          --build '{cc} {opt} -DTILE={tile} -DUNROLL={unroll} -o bench bench.c' \
-          --run './bench {n} {reps}' --source examples/c_build_run --stats json \
+      tuna search create examples/c_build_run/ranges.json cc=cc -s 5 --name r \\
+          --build '{cc} {opt} -DTILE={tile} -DUNROLL={unroll} -o bench bench.c' \\
+          --run './bench {n} {reps}' --source examples/c_build_run --stats json \\
           --objective gflops --maximize --searcher 'Random(space, 12, seed=1)'
       tuna search create params.json -s 5 --name lr --run 'python train.py {lr}' \\
           --objective loss --pruner median --time-budget 30m --parallelism 4

@@ -24,6 +24,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tuna.searchers.errors import SearchError
 from tuna.searchers.run import is_primitive
 
 _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
@@ -73,7 +74,7 @@ _WHAT = {
 }
 
 
-class ConstraintError(ValueError):
+class ConstraintError(SearchError):
     """Raised (by :func:`parse_constraint`) with why a constraint's text is refused; the space
     reading the file turns it into a :class:`~tuna.searchers.errors.ParameterFileError`."""
 
