@@ -122,3 +122,12 @@ def test_a_parameter_left_to_a_searcher_is_refused_in_one_line() -> None:
     empty = ParameterSpace({"a": [1, 2], "b": []}, source="p.py")
     with pytest.raises(SearchError, match=r"^p\.py: strategy 'tpe' chooses among listed values"):
         strategy_over("tpe", empty)
+
+
+@pytest.mark.parametrize("options", [{"budget": 0.5}, {"patience": 4}])
+def test_a_share_of_the_space_or_patience_is_refused_over_a_parameter_space(options) -> None:
+    """A range has no size to take a share of, and the sampler has no patience: one line."""
+    with pytest.raises(
+        SearchError, match=r"^ranges\.py: strategy 'tpe' over a parameter space takes"
+    ):
+        strategy_over("tpe", space(), **options)

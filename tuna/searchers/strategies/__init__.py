@@ -125,8 +125,9 @@ def strategy_over(
     if name in SAMPLED:  # Optuna's own distributions: ranges, conditions, several objectives
         if patience is not None or isinstance(budget, float):
             raise SearchError(
-                f"strategy {name!r} over a parameter space takes a budget of runs (an int), "
-                "and no patience"
+                f"{space.source}: strategy {name!r} over a parameter space takes a budget of "
+                "runs (an int such as 40; a range has no size to take a share of) and no "
+                "patience; give budget=N, or the search's own budget"
             )
         return SampledSpace(
             name, space, objective=objective, budget=budget, seed=seed, round_size=round_size
