@@ -72,6 +72,27 @@ def fit(label: str, chars: int) -> str:
     return label if len(label) <= chars else label[: max(chars - 1, 1)] + "…"
 
 
+def _frame(
+    chart_id: str, title: str, xlabel: str, ylabel: str,
+    width: int, height: int, left: int, top: int, pw: float, ph: float,
+) -> list[str]:  # fmt: skip
+    """A chart's opening ``<svg>`` tag, its title and axis labels, and the plot area's box."""
+    e = escape
+    return [
+        f'<svg id="{e(chart_id)}" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+        f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="{e(title)}" font-family="sans-serif" font-size="11">',
+        f"<title>{e(title)}</title>",
+        f'<text class="title" x="{left + pw / 2}" y="18" text-anchor="middle" '
+        f'font-size="13" font-weight="bold">{e(title)}</text>',
+        f'<text class="xlabel" x="{left + pw / 2}" y="{height - 8}" '
+        f'text-anchor="middle">{e(xlabel)}</text>',
+        f'<text class="ylabel" transform="translate(14 {top + ph / 2}) rotate(-90)" '
+        f'text-anchor="middle">{e(ylabel)}</text>',
+        f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>',
+    ]
+
+
 def step_chart(
     series: Sequence[Series],
     *,
@@ -92,19 +113,7 @@ def step_chart(
     if log:
         ylabel += " (log scale)"
     e = escape
-    out = [
-        f'<svg id="{e(chart_id)}" xmlns="http://www.w3.org/2000/svg" width="{width}" '
-        f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
-        f'aria-label="{e(title)}" font-family="sans-serif" font-size="11">',
-        f"<title>{e(title)}</title>",
-        f'<text class="title" x="{left + pw / 2}" y="18" text-anchor="middle" '
-        f'font-size="13" font-weight="bold">{e(title)}</text>',
-        f'<text class="xlabel" x="{left + pw / 2}" y="{height - 8}" '
-        f'text-anchor="middle">{e(xlabel)}</text>',
-        f'<text class="ylabel" transform="translate(14 {top + ph / 2}) rotate(-90)" '
-        f'text-anchor="middle">{e(ylabel)}</text>',
-        f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>',
-    ]
+    out = _frame(chart_id, title, xlabel, ylabel, width, height, left, top, pw, ph)
     if not ys:
         out.append(f'<text class="empty" x="{left + pw / 2}" y="{top + ph / 2}" '
                    f'text-anchor="middle" fill="#777">{e(empty)}</text>')  # fmt: skip
@@ -260,19 +269,7 @@ def front_chart(
     pw, ph = width - left - right, height - top - bottom
     points = [*dots, *((x, y) for x, y, _ in front), *([baseline] if baseline else [])]
     e = escape
-    out = [
-        f'<svg id="{e(chart_id)}" xmlns="http://www.w3.org/2000/svg" width="{width}" '
-        f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
-        f'aria-label="{e(title)}" font-family="sans-serif" font-size="11">',
-        f"<title>{e(title)}</title>",
-        f'<text class="title" x="{left + pw / 2}" y="18" text-anchor="middle" '
-        f'font-size="13" font-weight="bold">{e(title)}</text>',
-        f'<text class="xlabel" x="{left + pw / 2}" y="{height - 8}" '
-        f'text-anchor="middle">{e(xlabel)}</text>',
-        f'<text class="ylabel" transform="translate(14 {top + ph / 2}) rotate(-90)" '
-        f'text-anchor="middle">{e(ylabel)}</text>',
-        f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>',
-    ]
+    out = _frame(chart_id, title, xlabel, ylabel, width, height, left, top, pw, ph)
     if not points:
         out.append(f'<text class="empty" x="{left + pw / 2}" y="{top + ph / 2}" '
                    'text-anchor="middle" fill="#777">no run counts yet</text></svg>')  # fmt: skip

@@ -154,17 +154,7 @@ def run_command(
     if on_line is not None:
         return _run_streaming(command, cwd, timeout_s, env, on_line)
     start = time.monotonic()
-    proc = subprocess.Popen(
-        ["/bin/sh", "-c", command],
-        cwd=cwd,
-        env={**os.environ, **(env or {})},
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        errors="replace",
-        start_new_session=True,
-    )
+    proc = _start(command, cwd, env)
     timed_out = False
     try:
         out, err = proc.communicate(timeout=timeout_s)
@@ -184,15 +174,9 @@ def run_command(
     )
 
 
-def _run_streaming(
-    command: str,
-    cwd: Path,
-    timeout_s: float,
-    env: Mapping[str, str] | None,
-    on_line: Callable[[str], str | None],
-) -> CommandResult:
-    start = time.monotonic()
-    proc = subprocess.Popen(
+def _start(command: str, cwd: Path, env: Mapping[str, str] | None) -> subprocess.Popen[str]:
+    """``sh -c command`` in a process group of its own (so a kill reaches what it started)."""
+    return subprocess.Popen(
         ["/bin/sh", "-c", command],
         cwd=cwd,
         env={**os.environ, **(env or {})},
@@ -203,6 +187,17 @@ def _run_streaming(
         errors="replace",
         start_new_session=True,
     )
+
+
+def _run_streaming(
+    command: str,
+    cwd: Path,
+    timeout_s: float,
+    env: Mapping[str, str] | None,
+    on_line: Callable[[str], str | None],
+) -> CommandResult:
+    start = time.monotonic()
+    proc = _start(command, cwd, env)
     out: list[str] = []
     err: list[str] = []
     stopped: list[str] = []
