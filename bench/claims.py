@@ -10,7 +10,10 @@ named by the URL (dropped at the end unless --keep) and measures:
 2. saturation: claim + complete with 1, 4 and 16 worker processes in a tight loop (each
    claims a batch, records every job as compiled in one fenced transaction, repeats until
    the session is drained): throughput, claim latency p50 / p95 / p99 / max, bookkeeping
-   per job, CPU per job, and how many processes were waiting for a CPU;
+   per job, CPU per job, and how many processes were waiting for a CPU; beside each, the
+   server's raw commit rate with as many connections, taken just before and just after
+   (one-row UPDATE + COMMIT in a tight loop, raw PyMySQL), and the share of "two
+   transactions a job" (half that rate) the claims and records reached;
 3. paced: 16 workers whose backend takes a random 20 to 50 ms per job (a sleep, no CPU),
    as real compile and evaluate jobs take time: claim latency when the machine is not
    saturated, with one job per claim (the worker's default) and with the batch;
@@ -388,6 +391,68 @@ def run_processes(url: str, n: int, run: Run) -> tuple[list[Stats], CpuQueue]:
     return stats, queue
 
 
+# --- the server's commit rate ---------------------------------------------------------------------
+
+
+def _committer(url: str, slot: int, seconds: float, ready: Any, go: Any, out: Any) -> None:
+    """One raw PyMySQL connection committing a one-row UPDATE of its own row in a tight loop."""
+    import pymysql
+
+    u = make_url(url)
+    conn = pymysql.connect(
+        host=u.host or "127.0.0.1",
+        port=u.port or 3306,
+        user=u.username or "",
+        password=u.password or "",
+        database=u.database,
+        autocommit=False,
+    )
+    with conn.cursor() as cur:
+        for _ in range(20):  # warm: the row in the buffer pool, the statement parsed
+            cur.execute("UPDATE bench_commit SET n = n + 1 WHERE id = %s", (slot,))
+            conn.commit()
+        ready.release()
+        go.wait()
+        commits, t0 = 0, time.perf_counter()
+        deadline = t0 + seconds
+        while time.perf_counter() < deadline:
+            cur.execute("UPDATE bench_commit SET n = n + 1 WHERE id = %s", (slot,))
+            conn.commit()
+            commits += 1
+    out.put((commits, t0, time.perf_counter()))
+    conn.close()
+
+
+def raw_commits(db: Database, url: str, n: int, seconds: float) -> float:
+    """Durable commits/s the server takes from ``n`` raw PyMySQL connections, each committing
+    a one-row UPDATE (by primary key, its own row) in a tight loop: the most transactions a
+    second that workers on this server could commit, the bar claims and records are held to
+    (a batch-1 job of the worker's two transactions, a claim and a record, is half of it)."""
+    with db.engine.begin() as conn:
+        conn.exec_driver_sql(
+            "CREATE TABLE IF NOT EXISTS bench_commit (id INT PRIMARY KEY, n BIGINT NOT NULL)"
+        )
+        conn.exec_driver_sql("DELETE FROM bench_commit")
+        conn.exec_driver_sql(
+            "INSERT INTO bench_commit VALUES " + ", ".join(f"({i}, 0)" for i in range(n))
+        )
+    ready, go, out = CTX.Semaphore(0), CTX.Event(), CTX.Queue()
+    procs = [
+        CTX.Process(target=_committer, args=(url, i, seconds, ready, go, out)) for i in range(n)
+    ]
+    for p in procs:
+        p.start()
+    for _ in procs:
+        if not ready.acquire(timeout=120):
+            raise SystemExit("a committing process did not start")
+    go.set()
+    done = [out.get() for _ in procs]
+    for p in procs:
+        p.join()
+    wall = max(e for _, _, e in done) - min(s for _, s, _ in done)
+    return sum(c for c, _, _ in done) / wall
+
+
 # --- figures --------------------------------------------------------------------------------------
 
 
@@ -616,6 +681,12 @@ def main() -> None:
         help="record each batch in a transaction of its own (as workers did before "
         "record_and_claim) instead of in the next claim's",
     )
+    ap.add_argument(
+        "--raw-seconds",
+        type=float,
+        default=3.0,
+        help="seconds of raw commits measured before and after each saturation run (default 3)",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the scratch database")
     args = ap.parse_args()
     global SEPARATE
@@ -677,8 +748,16 @@ def main() -> None:
             f"batch {args.batch} (table {job_rows(db):,} rows)"
         )
         for n in workers:
+            before = raw_commits(db, url, n, args.raw_seconds)
             session = sized_session(db, args.jobs)
-            throughput_line(db, url, n, Run(session, warmup(n, args.batch), args.batch))
+            r = throughput_line(db, url, n, Run(session, warmup(n, args.batch), args.batch))
+            after = raw_commits(db, url, n, args.raw_seconds)
+            limit = (before + after) / 2 / 2
+            print(
+                f"      raw commits/s of {n} connection(s) just before / after: {before:,.0f} / "
+                f"{after:,.0f}; at two transactions a job {limit:,.0f} jobs/s; claim + record "
+                f"reached {r['jobs_per_s'] / limit:.0%} of it"
+            )
         if args.server_profile:
             print("  again with SHOW PROFILES on (server-side time of each statement):")
             for n in workers:
