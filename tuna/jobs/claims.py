@@ -42,6 +42,7 @@ from sqlalchemy import (
 from tuna.db import Database, tables
 from tuna.db.clock import db_now
 from tuna.db.enums import JobState, JobStep
+from tuna.db.precompiled import Precompiled
 from tuna.db.retry import with_retry
 from tuna.errors import DatabaseError
 from tuna.jobs.states import CHUNK, cas_statement, compare_and_set, lease_cleared
@@ -102,6 +103,14 @@ def _claim_select(
     if search_only:  # a search's builds and a strategy's rounds (tuna.searches.strategy)
         q = q.where(Job.search_build.is_not(None))
     return q.order_by(Job.priority, Job.id).limit(limit).with_for_update(skip_locked=True)
+
+
+@functools.cache
+def _claim_select_once(
+    phase: Phase, step: JobStep | None = None, search_only: bool = False
+) -> Precompiled:
+    """:func:`_claim_select` compiled once per dialect (:mod:`tuna.db.precompiled`)."""
+    return Precompiled(_claim_select(phase, step, search_only))
 
 
 HELD_SLACK = 64
@@ -169,6 +178,12 @@ def _claim_update(phase: Phase, lease_seconds: float) -> Update:
     return cas_statement(phase.ready, phase.running, values=values, event="claim")
 
 
+@functools.lru_cache(maxsize=64)
+def _claim_update_once(phase: Phase, lease_seconds: float) -> Precompiled:
+    """:func:`_claim_update` compiled once per dialect and number of ids."""
+    return Precompiled(_claim_update(phase, lease_seconds), expanding=["ids"])
+
+
 def claim_in_transaction(
     conn: Connection,
     session_id: int,
@@ -205,8 +220,9 @@ def claim_in_transaction(
             claimed = _move(conn, rows, session_id, phase, owner, lease_seconds, gpu, machine)
             if len(claimed) >= limit:
                 return claimed
-    select_ready = _claim_select(phase, step, search_only)
-    rows = conn.execute(select_ready, {"session": session_id, "limit": limit - len(claimed)}).all()
+    select_ready = _claim_select_once(phase, step, search_only)
+    params = {"session": session_id, "limit": limit - len(claimed)}
+    rows = select_ready.execute(conn, params).all()
     return claimed + _move(conn, rows, session_id, phase, owner, lease_seconds, gpu, machine)
 
 
@@ -223,11 +239,11 @@ def _move(
     """Move the locked ready ``rows`` to running, by primary key; the claimed jobs."""
     if not rows:
         return []
-    move = _claim_update(phase, float(lease_seconds))
+    move = _claim_update_once(phase, float(lease_seconds))
     ids = sorted(r.id for r in rows)
     params = {"owner": owner, "gpu": gpu, "machine": machine}
     changed = sum(
-        conn.execute(move, {**params, "ids": ids[i : i + CHUNK]}).rowcount
+        move.execute(conn, {**params, "ids": ids[i : i + CHUNK]}).rowcount
         for i in range(0, len(ids), CHUNK)
     )
     if changed != len(ids):
@@ -243,7 +259,7 @@ def _move(
             session=session_id,
             config=r.config,
             solver=r.solver,
-            step=r.step,
+            step=JobStep(r.step),  # a string where the row came through precompiled SQL
             payload=r.result if phase is Phase.EVAL else None,
             search_build=r.search_build,
             search_run=r.search_run,

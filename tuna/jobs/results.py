@@ -245,6 +245,8 @@ def write_eval_results(conn: Connection, done: Sequence[tuple[ClaimedJob, EvalOu
     which the kernel db export reads, and kept for readers of the old column. A row
     written again by another job loses the old link.
     """
+    if not done:
+        return
     perf: dict[_Key, dict[str, Any]] = {}
     find: dict[_Key, dict[str, Any]] = {}
     kernels = choose_kernels(

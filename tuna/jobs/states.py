@@ -52,6 +52,7 @@ from sqlalchemy import ColumnElement, Connection, Integer, Update, bindparam, up
 from tuna.db import tables
 from tuna.db.clock import db_now
 from tuna.db.enums import JobState, JobStep
+from tuna.db.precompiled import Precompiled
 from tuna.jobs.errors import IllegalTransition
 from tuna.jobs.values import Phase
 
@@ -199,19 +200,21 @@ def apply_changes(s: Session | Connection, changes: Iterable[Change]) -> int:
         ordered = sorted(ids)
         for i in range(0, len(ordered), CHUNK):
             chunk = ordered[i : i + CHUNK]
-            changed += conn.execute(stmt, {"ids": chunk, "row_attempt": attempt, **params}).rowcount
+            changed += stmt.execute(conn, {"ids": chunk, "row_attempt": attempt, **params}).rowcount
     for (frm, to, keys), rows in single.items():
         rows.sort(key=lambda r: r["row_id"])  # one lock order for every writer
-        changed += conn.execute(_move_statement(frm, to, keys, per_row=True), rows).rowcount
+        one = _move_statement(frm, to, keys, per_row=True)
+        changed += one.execute(conn, rows[0] if len(rows) == 1 else rows).rowcount
     return changed
 
 
 @functools.lru_cache(maxsize=128)
 def _move_statement(
     from_state: JobState, to_state: JobState, keys: tuple[str, ...], *, per_row: bool
-) -> Update:
+) -> Precompiled:
     """:func:`apply_changes`'s UPDATE for one (from, to) writing ``keys`` (bound as ``v_<key>``),
-    fenced by ``row_attempt``; ids as ``ids`` (a list) or, ``per_row``, ``row_id``."""
+    fenced by ``row_attempt``; ids as ``ids`` (a list) or, ``per_row``, ``row_id``. Compiled
+    once per dialect (:mod:`tuna.db.precompiled`): a record runs it per job at batch 1."""
     columns = tables.job.c
     values: dict[str, Any] = {k: bindparam(f"v_{k}", type_=columns[k].type) for k in keys}
     stmt = cas_statement(
@@ -222,7 +225,7 @@ def _move_statement(
     )
     if not per_row:
         stmt = stmt.where(Job.attempt == bindparam("row_attempt", type_=Integer))
-    return stmt
+    return Precompiled(stmt, expanding=() if per_row else ["ids"])
 
 
 def lease_cleared() -> dict[str, Any]:
