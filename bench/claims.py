@@ -13,7 +13,7 @@ named by the URL (dropped at the end unless --keep) and measures:
    per job, CPU per job, and how many processes were waiting for a CPU; beside each, the
    server's raw commit rate with as many connections, taken just before and just after
    (one-row UPDATE + COMMIT in a tight loop, raw PyMySQL), and the share of "two
-   transactions a job" (half that rate) the claims and records reached;
+   transactions a claim" (half that rate, times the batch) the claims and records reached;
 3. paced: 16 workers whose backend takes a random 20 to 50 ms per job (a sleep, no CPU),
    as real compile and evaluate jobs take time: claim latency when the machine is not
    saturated, with one job per claim (the worker's default) and with the batch;
@@ -752,11 +752,12 @@ def main() -> None:
             session = sized_session(db, args.jobs)
             r = throughput_line(db, url, n, Run(session, warmup(n, args.batch), args.batch))
             after = raw_commits(db, url, n, args.raw_seconds)
-            limit = (before + after) / 2 / 2
+            # Two transactions (a claim, a record) per claim of args.batch jobs.
+            limit = (before + after) / 2 / 2 * args.batch
             print(
                 f"      raw commits/s of {n} connection(s) just before / after: {before:,.0f} / "
-                f"{after:,.0f}; at two transactions a job {limit:,.0f} jobs/s; claim + record "
-                f"reached {r['jobs_per_s'] / limit:.0%} of it"
+                f"{after:,.0f}; at two transactions a claim of {args.batch} {limit:,.0f} jobs/s; "
+                f"claim + record reached {r['jobs_per_s'] / limit:.0%} of it"
             )
         if args.server_profile:
             print("  again with SHOW PROFILES on (server-side time of each statement):")
