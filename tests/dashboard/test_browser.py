@@ -79,6 +79,16 @@ def click_link(driver: Any, name: str) -> bool:
     return True
 
 
+def texts(driver: Any, css: str) -> list[str] | None:
+    """The texts of what ``css`` finds, read in one go (None when nothing is found)."""
+    return [e.text for e in by_css(driver, css)] or None
+
+
+def click_first(driver: Any, css: str) -> bool:
+    by_css(driver, css)[0].click()
+    return True
+
+
 def test_every_page_loads_from_the_navigation(chrome, site):
     chrome.get(site.server.base + "/")
     assert chrome.title == "Sessions · Tuna"
@@ -94,16 +104,18 @@ def test_every_page_loads_from_the_navigation(chrome, site):
         assert by_css(chrome, "h1")[0].text.startswith(title)
         shot(chrome, name.lower())
     chrome.get(f"{site.server.base}/sessions/{site.seeded.failing}")
-    cells = [c.text for c in by_css(chrome, "#failures td")]
+    # Each read is one attempt, repeated while the live refresh (live.js, on every page) swaps
+    # the content under it: a cell read mid-swap went stale (CI at load 20).
+    cells = wait_for("the failures table", lambda: texts(chrome, "#failures td"), timeout=20)
     assert cells == ["errored", "boom (gave up after 4 tries)", "36"]
     shot(chrome, "session-failures")
-    by_css(chrome, "#failures a")[0].click()  # the reason drills down to its jobs
+    wait_for("a click on the reason", lambda: click_first(chrome, "#failures a"), timeout=20)
     wait_for("the failed jobs", lambda: chrome.title.startswith("Failed jobs"), timeout=20)
-    assert len(by_css(chrome, "#failed-jobs td.solver")) == 36
+    solvers = wait_for("the failed jobs", lambda: texts(chrome, "#failed-jobs td.solver"))
+    assert len(solvers) == 36
     shot(chrome, "session-failed-jobs")
-    first = by_css(chrome, "#failed-jobs a")[0]
-    job = first.text
-    first.click()
+    job = wait_for("a job link", lambda: texts(chrome, "#failed-jobs a"), timeout=20)[0]
+    wait_for("a click on the job", lambda: click_first(chrome, "#failed-jobs a"), timeout=20)
     wait_for("the job page", lambda: chrome.title.startswith(f"Job {job}"), timeout=20)
     assert by_css(chrome, "#state")[0].text == "errored" and by_css(chrome, "#solver")[0].text
     assert "boom" in by_css(chrome, "#reason")[0].text
