@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -393,3 +394,23 @@ def test_a_strategy_by_name_is_optunas_sampler_for_the_studys_objective_and_resu
     assert len({tuple(r.config.items()) for r in again.runs}) == 30  # nothing measured twice
     assert again.best_params == {"x": 7, "y": 3, "kind": "b"}  # random draws miss it in 30
     assert [r.seq for r in _rows(lite)] == list(range(30))
+
+
+def test_nsga2_by_name_searches_a_front_of_several_objectives_over_ranges(lite):
+    """strategy="nsga2" with directions= (issue #28): NSGA-II is told every objective of each
+    run, over a float range (log) and an int range, and the study's answer is a front."""
+    from tuna.search import Float, Int
+
+    space = {"lr": Float(1e-4, 1e-1, log=True), "n": Int(1, 64)}
+
+    def measure(p):
+        return {"time": (p["n"] - 10) ** 2 + p["lr"] * 100, "acc": -abs(math.log10(p["lr"]) + 2)}
+
+    directions = {"time": "min", "acc": "max"}
+    result = tuna.tune(
+        measure, space, strategy="nsga2", budget=24, storage=lite, name="mo", directions=directions
+    )
+    assert len(result.runs) == 24
+    assert len({tuple(sorted(r.config.items())) for r in result.runs}) == 24
+    assert all(1e-4 <= r.config["lr"] <= 1e-1 and 1 <= r.config["n"] <= 64 for r in result.runs)
+    assert len(result.pareto) >= 2  # a trade-off between the two, not one best
