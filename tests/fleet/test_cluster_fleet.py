@@ -174,19 +174,25 @@ def _noop_session(db, cluster, configs: int):
 def test_a_worker_container_killed_mid_job_loses_no_job(cluster, cluster_db, tmp_path):
     db = cluster_db
     sd = _noop_session(db, cluster, 8)
-    _set_env(db, sd.session, {"NOOP_SLEEP_S": "1.5"})
+    # A job lasts 4 s: the SSH round trip of the kill took over the 1.5 s it was at load 20,
+    # and the job seen held had finished before the kill landed (attempts {1: 1}).
+    _set_env(db, sd.session, {"NOOP_SLEEP_S": "4"})
     victim_host = cluster.hosts[0]
     proc = start_go_fish(
         cluster, tmp_path, "--session", str(sd.session), "--compile", "--lease-seconds", "5"
     )
     try:
-        held = wait_for(lambda: in_flight_on(db, sd.session, victim_host.address), "a job on w1")
+        before = wait_for(lambda: in_flight_on(db, sd.session, victim_host.address), "a job on w1")
         with Connections(Path(cluster.known_hosts)) as conns:
             killed = conns.check(
                 ssh_host(cluster, victim_host),
                 f"docker kill $(docker ps -q --filter label=tuna.session={sd.session})",
             )
         assert killed.strip()
+        # The jobs the kill interrupted: held before it and still held (their lease not yet
+        # run out) after it; one that finished in between is no evidence either way.
+        held = set(before) & set(in_flight_on(db, sd.session, victim_host.address))
+        assert held, f"every job held on w1 ({before}) had finished before the kill landed"
         out, _ = proc.communicate(timeout=300)
     finally:
         if proc.poll() is None:
