@@ -8,7 +8,7 @@ and a legend, like the report's figures. Values in, markup out: no database.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from html import escape
 
@@ -70,6 +70,24 @@ most letters are 6 px; a label cut to fit at 7 px never runs past the margin).""
 def fit(label: str, chars: int) -> str:
     """``label`` cut to ``chars`` characters with an ellipsis (the full one is its title)."""
     return label if len(label) <= chars else label[: max(chars - 1, 1)] + "…"
+
+
+def _ticks(
+    xt: Sequence[float], yt: Sequence[float],
+    px: Callable[[float], float], py: Callable[[float], float],
+    left: int, top: int, pw: float, ph: float,
+) -> list[str]:  # fmt: skip
+    """The x axis's tick marks and labels, and the y axis's grid lines and labels."""
+    out = []
+    for t in xt:
+        out.append(f'<line x1="{px(t)}" y1="{top + ph}" x2="{px(t)}" y2="{top + ph + 4}" '
+                   f'stroke="#999"/><text class="xtick" x="{px(t)}" y="{top + ph + 16}" '
+                   f'text-anchor="middle">{_fmt(t)}</text>')  # fmt: skip
+    for t in yt:
+        out.append(f'<line x1="{left}" y1="{py(t)}" x2="{left + pw}" y2="{py(t)}" '
+                   f'stroke="#eee"/><text class="ytick" x="{left - 6}" y="{py(t) + 4}" '
+                   f'text-anchor="end">{_fmt(t)}</text>')  # fmt: skip
+    return out
 
 
 def _frame(
@@ -137,14 +155,7 @@ def step_chart(
         v = math.log10(y) if log else y
         return round(top + ph - (v - ly0) / (ly1 - ly0) * ph, 2)
 
-    for t in xt:
-        out.append(f'<line x1="{px(t)}" y1="{top + ph}" x2="{px(t)}" y2="{top + ph + 4}" '
-                   f'stroke="#999"/><text class="xtick" x="{px(t)}" y="{top + ph + 16}" '
-                   f'text-anchor="middle">{_fmt(t)}</text>')  # fmt: skip
-    for t in yt:
-        out.append(f'<line x1="{left}" y1="{py(t)}" x2="{left + pw}" y2="{py(t)}" '
-                   f'stroke="#eee"/><text class="ytick" x="{left - 6}" y="{py(t) + 4}" '
-                   f'text-anchor="end">{_fmt(t)}</text>')  # fmt: skip
+    out += _ticks(xt, yt, px, py, left, top, pw, ph)
     for k, s in enumerate(series):
         colour = COLOURS[k % len(COLOURS)]
         for x, y in s.dots:
@@ -283,14 +294,7 @@ def front_chart(
     def py(y: float) -> float:
         return round(top + ph - (y - yt[0]) / (yt[-1] - yt[0]) * ph, 2)
 
-    for t in xt:
-        out.append(f'<line x1="{px(t)}" y1="{top + ph}" x2="{px(t)}" y2="{top + ph + 4}" '
-                   f'stroke="#999"/><text class="xtick" x="{px(t)}" y="{top + ph + 16}" '
-                   f'text-anchor="middle">{_fmt(t)}</text>')  # fmt: skip
-    for t in yt:
-        out.append(f'<line x1="{left}" y1="{py(t)}" x2="{left + pw}" y2="{py(t)}" '
-                   f'stroke="#eee"/><text class="ytick" x="{left - 6}" y="{py(t) + 4}" '
-                   f'text-anchor="end">{_fmt(t)}</text>')  # fmt: skip
+    out += _ticks(xt, yt, px, py, left, top, pw, ph)
     for x, y in dots:
         out.append(f'<circle class="run" cx="{px(x)}" cy="{py(y)}" r="2" fill="{COLOURS[0]}" '
                    'fill-opacity="0.3"/>')  # fmt: skip

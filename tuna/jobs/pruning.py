@@ -17,13 +17,16 @@ the run: the report is logged and the run goes on (it is judged again at its nex
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, select
 
 from tuna.db import Database, tables
+from tuna.jobs.search_results import store_intermediate, stored_curve
 from tuna.searchers.prune import Goal, Peer, Pruner
+
+__all__ = ["RunReports", "curve_of", "peers", "stored_curve"]
 
 log = logging.getLogger(__name__)
 
@@ -33,11 +36,6 @@ SearchRun = tables.search_run.c
 def curve_of(stored: Sequence[Sequence[Any]] | None) -> dict[int, float]:
     """``search_run.intermediate`` (``[[step, value], ...]``) as step -> value."""
     return {int(step): float(value) for step, value in stored or ()}
-
-
-def stored_curve(curve: Mapping[int, float]) -> list[list[float]] | None:
-    """A curve as ``search_run.intermediate`` holds it (None for an empty one)."""
-    return [[int(s), float(v)] for s, v in sorted(curve.items())] or None
 
 
 def peers(conn: Connection, search: int, run: int | None = None) -> list[Peer]:
@@ -70,11 +68,7 @@ class RunReports:
         self.curve[step] = value
         try:
             with self.db.transaction() as conn:
-                conn.execute(
-                    update(tables.search_run)
-                    .where(SearchRun.id == self.run, SearchRun.valid.is_(None))
-                    .values(intermediate=stored_curve(self.curve))
-                )
+                store_intermediate(conn, self.run, self.curve)
                 if not self.pruner.judges(step, before):
                     return None  # stored for the others; this report cannot stop the run
                 others = peers(conn, self.search, self.run)

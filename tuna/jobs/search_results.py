@@ -58,7 +58,6 @@ from sqlalchemy import (
 from tuna.backends.base import BuildOutcome, RunOutcome
 from tuna.db import tables
 from tuna.db.clock import db_now
-from tuna.jobs.pruning import stored_curve
 from tuna.jobs.values import ClaimedJob, stands_for
 
 # The tables' columns, named as the ORM classes: statements here are Core (tuna.db.tables),
@@ -79,6 +78,21 @@ class GaveUp:
     search_build: int | None
     search_run: int | None
     reason: str
+
+
+def stored_curve(curve: Mapping[int, float]) -> list[list[float]] | None:
+    """A curve as ``search_run.intermediate`` holds it (None for an empty one)."""
+    return [[int(s), float(v)] for s, v in sorted(curve.items())] or None
+
+
+def store_intermediate(conn: Connection, run: int, curve: Mapping[int, float]) -> None:
+    """A run's intermediate values so far (:mod:`tuna.jobs.pruning`), written only while the
+    run has not ended (``valid`` NULL): a late report of a recorded run changes nothing."""
+    conn.execute(
+        update(tables.search_run)
+        .where(SearchRun.id == run, SearchRun.valid.is_(None))
+        .values(intermediate=stored_curve(curve))
+    )
 
 
 def artifact_digest(blob: bytes) -> str:
