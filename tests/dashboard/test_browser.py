@@ -175,15 +175,20 @@ def test_progress_moves_while_go_fish_drains_a_session(chrome, site):
             fish.wait(timeout=30)
         log.close()
     assert seen == sorted(seen) and any(0 < n < 36 for n in seen), seen
-    assert by_css(chrome, "#done")[0].text == "0 / 36"  # compiled, not yet evaluated
+    # Each read is one attempt, repeated while the page's refresh swaps the element under it
+    # (StaleElementReferenceException in CI at load 5).
+    done = wait_for("the done count", lambda: texts(chrome, "#done"), timeout=20)
+    assert done == ["0 / 36"]  # compiled, not yet evaluated
     # Nothing in flight any more: no rate and no ETA, however many compiles just finished.
-    wait_for("the page to say stalled", lambda: by_css(chrome, "#eta")[0].text == "stalled",
-             timeout=20)  # fmt: skip
-    assert by_css(chrome, "#rate")[0].text == "—"
+    wait_for("the page to say stalled", lambda: texts(chrome, "#eta") == ["stalled"], timeout=20)
+    assert wait_for("the rate", lambda: texts(chrome, "#rate"), timeout=20) == ["—"]
     # The throughput chart drew the local workers' compiles.
-    assert [p.get_attribute("data-label") for p in by_css(chrome, "#throughput path.series")] == [
-        "local workers"
-    ]
+    labels = wait_for(
+        "the throughput chart",
+        lambda: [p.get_attribute("data-label") for p in by_css(chrome, "#throughput path.series")],
+        timeout=20,
+    )
+    assert labels == ["local workers"]
     shot(chrome, "session-drained")
     # A job's page shows what go_fish's worker logged about it, from the worker's log file.
     from tuna.db import open_database

@@ -291,7 +291,7 @@ def create_cmd(
         space_text=text,
         spec=spec,
         objective_stat=stat,
-        goal=targets[0].goal if targets else "min",
+        goal=targets[0].goal if targets else ("max" if maximize else "min"),
         more=tuple(targets[1:]),
         constraints=constraints,
         baseline=baseline,

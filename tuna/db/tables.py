@@ -685,7 +685,7 @@ search_run = Table(
     # The intermediate values it reported ([[step, value], ...], written as it runs when
     # the search has a pruner), and whether the pruner stopped it (then ``valid`` false).
     Column("intermediate", JSON),
-    Column("pruned", Boolean, default=False, server_default="0", nullable=False),
+    Column("pruned", Boolean, server_default="0", nullable=False),
     UniqueConstraint("search", "seq"),
     # The read side (tuna.searches.query): runs by status, the best run (the earliest
     # landed of equal values), the best-so-far curve's first and latest runs.
