@@ -85,16 +85,9 @@ class WarmCache:
         recompute) only while an expensive value is not much older than its limit;
         else computed now."""
         with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None:
-                age, limit = self._clock() - entry.at, self.max_age(key)
-                if age <= limit:
-                    return entry.value
-                if entry.cost >= self.sync_below_s and age <= self.stale_factor * limit:
-                    if not entry.refreshing:
-                        entry.refreshing = True
-                        self._pool.submit(self._refresh, key, compute)
-                    return entry.value
+            found, value = self._served(key, compute, stale_when_cheap=False)
+            if found:
+                return value
         value, cost = self._compute(compute)
         with self._lock:
             self._entries[key] = _Entry(value, self._clock(), cost)
@@ -105,16 +98,9 @@ class WarmCache:
         recompute goes to the background); else None, with the value being computed in the
         background (:meth:`wait` waits for it)."""
         with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None:
-                age, limit = self._clock() - entry.at, self.max_age(key)
-                if age <= limit:
-                    return entry.value
-                if age <= self.stale_factor * limit:
-                    if not entry.refreshing:
-                        entry.refreshing = True
-                        self._pool.submit(self._refresh, key, compute)
-                    return entry.value
+            found, value = self._served(key, compute, stale_when_cheap=True)
+            if found:
+                return value
             if key not in self._first:
                 self._first[key] = self._pool.submit(self._first_value, key, compute)
         return None
@@ -129,6 +115,27 @@ class WarmCache:
         if first is not None:
             return first.result(timeout=timeout_s)
         return self.get(key, compute)
+
+    def _served(
+        self, key: Hashable, compute: Callable[[], Any], *, stale_when_cheap: bool
+    ) -> tuple[bool, Any]:
+        """(True, value) where a stored value may be served (the caller holds the lock): a
+        fresh one, or a stale one not much older than its limit (of an expensive value only,
+        unless ``stale_when_cheap``), whose recompute then goes to the background."""
+        entry = self._entries.get(key)
+        if entry is None:
+            return False, None
+        age, limit = self._clock() - entry.at, self.max_age(key)
+        if age <= limit:
+            return True, entry.value
+        if (
+            stale_when_cheap or entry.cost >= self.sync_below_s
+        ) and age <= self.stale_factor * limit:
+            if not entry.refreshing:
+                entry.refreshing = True
+                self._pool.submit(self._refresh, key, compute)
+            return True, entry.value
+        return False, None
 
     def _first_value(self, key: Hashable, compute: Callable[[], Any]) -> Any:
         try:
