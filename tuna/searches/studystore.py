@@ -20,6 +20,7 @@ from tuna.searchers import Objective, Run
 from tuna.searchers.errors import ObjectiveError, SearchError
 from tuna.searchers.prune import Peer
 from tuna.searches.create import BASELINE_SEQ, IN_PROCESS
+from tuna.searches.runrows import run_of
 from tuna.searches.studyspec import StudySpec
 from tuna.searches.trial import Trial
 from tuna.sessions.session import add_session
@@ -166,9 +167,3 @@ def end_search(db: Database, search: int, state: str, reason: str | None) -> Non
             .where(Search.id == search)
             .values(state=state, reason=reason, finished=db_now())  # not job.state: the search's
         )
-
-
-def run_of(row: SearchRun) -> Run:
-    if row.valid:
-        return Run(dict(row.config), dict(row.stats or {}))
-    return Run.invalid(dict(row.config), row.reason or "invalid")
