@@ -28,6 +28,7 @@ def test_the_page_escapes_what_it_shows_and_lists_every_section():
     page = render_html(ReportOptions((7,), Path("out")), {7: "gfx<90a>"}, sections)
     assert "<script>" not in page and "&lt;script&gt;" in page
     assert "<title>Tuna report: session 7</title>" in page
+    assert "<h1>Tuna report: session 7 (gfx&lt;90a&gt;)</h1>" in page  # escaped once
     assert '<a href="#a">Speed &lt;ups&gt;</a><a href="#b">Winners</a>' in page
     assert '<p class="note">1 &lt; 2 &amp; 3</p>' in page
     assert '<table id="table-b">' in page and "search-pareto.json" not in page

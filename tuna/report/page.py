@@ -117,7 +117,7 @@ def render_html(options: ReportOptions, arch_of: dict[int, str], sections: list[
         '<html lang="en"><head><meta charset="utf-8">',
         f"<title>Tuna report: session {esc(', '.join(map(str, options.sessions)))}</title>",
         f"<style>{_CSS}</style></head><body>",
-        f"<h1>Tuna report: session {esc(sessions)}</h1>",
+        f"<h1>Tuna report: session {sessions}</h1>",  # each arch escaped once, above
         "<nav>" + "".join(f'<a href="#{s.id}">{esc(s.title)}</a>' for s in sections) + "</nav>",
         '<p class="note">Data: <a href="pareto.json">pareto.json</a> '
         "(every problem's time/workspace set)"
