@@ -20,7 +20,7 @@ from tuna.searches.enqueue import Enqueuer, build_key_hash
 def _enqueuer(db: Database) -> tuple[Enqueuer, int, int]:
     session = bench_session(db)
     search = new_search(db, session)
-    space = load_space("params.py", TWO_BUILDS, SPEC)
+    space = load_space("params.py", TWO_BUILDS)
     return Enqueuer(db, search, session, space, dict(SPEC), builds=True), session, search
 
 

@@ -28,7 +28,7 @@ def test_the_rows_read_back_in_order_and_the_unfinished_counted(db):
     search = new_search(db, session)
     assert runrows.search_rows(db, search) == [] and runrows.unfinished(db, search) == 0
     assert runrows.time_used(db, search) == 0.0  # no run yet
-    space = load_space("params.py", TWO_BUILDS, SPEC)
+    space = load_space("params.py", TWO_BUILDS)
     enqueuer = Enqueuer(db, search, session, space, dict(SPEC), builds=True)
     points = [{"a": a, "b": 10} for a in (3, 1, 2)]
     ids = enqueuer.enqueue([(i, Proposal(i, p, p)) for i, p in enumerate(points)])

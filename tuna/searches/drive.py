@@ -128,8 +128,9 @@ class SearchDriver:
                 strategy=True, solver=solver, names=candidates.names,
             )  # fmt: skip
         else:
-            self.space = load_space(space_file, space_text, self.spec)
-            builds = get_backend(backend).needs_build(self.spec)
+            runs_on = get_backend(backend)
+            self.space = load_space(space_file, space_text, runs_on.runtime_only(self.spec))
+            builds = runs_on.needs_build(self.spec)
             self.enqueuer = Enqueuer(db, self.id, self.session, self.space, self.spec, builds)
         self.proposer: Proposer | None = None
         self.rounds: RoundProposer | None = None
