@@ -13,6 +13,7 @@ from tuna.errors import DatabaseError
 from tuna.searchers import Run, replay
 from tuna.searchers.errors import SearchError
 from tuna.searchers.function import stats_of
+from tuna.searchers.propose import Proposal, Proposer
 from tuna.searchers.prune import Peer, Pruned
 from tuna.searches.create import BASELINE_SEQ, make_searcher
 from tuna.searches.objectives import check_baseline_run
@@ -67,9 +68,9 @@ class Study:
             self._store_baseline(measured)
         self._objective = spec.objective.with_baseline(self._baseline_stats)
         self.runs, self._peers = stored_runs(db, self.search)  # the runs' curves: to prune by
-        searcher = make_searcher(spec.strategy, spec.space, spec.objective)
-        replayed = replay(spec.space, self.runs, searcher)
-        self._proposer, self._next = replayed.proposer, replayed.next
+        self._proposer: Proposer
+        self._next: Proposal | None
+        self._start_searcher()
         self._pending: dict[int, Trial] = {}
         self.measured = 0  # runs recorded since it was opened
         self.state: str = "active"
@@ -144,6 +145,7 @@ class Study:
             self._store_baseline(run)
             self._objective = self._spec.objective.with_baseline(self._baseline_stats)
             del self._pending[trial.number]
+            self._start_searcher()  # no run yet: the searcher starts again, knowing the baseline
             return run
         point = {k: trial.params[k] for k in self._spec.space.names if k in trial.params}
         try:
@@ -207,6 +209,14 @@ class Study:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def _start_searcher(self) -> None:
+        """A fresh searcher, replayed to the recorded runs. It judges runs (and the
+        predictive strategy its predictions) by the objective with the baseline's stats, so
+        that a ``baseline.NAME`` constraint holds for it as it does for the study."""
+        searcher = make_searcher(self._spec.strategy, self._spec.space, self._objective)
+        replayed = replay(self._spec.space, self.runs, searcher)
+        self._proposer, self._next = replayed.proposer, replayed.next
 
     @property
     def _baseline_stats(self) -> Mapping[str, Any] | None:

@@ -34,6 +34,11 @@ the baseline among them, as ``tuna search show`` and the dashboard show it.
 **Pruning and time**: ``pruner=`` judges what an objective of two arguments reports
 (:mod:`tuna.searches.trial`); ``timeout=`` bounds ``tune()``: then nothing more is asked
 and the study ends ``done``, the result's ``reason`` saying so.
+
+**Validation** (PredTuner's test set): ``tuna.validate(result, objective)`` measures the
+study's front again on a second input set, the objective reading which from
+``trial.inputs`` (``"tune"`` while tuning, ``"test"`` then), and stores what the
+``predictive`` strategy predicted beside what was measured (:mod:`tuna.searches.validation`).
 """
 
 from __future__ import annotations
@@ -55,8 +60,9 @@ from tuna.searches.create import BASELINE_SEQ
 from tuna.searches.study import Study
 from tuna.searches.studyspec import StudySpec, TuneResult, check_study, with_objectives
 from tuna.searches.trial import ObjectiveFn, Trial, measure_call
+from tuna.searches.validation import Validation, validate
 
-__all__ = ["Pruned", "Study", "Trial", "TuneResult", "study", "tune"]
+__all__ = ["Pruned", "Study", "Trial", "TuneResult", "Validation", "study", "tune", "validate"]
 
 
 def tune(
