@@ -28,11 +28,12 @@ def _x(value: float | None) -> str:
     return f"{value:.1f}x" if value else "-"
 
 
-def _turns(speed_ups: list[float]) -> str:
-    """The spread beside the figure: the range of the re-timing turns' geometric means."""
-    if len(speed_ups) < 2:
+def _turns(spread: tuple[float, float, int] | None) -> str:
+    """The spread beside the figure: its problems' slowest and fastest turns."""
+    if spread is None:
         return ""
-    return f", {min(speed_ups):.2f}x-{max(speed_ups):.2f}x over {len(speed_ups)} turns"
+    low, high, turns = spread
+    return f", {low:.2f}x-{high:.2f}x over {turns} turns"
 
 
 def _unstable(result: QuickstartResult) -> str:
@@ -137,7 +138,7 @@ def quickstart(workers: int | None, candidates: int) -> None:
     if geo:
         console.print(
             f"geometric mean speed-up of tuning over default parameters: {geo:.2f}x"
-            f"{_turns(result.turn_speed_ups)} (each problem's fastest solver against the same "
+            f"{_turns(result.spread_of_turns)} (each problem's fastest solver against the same "
             f"solver with its defaults, timed in turns beside it){_unstable(result)}",
             markup=False,
         )

@@ -11,9 +11,10 @@ the naive solver and with its own default parameters.
 The speed-up over the defaults is taken from timings side by side: the tuned session's job
 re-times its finalists and the solver's default parameters in the same turns
 (:mod:`tuna.backends.finalists`), so each turn gives a ratio of two timings seconds apart;
-the figure is the fastest default timing over the fastest tuned one, and its spread is the
-range of the turns' geometric means. (Its two halves once came from the two sessions, timed
-minutes apart, and the figure moved 8.8x-17.0x between back-to-back runs: issue #30.)
+a problem's speed-up is the median of its turns', and the figure's spread is the geometric
+mean of each problem's slowest turn and of each one's fastest. (Its two halves once came
+from the two sessions, timed minutes apart, and the figure moved 8.8x-17.0x between
+back-to-back runs: issue #30.)
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import dataclasses
 import math
 import os
 import platform
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
@@ -61,6 +63,9 @@ class QuickstartRow:
 
     @property
     def vs_default(self) -> float | None:
+        """The median of the turns' speed-ups; without turns, default over tuned time."""
+        if self.turns:
+            return statistics.median(self.turns)
         return self.default_ms / self.time_ms if self.default_ms else None
 
 
@@ -85,13 +90,17 @@ class QuickstartResult:
         return geomean([r.vs_default for r in self.rows if r.vs_default])
 
     @property
-    def turn_speed_ups(self) -> list[float]:
-        """That geometric mean in each re-timing turn that every compared problem had."""
-        rows = [r for r in self.rows if r.vs_default and r.turns]
-        if not rows or len(rows) < sum(1 for r in self.rows if r.vs_default):
-            return []
-        turns = min(len(r.turns) for r in rows)
-        return [g for i in range(turns) if (g := geomean([r.turns[i] for r in rows]))]
+    def spread_of_turns(self) -> tuple[float, float, int] | None:
+        """(low, high, turns): the geometric mean of every problem's slowest turn and of
+        every one's fastest, between which :attr:`speed_up` lies; None unless every compared
+        problem was timed in two turns or more."""
+        compared = [r for r in self.rows if r.vs_default]
+        if not compared or any(len(r.turns) < 2 for r in compared):
+            return None
+        low = geomean([min(r.turns) for r in compared])
+        high = geomean([max(r.turns) for r in compared])
+        assert low is not None and high is not None
+        return low, high, min(len(r.turns) for r in compared)
 
 
 def geomean(values: list[float]) -> float | None:
@@ -221,7 +230,7 @@ def side_by_side(
     db: Database, session: int, row: QuickstartRow, default: str, *, fallback_ms: float
 ) -> QuickstartRow:
     """``row`` with its default parameters' time from ``session``, where its winner's job
-    timed them (the fastest valid timing) and the speed-up of each re-timing turn: the
+    timed them (their fastest valid timing) and the speed-up of each re-timing turn: the
     timings of each after its first (the job's first pass), paired from the end. Without
     such timings, ``fallback_ms`` (the defaults session's find row)."""
     tuned = row.params or ""
