@@ -59,8 +59,8 @@ def test_png_draws_predicted_against_measured(runner, search, tmp_path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ([], "Error: search 1 ('net') stores no Python function to measure with; give "
-         "--objective-fn MODULE:FUNCTION"),
+        ([], "Error: search 1 ('net'): give --objective-fn MODULE:FUNCTION, a function of "
+         "(params, trial)"),
         (["--objective-fn", FN, "--stat", "acc"], "Error: stat 'acc' is not a stat of search "
          "1's front (its runs hold: accuracy, mflop); name one of those"),
         (["--objective-fn", FN, "--inputs", "tune"], "Error: inputs 'tune' is the set the study "

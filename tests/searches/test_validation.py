@@ -13,7 +13,7 @@ import tuna
 from tuna.db.models import SearchValidation
 from tuna.searchers.errors import SearchError
 from tuna.searches.trial import Trial
-from tuna.searches.validation import stored_function, stored_validation, validate_search
+from tuna.searches.validation import stored_validation, validate_search
 
 STRATEGY = "Strategy('predictive', space, seed=1, margin=0.02)"
 SPACE = {f"layer{i}": list(range(6)) for i in range(3)}
@@ -91,7 +91,6 @@ def test_a_study_by_name_and_its_objective_as_module_function(db, tmp_path, monk
     v = tuna.validate("by-name", "netfn:measure", storage=db, inputs="holdout")
     assert v.search == result.search and all(r.measured == {"mflop": 1.0, "accuracy": 99.0}
                                              for r in v.runs)  # fmt: skip
-    assert stored_function(db, result.search) is None  # a function object: not stored
 
 
 def fails_on_test(params: dict[str, Any], trial: Trial) -> dict[str, float]:

@@ -19,7 +19,6 @@ from tuna.searches.validation import (
     TEST_INPUTS,
     ValidatedRun,
     Validation,
-    stored_function,
     validate_search,
 )
 
@@ -31,8 +30,8 @@ from tuna.searches.validation import (
     "--objective-fn",
     "objective_fn",
     metavar="MODULE:FUNCTION",
-    help="The search's objective, of (params, trial), measuring on trial.inputs (default: the "
-    "function the search's runs call, if it has one).",
+    help="The search's objective, a function of (params, trial) that measures on "
+    "trial.inputs (required).",
 )
 @click.option(
     "--inputs",
@@ -78,22 +77,20 @@ def validate_cmd(
     \b
     Examples:
       tuna search validate -s 1 predtuner --objective-fn approx_net:objective --png val.png
-      tuna search validate 7 --inputs holdout --stat accuracy
-      tuna search validate 7 --json
+      tuna search validate 7 --objective-fn fn:measure --inputs holdout --stat accuracy
+      tuna search validate 7 --objective-fn fn:measure --json
     """
     if png is not None:
         figure_path(png)  # before anything is measured or stored
     db = database()
     try:
         s = query.find_search(db, search, session_id)
-        ref = objective_fn or stored_function(db, s.id)
-        if ref is None:
+        if objective_fn is None:
             raise TunaError(
-                f"search {s.id} ({s.name!r}) stores no Python function to measure with; give "
-                "--objective-fn MODULE:FUNCTION, a function of (params, trial) that measures "
-                "on trial.inputs"
+                f"search {s.id} ({s.name!r}): give --objective-fn MODULE:FUNCTION, a function "
+                "of (params, trial) that measures a config on trial.inputs"
             )
-        objective = load_function(ref, Path.cwd())
+        objective = load_function(objective_fn, Path.cwd())
         v = validate_search(db, s.id, objective, inputs=inputs, stats=stats or None)
     finally:
         db.dispose()

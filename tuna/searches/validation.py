@@ -31,6 +31,7 @@ from typing import Any
 from sqlalchemy import delete, insert, select
 from sqlalchemy.engine import URL
 
+from tuna.backends import get_backend
 from tuna.db import Database, open_database
 from tuna.db.models import Search, SearchRun, SearchValidation, TuningSession
 from tuna.errors import TunaError
@@ -38,7 +39,7 @@ from tuna.searchers import Objective, Run, replay
 from tuna.searchers.errors import SearchError
 from tuna.searchers.function import load_function, takes_trial
 from tuna.searches import query
-from tuna.searches.create import BASELINE_SEQ, FUNCTION, IN_PROCESS, load_space, make_searcher
+from tuna.searches.create import BASELINE_SEQ, IN_PROCESS, load_space, make_searcher
 from tuna.searches.studyspec import TuneResult
 from tuna.searches.studystore import LABEL, run_of
 from tuna.searches.trial import TUNING_INPUTS, Trial, measure_call
@@ -250,7 +251,7 @@ def _predictions(
     with db.session() as s:
         row = s.execute(select(Search).where(Search.id == search)).scalar_one()
         expression, space_file, text = row.searcher, row.space_file, row.space_text
-        base, spec = dict(row.base), dict(row.spec)
+        base, spec, backend = dict(row.base), dict(row.spec), row.backend
         if not spec.get(IN_PROCESS):
             objective = Objective.from_stored(row.objective)
         stored = s.execute(
@@ -263,7 +264,7 @@ def _predictions(
     if not expression:
         return {}, []
     try:
-        space = load_space(space_file, text, spec)
+        space = load_space(space_file, text, get_backend(backend).runtime_only(spec))
         searcher = make_searcher(expression, space, objective)
         if searcher is None or not callable(getattr(searcher, "predicted", None)):
             return {}, []
@@ -308,15 +309,6 @@ def _store(db: Database, search: int, inputs: str, runs: Sequence[ValidatedRun])
                 for r in runs
             ],
         )  # fmt: skip
-
-
-def stored_function(db: Database, search: int) -> str | None:
-    """The ``module:function`` a search's runs call (``tuna search create --objective-fn``),
-    or None: its runs run a command, or it is a ``tuna.tune`` study of a function object."""
-    with db.session() as s:
-        spec = s.execute(select(Search.spec).where(Search.id == search)).scalar()
-    ref = (spec or {}).get(FUNCTION)
-    return str(ref) if ref else None
 
 
 def stored_validation(db: Database, search: int, inputs: str = TEST_INPUTS) -> Validation | None:
