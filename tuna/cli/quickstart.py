@@ -17,7 +17,7 @@ from tuna.cli.base import (
     verbose_option,
     workers_option,
 )
-from tuna.cli.go_fish import progress_table
+from tuna.cli.fish_progress import progress_table
 from tuna.config import load_settings, log_dir
 from tuna.db.enums import JobState
 from tuna.fleet.local import Progress, Task
