@@ -5,6 +5,9 @@
 # Expects REPO to be set and note/die functions to exist. The install is redone only when
 # pyproject.toml changes (or more extras are asked for); two runs never pip-install at once.
 #
+# Extras that bring torch ([test], through tuna[gp]; or [gp]) first get its CPU build
+# (bin/lib/cpu_torch.sh), instead of PyPI's CUDA build of several GB.
+#
 # uv makes the venv and installs into it where it can (8-15 s on a fresh clone instead of pip's
 # 45-100 s): it is pip-installed once into .tuna-test/uv (`pip install --target`). Where that
 # fails (no PyPI, only a mirror that pip's own configuration names, a python3 without pip) or
@@ -12,6 +15,9 @@
 
 VENV="$REPO/.venv"
 STAMP="$VENV/.tuna-install-stamp"
+
+# shellcheck source=bin/lib/cpu_torch.sh
+source "$REPO/bin/lib/cpu_torch.sh"
 
 ensure_venv_for() {
     local extras=$1 venv_lock
@@ -41,15 +47,17 @@ _ensure_venv_locked() {
             python3 -m venv "$VENV" || die "python3 -m venv failed (on Debian: apt-get install python3-venv)"
         fi
     fi
-    # The stamp records pyproject.toml's sha256, where the editable install points, and the extras.
+    # The stamp records pyproject.toml's sha256, where the editable install points, the torch pin
+    # and the extras.
     local base have=""
-    base="$(sha256sum "$REPO/pyproject.toml" | cut -d' ' -f1) $REPO"
+    base="$(sha256sum "$REPO/pyproject.toml" | cut -d' ' -f1) $REPO $TORCH_CPU"
     [[ -f $STAMP ]] && have=$(cat "$STAMP")
     if [[ $have == "$base $extras" || $have == "$base [test]" ]]; then
         [[ ${VENV_QUIET:-0} == 1 ]] || note "up to date (pyproject.toml unchanged)"
         return 0
     fi
     [[ -n $uv ]] || uv=$(_uv) || uv=""
+    if [[ $extras == *test* || $extras == *gp* ]]; then ensure_cpu_torch "$uv"; fi
     if [[ -z $uv ]] || ! _uv_install "$uv" "$extras"; then
         note "pip install -e '.$extras'"
         _quiet_pip "$VENV/bin/python" -e ".$extras" || die "pip install -e '.$extras' failed"

@@ -25,12 +25,9 @@ instead of writing them again. Each search keeps an **in-memory Optuna study** o
 
 Seeded: each sampler gets the strategy's seed, so the same Runs give the same proposals,
 and a search resumed after a restart replays its stored runs into a fresh study
-(:mod:`tuna.searchers.replay`) to the same place.
-
-Several objectives (a strategy search's ``--objective time_ms:min --objective threads:min``):
-the study has one direction per objective and each trial is told every objective's value,
-so ``nsga2`` (NSGA-II) and ``tpe`` search for the Pareto front; ``cmaes`` optimises one
-objective and is refused. With one objective, ``nsga2`` is an elitist genetic search.
+(:mod:`tuna.searchers.replay`) to the same place. ``nsga2`` is NSGA-II on the one
+objective a strategy search has (Optuna runs it single-objective: an elitist genetic
+search); several objectives are for the searches that declare them.
 """
 
 from __future__ import annotations
@@ -40,7 +37,6 @@ import warnings
 from typing import Any
 
 from tuna.searchers.errors import SearchError
-from tuna.searchers.run import Run
 from tuna.searchers.strategies.base import CandidateSpace, Plan, RoundSearcher
 
 EXTRA = "optuna"
@@ -96,34 +92,48 @@ def _need(module: str, what: str, extra: str) -> None:
         ) from e
 
 
-def check_objectives(name: str, count: int) -> None:
-    """Refuse several objectives to a sampler that optimises one (``cmaes``)."""
-    if name == "cmaes" and count > 1:
-        raise SearchError(
-            f"strategy 'cmaes' optimises one objective, and this search has {count}; use "
-            "nsga2 or tpe for a Pareto front"
-        )
-
-
 def make_sampler(name: str, *, seed: int, round_size: int, population: int | None = None) -> Any:
     """Optuna's sampler of strategy ``name``, seeded: TPE multivariate (the parameters'
     joint density, not one at a time) with a constant liar for a round's pending trials;
     CMA-ES with margin (for integer axes: it keeps the search from collapsing onto one value
-    too early); the Gaussian process; NSGA-II with generations of ``population`` trials
-    (default: two rounds)."""
+    too early); the Gaussian process, on one PyTorch thread (:func:`_one_thread_gp`);
+    NSGA-II with generations of ``population`` trials (default: two rounds)."""
     samplers = optuna_module().samplers
     if name == "tpe":
         return samplers.TPESampler(seed=seed, multivariate=True, constant_liar=True)
     if name == "cmaes":
         return samplers.CmaEsSampler(seed=seed, with_margin=True, warn_independent_sampling=False)
     if name == "gp":
-        return samplers.GPSampler(seed=seed, warn_independent_sampling=False)
+        return _one_thread_gp(samplers.GPSampler)(seed=seed, warn_independent_sampling=False)
     if name == "nsga2":
         size = population or 2 * round_size
         if size < 2:
             raise SearchError(f"nsga2: population must be at least 2, not {size}")
         return samplers.NSGAIISampler(seed=seed, population_size=size)
     raise SearchError(f"{name!r} is not one of Optuna's samplers ({', '.join(SAMPLED)})")
+
+
+@functools.cache
+def _one_thread_gp(gp_sampler: type) -> type:
+    """Optuna's GPSampler whose proposals (the Gaussian process's fit and the acquisition's
+    optimisation, all of its PyTorch work) run on one PyTorch thread, the thread count before
+    put back after each. Its matrices are a few hundred trials at most, where a second
+    thread only costs: on this project's 2-core machine under load, one gp search of 24
+    trials took 5-14 s of CPU with PyTorch's default 2 threads against 0.5-0.8 s on one
+    (bench/search.md's gp runs already set OMP_NUM_THREADS=1). Workers share the machine, as
+    the cost model's one thread says too."""
+    import torch
+
+    class OneThreadGPSampler(gp_sampler):
+        def sample_relative(self, *args: Any, **kwargs: Any) -> Any:
+            threads = torch.get_num_threads()
+            torch.set_num_threads(1)
+            try:
+                return super().sample_relative(*args, **kwargs)
+            finally:
+                torch.set_num_threads(threads)
+
+    return OneThreadGPSampler
 
 
 class SampledSearch(RoundSearcher):
@@ -135,7 +145,6 @@ class SampledSearch(RoundSearcher):
     def __init__(self, space: CandidateSpace, **kwargs: Any) -> None:
         super().__init__(space, **kwargs)
         check_sampler(self.name)  # a missing library is an error now, not in the first round
-        check_objectives(self.name, len(self.objective.targets))
         self._optuna = optuna_module()
         dist = self._optuna.distributions
         self._axes: dict[str, Any] = {}
@@ -156,36 +165,11 @@ class SampledSearch(RoundSearcher):
             self.name, seed=self.seed, round_size=self.round_size, population=population
         )
 
-    @property
-    def several(self) -> bool:
-        """Whether the study has several objectives (a Pareto front, not one best)."""
-        return len(self.objective.targets) > 1
-
-    def _reset(self) -> None:
-        super()._reset()
-        #: candidate index -> every objective's value (None: it did not count).
-        self.vectors: dict[int, list[float] | None] = {}
-
-    def _note(self, i: int, run: Run) -> None:
-        super()._note(i, run)
-        counts = self.objective.counts(run)
-        self.vectors[i] = (
-            [float(run.stats[t.stat]) for t in self.objective.targets] if counts else None
-        )
-
     def _plan(self) -> Plan:
         optuna = self._optuna
         with warnings.catch_warnings():  # "experimental" notes of samplers and options
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            if self.several:  # the objectives' own directions: values are told as measured
-                directions = [
-                    "maximize" if t.goal == "max" else "minimize" for t in self.objective.targets
-                ]
-                study = optuna.create_study(directions=directions, sampler=self._sampler())
-            else:  # the score: the stat, or its negative for a stat to maximise
-                study = optuna.create_study(direction="minimize", sampler=self._sampler())
-        #: The in-memory study of the last :meth:`rounds` (what the sampler was told).
-        self.study = study
+            study = optuna.create_study(direction="minimize", sampler=self._sampler())
         self.repaired = 0
         while len(self.measured) < len(self.space):
             want = min(self.round_size, self.budget - len(self.measured))
@@ -226,11 +210,11 @@ class SampledSearch(RoundSearcher):
             return trial, i
 
     def _tell(self, study: Any, trial: Any, i: int) -> None:
-        told: Any = self.vectors.get(i) if self.several else self.measured.get(i)
-        if told is None:  # failed, invalid, or cut from the round by the budget
+        score = self.measured.get(i)
+        if score is None:  # failed, invalid, or cut from the round by the budget
             study.tell(trial, state=self._optuna.trial.TrialState.FAIL)
         else:
-            study.tell(trial, told)
+            study.tell(trial, score)
 
 
 class TPESearch(SampledSearch):
@@ -252,8 +236,8 @@ class GPSearch(SampledSearch):
 
 
 class NSGA2Search(SampledSearch):
-    """Optuna's NSGA-II: a Pareto front of the strategy's objectives (with one, an elitist
-    genetic search); its generations are ``population`` (default: two rounds) trials."""
+    """Optuna's NSGA-II on the strategy's one objective (an elitist genetic search); its
+    generations are ``population`` (default: two rounds) trials."""
 
     name = "nsga2"
 
