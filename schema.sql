@@ -755,3 +755,23 @@ ALTER TABLE search_run ADD COLUMN pruned BOOL NOT NULL DEFAULT '0';
 
 UPDATE alembic_version SET version_num='0023' WHERE alembic_version.version_num = '0022';
 
+-- Running upgrade 0023 -> 0024
+
+CREATE TABLE search_validation (
+    id BIGINT NOT NULL AUTO_INCREMENT, 
+    search INTEGER NOT NULL, 
+    seq INTEGER NOT NULL, 
+    inputs VARCHAR(64) NOT NULL, 
+    config JSON NOT NULL, 
+    predicted JSON, 
+    stats JSON, 
+    reason MEDIUMTEXT, 
+    kept BOOL NOT NULL, 
+    created DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP, 
+    CONSTRAINT pk_search_validation PRIMARY KEY (id), 
+    CONSTRAINT fk_search_validation_search_search FOREIGN KEY(search) REFERENCES search (id), 
+    CONSTRAINT uq_search_validation_search_inputs_seq UNIQUE (search, inputs, seq)
+)ENGINE=InnoDB CHARSET=utf8mb4 COLLATE utf8mb4_unicode_ci;
+
+UPDATE alembic_version SET version_num='0024' WHERE alembic_version.version_num = '0023';
+

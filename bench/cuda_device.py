@@ -5,11 +5,14 @@ evaluated by ``tuna worker``, the strategy search by ``go_fish``). Subcommands:
 
 * ``versions``: Python, the driver and GPU (read in a child process, as the evaluate phase
   does), cuda-bindings, NVRTC, PyTorch with cuDNN, CuPy.
-* ``layers``: ResNet-50's distinct forward layers at batch 32, as MIOpenDriver lines.
+* ``layers``: ResNet-50's distinct forward layers at batch 32, as MIOpenDriver lines, and
+  with ``--backward N`` N of its 3x3 layers in each backward direction (backward data and
+  backward weights: the solvers CudaImplicitGemmBwdData and CudaImplicitGemmBwdWeights).
 * ``compare --db URL --session N``: per layer, the fastest candidate the session's search
   found (its fastest valid measurement, the search finished or not), recompiled and timed
   again on the GPU beside the solver's default parameters, cuDNN (PyTorch, FP32:
-  ``allow_tf32 = False``, ``benchmark = True``) and, for 1x1 layers, cuBLAS (CuPy, FP32), in
+  ``allow_tf32 = False``, ``benchmark = True``; a backward layer through ``torch.nn.grad``,
+  cuDNN's backward data or weights) and, for forward 1x1 layers, cuBLAS (CuPy, FP32), in
   turns (tuned, cuDNN, cuBLAS, again, ``--turns`` times; the median of each counts). Prints
   per layer: tuned ms, cuDNN ms, ratio, TFLOP/s and % of the FP32 peak (66.9 TFLOP/s, H100
   SXM). With ``--dry-run`` (no GPU) it prints the session's results and skips the timings.
@@ -54,11 +57,18 @@ def layers(batch: int = BATCH) -> list[ConvProblem]:
     return list(seen.values())
 
 
+def backward_layers(count: int, batch: int = BATCH) -> list[ConvProblem]:
+    """``count`` of ResNet-50's distinct 3x3 layers at ``batch``, the smallest first, each in
+    the two backward directions (data, then weights)."""
+    threes = sorted((p for p in layers(batch) if p.fil_size == (3, 3)), key=sv.flops)
+    return [p.with_direction(d) for p in threes[:count] for d in "BW"]
+
+
 def cmd_layers(args: argparse.Namespace) -> None:
     chosen = layers(args.batch)
     if args.count:
         chosen = pick(chosen, args.count)
-    for p in chosen:
+    for p in chosen + backward_layers(args.backward, args.batch):
         print(to_driver_line(p))
 
 
@@ -117,14 +127,14 @@ def results(db: str, session: int) -> list[tuple[ConvProblem, str, str, float]]:
     the searches found so far, finished or not."""
     path = db.removeprefix("sqlite:///")
     rows = sqlite3.connect(path).execute(
-        "SELECT c.driver, s.name, m.params, m.time_ms FROM measurement m "
+        "SELECT c.driver, c.direction, s.name, m.params, m.time_ms FROM measurement m "
         "JOIN conv_config c ON c.id = m.config JOIN solver s ON s.id = m.solver "
         "WHERE m.session = ? AND m.valid ORDER BY c.id, m.time_ms",
         (session,),
     )
     best: dict[str, tuple[ConvProblem, str, str, float]] = {}
-    for driver, solver, params, ms in rows:
-        p = next(q for q in parse_driver_line(driver) if q.direction == "F")
+    for driver, direction, solver, params, ms in rows:
+        p = next(q for q in parse_driver_line(driver) if q.direction == direction)
         best.setdefault(driver, (p, solver, params, ms))
     return list(best.values())
 
@@ -204,13 +214,13 @@ def cmd_compare(args: argparse.Namespace) -> None:
     if not rows:
         raise SystemExit(f"session {args.session} has no find-db rows in {args.db}")
     header = (
-        f"{'layer (batch 32, NCHW FP32)':52} {'solver':20} {'tuned ms':>9} {'default':>9} "
+        f"{'layer (batch 32, NCHW FP32)':55} {'solver':26} {'tuned ms':>9} {'default':>9} "
         f"{'cuDNN ms':>9} {'cuBLAS':>8} {'ratio':>6} {'TFLOP/s':>8} {'% peak':>7}"
     )
     print(header)
     if args.dry_run:
         for p, solver, params, ms in rows:
-            print(f"{_name(p):52} {solver:20} {ms:9.3f}  (dry run: no GPU, {params}; "
+            print(f"{_name(p):55} {solver:26} {ms:9.3f}  (dry run: no GPU, {params}; "
                   "cuDNN and cuBLAS not timed)")  # fmt: skip
         print("dry run: the timings above are FakeGpu's model, not a GPU's")
         return
@@ -233,16 +243,14 @@ def cmd_compare(args: argparse.Namespace) -> None:
         default = cc.compile_candidate(compiler, p, solver, default_params, "sm_90")
         assert support and tuned.cubin and default.cubin
         gpu = Gpu(p, support)
-        (hi, wi), (r, s) = p.in_size, p.fil_size
+        (hi, wi), (ho, wo), (r, s) = p.in_size, p.out_size, p.fil_size
         x = torch.randn(p.batchsize, p.in_channels, hi, wi, device="cuda")
         w = torch.randn(p.out_channels, p.in_channels // p.group_count, r, s, device="cuda")
-
-        def cudnn(x=x, w=w, p=p) -> None:
-            torch.nn.functional.conv2d(
-                x, w, stride=p.stride, padding=p.pad, dilation=p.dilation, groups=p.group_count
-            )
-
-        one_by_one = p.fil_size == (1, 1) and p.stride == (1, 1) and p.pad == (0, 0)
+        dy = torch.randn(p.batchsize, p.out_channels, ho, wo, device="cuda")
+        cudnn = _cudnn(p, x, w, dy)
+        one_by_one = (
+            p.direction == "F" and p.fil_size == (1, 1) and p.stride == (1, 1) and p.pad == (0, 0)
+        )
         if one_by_one:
             f32 = cupy.float32
             a = cupy.random.standard_normal((p.out_channels, p.in_channels), dtype=f32)
@@ -276,7 +284,7 @@ def cmd_compare(args: argparse.Namespace) -> None:
         speedups.append(t_default[0] / ms)
         cublas = f"{statistics.median(t_cublas):8.3f}" if t_cublas else f"{'-':>8}"
         print(
-            f"{_name(p):52} {solver:20} {ms:9.3f} {t_default[0]:9.3f} {ref:9.3f} {cublas} "
+            f"{_name(p):55} {solver:26} {ms:9.3f} {t_default[0]:9.3f} {ref:9.3f} {cublas} "
             f"{ref / ms:6.2f} {tflops:8.1f} {100 * tflops / PEAK_TFLOPS:6.1f}%",
             flush=True,
         )
@@ -290,9 +298,24 @@ def cmd_compare(args: argparse.Namespace) -> None:
     )
 
 
+def _cudnn(p: ConvProblem, x, w, dy):  # torch tensors (torch is imported on the GPU host only)
+    """cuDNN's convolution in ``p``'s direction, through PyTorch, as a function of nothing."""
+    import torch
+
+    how = {"stride": p.stride, "padding": p.pad, "dilation": p.dilation, "groups": p.group_count}
+    if p.direction == "B":
+        return lambda: torch.nn.grad.conv2d_input(x.shape, w, dy, **how)
+    if p.direction == "W":
+        return lambda: torch.nn.grad.conv2d_weight(x, w.shape, dy, **how)
+    return lambda: torch.nn.functional.conv2d(x, w, **how)
+
+
 def _name(p: ConvProblem) -> str:
     (hi, wi), (r, s) = p.in_size, p.fil_size
-    return f"{p.in_channels}x{hi}x{wi} -> {p.out_channels}, {r}x{s} s{p.stride[0]} p{p.pad[0]}"
+    where = {"F": "", "B": " bwd-data", "W": " bwd-wei"}[p.direction]
+    return (
+        f"{p.in_channels}x{hi}x{wi} -> {p.out_channels}, {r}x{s} s{p.stride[0]} p{p.pad[0]}{where}"
+    )
 
 
 def main() -> None:
@@ -302,6 +325,9 @@ def main() -> None:
     lp = sub.add_parser("layers")
     lp.add_argument("--batch", type=int, default=BATCH)
     lp.add_argument("--count", type=int, default=0, help="only this many (1x1 and 3x3 in turn)")
+    lp.add_argument(
+        "--backward", type=int, default=0, help="this many 3x3 layers in each backward direction"
+    )
     rp = sub.add_parser("compile-rate")
     rp.add_argument("--count", type=int, default=60)
     rp.add_argument("--jobs", type=int, default=os.cpu_count() or 1)

@@ -14,13 +14,15 @@
 #      PyTorch with cuDNN, CuPy;
 #   2. the cross-host test: the carried session's cubins, compiled on the CPU host by `prepare`, are
 #      loaded, verified and timed there by `tuna worker --phase eval` on the carried SQLite database;
-#   3. ResNet-50's 20 distinct forward layers at batch 32 tuned on the GPU host: one strategy search
+#   3. ResNet-50's 20 distinct forward layers at batch 32, and BACKWARD (default 2) of its 3x3 layers in
+#      each backward direction (data, weights), tuned on the GPU host: one strategy search
 #      per (layer, solver) (STRATEGY, default genetic; BUDGET measurements each, default 24), queued by
 #      `load_jobs --strategy` and drained by `go_fish --local` (compiles on every core, one evaluation
 #      worker: it owns the GPU), on SQLite, at most SEARCH_LIMIT_S seconds (default 120);
 #   4. per layer, the winner against the solver's default parameters, cuDNN (PyTorch, FP32,
-#      allow_tf32=False, benchmark=True) and, for 1x1 layers, cuBLAS (CuPy, FP32), in turns: tuned ms,
-#      cuDNN ms, ratio, TFLOP/s and % of the FP32 peak (66.9 TFLOP/s, H100 SXM).
+#      allow_tf32=False, benchmark=True; torch.nn.grad for the backward layers) and, for forward 1x1
+#      layers, cuBLAS (CuPy, FP32), in turns: tuned ms, cuDNN ms, ratio, TFLOP/s and % of the FP32
+#      peak (66.9 TFLOP/s, H100 SXM).
 #
 # With the device tool: `bench/cuda_device.sh wheels && bench/cuda_device.sh prepare` here first, then
 # run(command="bench/cuda_device.sh run", carry=[".whl", ".cuda-bench"], timeout_s=420).
@@ -35,6 +37,7 @@ STRATEGY=${STRATEGY:-genetic}
 BUDGET=${BUDGET:-24}
 SEARCH_LIMIT_S=${SEARCH_LIMIT_S:-120}
 CARRIED_CANDIDATES=${CARRIED_CANDIDATES:-6}
+BACKWARD=${BACKWARD:-2}
 T0=$(date +%s)
 
 step() { printf '\n== %s  [+%ss]\n' "$*" "$(($(date +%s) - T0))"; }
@@ -78,7 +81,7 @@ prepare() { # [COUNT] [ENV...]: the carried session, compiled here
     local count=${1:-0}
     shift || true
     step "prepare: the carried session, compiled on $(hostname) ($(nproc) CPUs, no GPU)"
-    bench layers --count "$count" >"$WORK/layers.txt"
+    bench layers --count "$count" --backward "$BACKWARD" >"$WORK/layers.txt"
     new_db "$CARRIED"
     session "$WORK/layers.txt" "CUDA_MAX_CANDIDATES=$CARRIED_CANDIDATES" "$@"
     tuna load_jobs -t resnet50-b32 -s 1 --strategy none
@@ -104,8 +107,9 @@ run() { # [COUNT] [ENV...]
     bench summary --db "$TUNA_DB_URL" --session 1
     printf 'evaluated in %ss\n' "$((SECONDS - t))"
 
-    step "3. ResNet-50 forward at batch 32: $STRATEGY, budget $BUDGET per layer and solver"
-    bench layers --count "$count" >"$WORK/layers.txt"
+    step "3. ResNet-50 at batch 32 (forward, and $BACKWARD 3x3 layers backward): $STRATEGY," \
+        "budget $BUDGET per layer and solver"
+    bench layers --count "$count" --backward "$BACKWARD" >"$WORK/layers.txt"
     new_db "$WORK/tuned.sqlite"
     session "$WORK/layers.txt" CUDA_REPEATS=10 CUDA_WARMUP_MS=5 "$@"
     tuna load_jobs -t resnet50-b32 -s 1 --strategy "$STRATEGY" --budget "$BUDGET" --round-size 16 |
@@ -142,8 +146,9 @@ dry-run)
     CARRIED=$WORK/carried-dry.sqlite
     BUDGET=${BUDGET_DRY:-4}
     CARRIED_CANDIDATES=3
+    BACKWARD=1
     prepare 2 CUDA_FAKE_GPU=1
     run 2 CUDA_FAKE_GPU=1
     ;;
-*) sed -n '2,25p' "$0" >&2; exit 2 ;;
+*) sed -n '2,28p' "$0" >&2; exit 2 ;;
 esac

@@ -18,6 +18,8 @@ tables bench/search.md reports are kept in one file, ``bench/data/search_tables.
 5 seeds, a budget of the whole space and no early stopping, so that every curve runs to
 the end. ``model --transfer`` on a ResNet-50 layer learns from the other 18 layers' tables
 (leave one out); on an Inception-v3 layer, from all 19 ResNet-50 tables.
+
+Two objectives on the same tables: ``bench/search_pareto.py``.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from tuna.backends.cpuconv import solvers as sv
 from tuna.backends.cpuconv.features import candidate_features, problem_features
 from tuna.problems.conv import ConvProblem
 from tuna.problems.driver import is_conv_line, parse_driver_line
-from tuna.searchers import Run
+from tuna.searchers import Objective, Run
 from tuna.searchers.costmodel import HistoryEntry
 from tuna.searchers.strategies import CandidateSpace, make_strategy
 
@@ -222,6 +224,7 @@ class Table:
     names: tuple[str, ...]
     features: dict[str, float]
     times: dict[str, float | None]
+    problem: ConvProblem | None = None  # the layer (for stats known from the parameters)
 
     @property
     def best(self) -> float:
@@ -260,12 +263,32 @@ def load_tables() -> dict[str, list[Table]]:
         f"{len(here)} from {OUT.relative_to(HERE.parent)}"
     )
     tables: dict[str, list[Table]] = {n: [] for n in NETWORKS}
+    problems = {n: {layer_name(p): p for p in network_layers(n)} for n in NETWORKS}
     for name, d in sorted(found.items()):
         network = name.rsplit("-", 1)[0]
         tables[network].append(
-            Table(network, d["layer"], tuple(d["names"]), d["features"], d["times"])
+            Table(
+                network,
+                d["layer"],
+                tuple(d["names"]),
+                d["features"],
+                d["times"],
+                problems[network].get(d["layer"]),
+            )  # fmt: skip
         )
     return tables
+
+
+def candidate_stats(table: Table, params: str) -> dict[str, float]:
+    """A measured candidate's stats: its time, and (where the layer is known) the threads
+    and workspace cpuconv computes from its parameters (``solvers.candidate_stats``)."""
+    ms = table.times[params]
+    assert ms is not None
+    out = {"time_ms": ms}
+    if table.problem is not None:
+        values = dict(zip(table.names, (int(v) for v in params.split(",")), strict=True))
+        out |= sv.candidate_stats(table.problem, SOLVER, values)
+    return out
 
 
 def freeze(args: argparse.Namespace) -> None:
@@ -297,6 +320,27 @@ def run_strategy(
     round_size: int,
     budget: float = 1.0,
 ) -> Outcome:
+    best, curve = math.inf, []
+    measured, seconds, notes = drive_table(table, label, seed, history, round_size, budget)
+    for _params, ms in measured:
+        if ms is not None:
+            best = min(best, ms)
+        curve.append(best / table.best)
+    return Outcome(curve, seconds, notes, size=len(table.times))
+
+
+def drive_table(
+    table: Table,
+    label: str,
+    seed: int,
+    history: list[HistoryEntry],
+    round_size: int,
+    budget: float = 1.0,
+    objective: Objective | None = None,
+) -> tuple[list[tuple[str, float | None]], float, list[str]]:
+    """Strategy ``label`` over ``table`` (a measurement is a lookup; a run's stats are
+    :func:`candidate_stats`): the candidates it measured in order with their times, the
+    strategy's own CPU seconds (lookups excluded) and its notes."""
     name, transfer = LINEUP[label]
     space = CandidateSpace.from_strings(table.names, list(table.times), source=table.layer)
     extra: dict[str, Any] = {}
@@ -309,9 +353,11 @@ def run_strategy(
             "explore": EXPLORE,
         }
     started = time.process_time()
-    searcher = make_strategy(name, space, seed=seed, round_size=round_size, budget=budget, **extra)
+    searcher = make_strategy(
+        name, space, seed=seed, round_size=round_size, budget=budget, objective=objective, **extra
+    )
     rounds = searcher.rounds()
-    best, curve = math.inf, []
+    measured: list[tuple[str, float | None]] = []
     lookup = 0.0
     try:
         batch = next(rounds)
@@ -319,20 +365,19 @@ def run_strategy(
             t0 = time.process_time()
             runs = []
             for point in batch:
-                ms = table.times[",".join(str(point[n]) for n in table.names)]
+                params = ",".join(str(point[n]) for n in table.names)
+                ms = table.times[params]
+                measured.append((params, ms))
                 if ms is None:
                     runs.append(Run.invalid(point, "verification failed"))
                 else:
-                    runs.append(Run(point, {"time_ms": ms}))
-                    best = min(best, ms)
-                curve.append(best / table.best)
+                    runs.append(Run(point, candidate_stats(table, params)))
             lookup += time.process_time() - t0
             batch = rounds.send(runs)
     except StopIteration:
         pass
     seconds = time.process_time() - started - lookup
-    notes = list(getattr(searcher, "notes", []))
-    return Outcome(curve, seconds, notes, size=len(space))
+    return measured, seconds, list(getattr(searcher, "notes", []))
 
 
 def median(values: list[float]) -> float:
@@ -532,6 +577,7 @@ def main(argv: list[str] | None = None) -> None:
         freeze(args)
     elif args.phase == "merge":
         merge(args)
+
     else:
         compare(args)
 

@@ -175,8 +175,9 @@ def test_services_import_each_other_without_cycles() -> None:
         assert cycle is None, "services import each other in a cycle: " + " -> ".join(cycle)
 
 
-#: What of ``tuna/backends/`` is not one backend: the contract, the registry, shared parts.
-BACKEND_COMMONS = {"__init__", "base", "artifact"}
+#: What of ``tuna/backends/`` is not one backend: the contract, the registry, shared parts
+#: (artifacts; a forked child's reaping; finalists re-timed; the plain-convolution scope).
+BACKEND_COMMONS = {"__init__", "base", "artifact", "child", "finalists", "scope"}
 
 
 def named_backends(root: Path = TUNA) -> set[str]:
@@ -215,7 +216,10 @@ def backend_imports(root: Path = TUNA) -> list[str]:
 def test_only_the_backends_name_a_backend() -> None:
     """Services see a backend through the contract (``tuna/backends/base.py``) and the
     registry (``get_backend``), never by importing it: a new backend is a new folder."""
-    assert {"cpuconv", "miopen", "bench", "noop"} <= named_backends()
+    from tuna.backends import backend_names
+
+    # every module of tuna/backends/ is a backend the registry knows, or a common part
+    assert named_backends() == set(backend_names()), "place a shared module in BACKEND_COMMONS"
     bad = backend_imports()
     assert not bad, "name a backend only in tuna/backends/:\n" + "\n".join(bad)
 
@@ -361,3 +365,10 @@ def test_the_docs_map_of_the_code_names_every_package_of_the_tree() -> None:
     mapped = set(re.findall(r"tuna/(\w+)(?:/|\.py)", layout))
     tree = {p.name.removesuffix(".py") for p in TUNA.iterdir() if p.name != "__init__.py"}
     assert mapped == tree - {"__pycache__"}
+
+
+def test_the_docs_map_of_the_code_names_every_backend() -> None:
+    """README's map of the code (docs/explanation/layout.md) lists the backends by name."""
+    entry = page("explanation/layout.md").split("tuna/backends/", 1)[1].split("\ntuna/", 1)[0]
+    missing = sorted(b for b in named_backends() if not re.search(rf"\b{b}\b", entry))
+    assert missing == [], f"docs/explanation/layout.md: name {missing} under tuna/backends/"

@@ -2,7 +2,15 @@
 
 __version__ = "0.1.0"
 
-_PYTHON_API = ("tune", "study", "Pruned")  # in tuna.searches.tune
+_PYTHON_API = (
+    "tune",
+    "study",
+    "validate",
+    "Pruned",
+    "Trial",
+    "TuneResult",
+    "Validation",
+)  # tuna.searches.tune
 
 
 def __getattr__(name: str) -> object:

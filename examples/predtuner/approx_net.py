@@ -1,4 +1,4 @@
-"""Predictive-tuning style study (PredTuner's): speed against accuracy, one knob per layer.
+"""Predictive tuning (PredTuner's way): speed against accuracy, one knob per layer.
 
 A small numpy network (four 256-wide dense layers and a 10-way classifier) whose every
 hidden layer has an approximation knob: level 0 is the exact weight matrix, levels 1-5
@@ -11,12 +11,21 @@ relative to the exact network, PredTuner's ``qos_tuner_threshold``: ``accuracy >
 baseline.accuracy - 1``. Each run also times its forward pass (``time_ms``, the best of
 a few), stored beside them. The baseline, every layer at level 0, is measured first.
 
-Then PredTuner's validation stage: every configuration of the front is measured again on
-a second input set, and kept where it still meets the threshold there (its
-``qos_keep_threshold``). The figure (``--png``) shows every run, the front, the
-baseline, the threshold and the validated accuracies.
+The strategy is ``predictive`` (``--strategy``): after a seed set of 16 random
+configurations, a model per stat predicts every other configuration's cost and accuracy,
+and only those predicted on or near the front (within ``--margin`` of it) and within the
+threshold are measured, round after round, until none is left. ``--strategy random``
+measures ``--budget`` random configurations instead, ``exhaustive`` all 1,296.
 
-    python examples/predtuner/approx_net.py --budget 80 --png examples/predtuner/front.png
+Then PredTuner's validation stage, ``tuna.validate``: every configuration of the front is
+measured again on a second input set (the objective reads ``trial.inputs``: ``"tune"``,
+then ``"test"``), and kept where it still meets the threshold there against the exact
+network on the same inputs (its ``qos_keep_threshold``). The figure (``--png``) shows
+every run, the front, the baseline, the threshold and the validated accuracies;
+``--validation-png`` the model's predictions against both measurements.
+
+    python examples/predtuner/approx_net.py --png examples/predtuner/front.png \
+        --validation-png examples/predtuner/validation.png
 
 ``tuna search show -s SESSION predtuner`` and the dashboard show the stored study; run the
 script again with the same ``--name`` and it resumes, measuring nothing twice.
@@ -107,23 +116,41 @@ def levels_of(params: dict[str, Any]) -> list[int]:
     return [int(params[f"layer{i}"]) for i in range(LAYERS)]
 
 
+STRATEGIES = ("predictive", "random", "exhaustive")
+
+
+def strategy_of(name: str, seed: int, budget: int | None, margin: float) -> str | None:
+    """The searcher expression ``tuna.tune`` takes for ``--strategy`` (None: every point)."""
+    if name == "predictive":
+        return f"Strategy('predictive', space, seed={seed}, margin={margin:g})"
+    if name == "random":
+        return f"Random(space, {budget or 80}, seed={seed})"
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--budget", type=int, default=80, help="configurations measured")
+    p.add_argument("--strategy", choices=STRATEGIES, default="predictive", help="how to search")
+    p.add_argument("--margin", type=float, default=0.02, help="predictive: near the front")
+    p.add_argument("--budget", type=int, help="configurations measured at most (random: 80)")
     p.add_argument("--threshold", type=float, default=1.0, help="accuracy points lost at most")
     p.add_argument("--samples", type=int, default=2048, help="inputs per set")
     p.add_argument("--repeats", type=int, default=3, help="forward passes timed per run")
-    p.add_argument("--seed", type=int, default=1, help="the random strategy's seed")
+    p.add_argument("--seed", type=int, default=1, help="the strategy's seed")
     p.add_argument("--storage", help="database URL (default: Tuna's, SQLite under TUNA_DATA_DIR)")
     p.add_argument("--name", default="predtuner", help="the study's name (resumes by it)")
     p.add_argument("--png", help="draw the front here")
+    p.add_argument("--validation-png", help="draw predicted against measured here")
     a = p.parse_args(argv)
 
     space = {f"layer{i}": list(range(len(RANKS))) for i in range(LAYERS)}
     exact = {name: 0 for name in space}
 
-    def objective(params: dict[str, Any]) -> dict[str, float]:
-        return measure(levels_of(params), TUNING, a.samples, a.repeats)
+    def objective(params: dict[str, Any], trial: tuna.Trial) -> dict[str, float]:
+        """One configuration on the input set the trial names: the tuning set while
+        tuning, the test set when the front is validated."""
+        seed = TUNING if trial.inputs == "tune" else VALIDATION
+        return measure(levels_of(params), seed, a.samples, a.repeats)
 
     result = tuna.tune(
         objective,
@@ -131,7 +158,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         directions={"mflop": "min", "accuracy": "max"},
         constraints=[f"accuracy >= baseline.accuracy - {a.threshold:g}"],
         baseline=exact,
-        strategy=f"Random(space, {a.budget}, seed={a.seed})",
+        strategy=strategy_of(a.strategy, a.seed, a.budget, a.margin),
+        budget=a.budget if a.strategy != "random" else None,
         storage=a.storage,
         name=a.name,
     )
@@ -142,26 +170,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"mflop={base['mflop']:g} accuracy={base['accuracy']:g} time_ms={base['time_ms']:g}"
     )
     # PredTuner's validation: the front measured again on inputs the tuning never saw.
-    exact_val = measure([0] * LAYERS, VALIDATION, a.samples, a.repeats)
-    keep = exact_val["accuracy"] - a.threshold
+    v = tuna.validate(result, objective, storage=a.storage)
+    assert v.baseline is not None and v.baseline.measured is not None
+    keep = float(v.baseline.measured["accuracy"]) - a.threshold
     print(f"front: {len(result.pareto)} runs; validation keeps accuracy >= {keep:g}")
     print(f"{'levels':>6} {'mflop':>7} {'speedup':>7} {'time_ms':>8} {'accuracy':>8} "
-          f"{'validated':>9}  kept")  # fmt: skip
+          f"{'predicted':>9} {'validated':>9}  kept")  # fmt: skip
+    by_config = {tuple(levels_of(r.config)): r for r in v.runs}
     validated = []
     for run in result.pareto:
         levels = levels_of(dict(run.config))
-        again = measure(levels, VALIDATION, a.samples, a.repeats)
-        validated.append(again["accuracy"])
+        again = by_config[tuple(levels)]
+        validated.append(float((again.measured or {}).get("accuracy", float("nan"))))
         speedup = float(base["mflop"]) / float(run.stats["mflop"])
-        kept = "yes" if again["accuracy"] >= keep else "no"
+        guess = (again.predicted or {}).get("accuracy")
         print(
             f"{''.join(map(str, levels)):>6} {run.stats['mflop']:>7g} {speedup:>6.2f}x "
             f"{run.stats['time_ms']:>8g} {run.stats['accuracy']:>8g} "
-            f"{again['accuracy']:>9g}  {kept}"
+            f"{'-' if guess is None else f'{guess:.2f}':>9} {validated[-1]:>9g}  "
+            f"{'yes' if again.kept else 'no'}"
         )
     if a.png:
         draw(result, validated, keep, a.threshold, a.png)
         print(f"figure: {a.png}")
+    if a.validation_png:
+        from tuna.report.validation import draw_validation
+
+        draw_validation(v, a.validation_png)
+        print(f"figure: {a.validation_png}")
     return 0
 
 

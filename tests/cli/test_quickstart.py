@@ -65,3 +65,27 @@ def test_unstable_timings_are_said_next_to_the_figure(runner, monkeypatch, sprea
     line = next(x for x in result.stdout.splitlines() if x.startswith("geometric mean"))
     assert line.startswith("geometric mean speed-up of tuning over default parameters: 4.00x")
     assert ("(timings unstable: a winner's repeated runs spread 2.00x" in line) is said
+
+
+def test_the_figure_is_printed_with_the_range_of_its_turns(runner, monkeypatch):
+    """Issue #30: the spread is shown beside the figure: the geomean of the problems' slowest
+    re-timing turns and of their fastest (a turn's speed-up: default over tuned timing)."""
+    from types import SimpleNamespace
+
+    import tuna.cli.quickstart as command
+    from tuna.fleet.quickstart import QuickstartResult, QuickstartRow
+
+    rows = [
+        QuickstartRow("k1", "CpuIm2colGemm", "1,1", 1.0, 8.0, 3.9, (4.0, 3.0, 5.0)),
+        QuickstartRow("k2", "CpuGemm1x1", "2,2", 1.0, 8.0, 3.9, (5.0, 4.0, 3.0)),
+    ]
+    canned = QuickstartResult(SimpleNamespace(configs=2, inserted=2), 2, 3, [], rows)  # type: ignore[arg-type]
+    monkeypatch.setattr(command, "run_quickstart", lambda *a, **kw: canned)
+    result = runner.invoke(main, ["quickstart", "-w", "1"])
+    assert result.exit_code == 0, result.output
+    line = next(x for x in result.stdout.splitlines() if x.startswith("geometric mean"))
+    assert line.startswith(
+        "geometric mean speed-up of tuning over default parameters: 4.00x, 3.00x-5.00x over 3 "
+        "turns (each problem's fastest solver against the same solver with its defaults, "
+        "timed in turns beside it)"
+    ), line

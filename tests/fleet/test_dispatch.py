@@ -10,7 +10,7 @@ import signal
 import pytest
 
 from tests.searches.helpers import bench_session, new_search
-from tuna.cli.go_fish import progress_line
+from tuna.cli.fish_progress import progress_line
 from tuna.fleet.dispatch import Interrupted, Pace, dispatch, stop_signals
 from tuna.fleet.phase import Progress, Task
 from tuna.searches import SearchDriver

@@ -278,7 +278,7 @@ def test_one_evaluation_worker_per_device_an_evaluation_owns_and_compiles_side_b
 
 
 def test_a_search_counts_its_builds_and_runs_as_done_this_run(sqlite_url, tmp_path):
-    from tuna.cli.go_fish import progress_line
+    from tuna.cli.fish_progress import progress_line
     from tuna.db import open_database
 
     db = open_database(sqlite_url)

@@ -133,3 +133,66 @@ def test_a_winners_repeated_timings_say_whether_the_figures_are_stable(db):
     assert timing_spread(db, [b]) == 1.0
     result = QuickstartResult(None, a, b, [], [], timing_spread(db, [a]))  # type: ignore[arg-type]
     assert result.unstable
+
+
+def _timed(db, session: int, config: int, solver: int, platform: int, timings) -> None:
+    """Measurement rows of ``(params, ms)`` in this order, as a job writes them."""
+    from tuna.jobs.measurements import write_measurements
+
+    with db.transaction() as conn:
+        write_measurements(
+            conn,
+            [
+                {
+                    "session": session, "job": None, "config": config, "solver": solver,
+                    "params": params, "platform": platform, "machine": None,
+                    "strategy": "random", "time_ms": ms, "valid": True, "reason": None,
+                }
+                for params, ms in timings
+            ],
+        )  # fmt: skip
+
+
+def test_the_speed_up_over_the_defaults_comes_from_timings_side_by_side(db):
+    """Issue #30: the geomean moved 8.8x-17.0x between back-to-back runs while its two halves
+    came from two sessions timed minutes apart. The tuned job times the default parameters
+    in its re-timing turns beside its finalists: each turn pairs the two timings of that turn
+    (the first pass, timed apart, is left out), a layer's speed-up is the median of its
+    turns', and the figure's spread is the geomean of each layer's slowest turn and of each
+    one's fastest. The timings are inserted here: no kernel runs."""
+    from tests.support.history import add_find, add_platform, make_configs
+    from tests.support.history import session as make_session
+    from tuna.fleet.quickstart import TAG, QuickstartResult, compare
+
+    h = make_configs(db, tag=TAG)
+    tuned, default = make_session(db), make_session(db)
+    solver, on = h.solvers["NoopTunable"], add_platform(db, {})
+    one, two, three = h.configs
+    # the first pass ("d" first, at a busy moment), then three turns, the order rotated
+    _timed(db, tuned, one, solver, on, [("d", 30.0), ("w", 2.0), ("w", 1.0), ("d", 9.0)])
+    _timed(db, tuned, one, solver, on, [("d", 12.1), ("w", 1.1), ("w", 2.0), ("d", 24.0)])
+    add_find(db, tuned, one, solver, 1.0, params="w")
+    add_find(db, default, one, solver, 25.0, params="d")  # timed minutes later: not used
+    # the defaults won on the second layer: tuning gained nothing, in every turn
+    _timed(db, tuned, two, solver, on, [("d", 4.0), ("d", 3.0), ("d", 3.5), ("d", 5.0)])
+    add_find(db, tuned, two, solver, 3.0, params="d")
+    add_find(db, default, two, solver, 3.3, params="d")
+
+    rows = compare(db, tuned, default)
+    got = [(r.params, r.time_ms, r.default_ms) for r in rows]
+    assert got == [("w", 1.0, 9.0), ("d", 3.0, 3.0)]
+    assert rows[0].turns == pytest.approx((9.0, 11.0, 12.0))
+    assert rows[0].vs_default == pytest.approx(11.0)  # the median turn, not 9.0 / 1.0
+    assert rows[1].turns == (1.0, 1.0, 1.0) and rows[1].vs_default == 1.0
+    result = QuickstartResult(None, tuned, default, [], rows)  # type: ignore[arg-type]
+    assert result.speed_up == pytest.approx(11.0**0.5)
+    assert result.spread_of_turns == pytest.approx((3.0, 12.0**0.5, 3))
+
+    # a layer whose tuned job never timed its defaults: the defaults session's time, and no
+    # turns, so no range is claimed for the figure
+    _timed(db, tuned, three, solver, on, [("w", 2.0), ("w", 1.9)])
+    add_find(db, tuned, three, solver, 1.9, params="w")
+    add_find(db, default, three, solver, 7.6, params="d")
+    rows = compare(db, tuned, default)
+    assert (rows[2].default_ms, rows[2].turns, rows[2].vs_default) == (7.6, (), 4.0)
+    assert QuickstartResult(None, tuned, default, [], rows).spread_of_turns is None  # type: ignore[arg-type]

@@ -7,7 +7,7 @@ import math
 from sqlalchemy import insert
 
 from tests.report.seed import add_find_rows, session
-from tests.report.test_report import read_csv
+from tests.report.test_build import read_csv
 from tuna.db.models import ConfigTag
 from tuna.fleet.quickstart import TAG, compare
 from tuna.report import Baseline, ReportOptions, build_report, figures

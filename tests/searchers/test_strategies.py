@@ -296,7 +296,7 @@ def test_a_strategy_resumes_by_replay() -> None:
 
 
 def test_the_registry_names_every_strategy() -> None:
-    assert list(STRATEGIES) == [*CLASSIC, "model", "tpe", "cmaes", "gp", "nsga2"]
+    assert list(STRATEGIES) == [*CLASSIC, "model", "tpe", "cmaes", "gp", "nsga2", "predictive"]
     assert all(STRATEGIES[n].name == n for n in STRATEGIES)
     assert all(math.isfinite(bowl(p)) for p in space().points)
 

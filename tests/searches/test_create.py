@@ -160,6 +160,13 @@ def test_a_search_is_stored_with_its_text_and_required_objective(lite):
     assert _count(lite)[1:] == (0, 0)  # nothing enqueued before a driver runs
 
 
+def test_a_space_loaded_runtime_only_rebuilds_for_no_parameter():
+    """What a backend's runtime_only says of a search's spec (a bench search calling a
+    Python function): the file's META_get_no_rebuild_params (a) no longer decides."""
+    assert load_space("p.py", TWO_BUILDS).no_rebuild == ("a",)
+    assert set(load_space("p.py", TWO_BUILDS, runtime_only=True).no_rebuild) == {"a", "b"}
+
+
 def test_the_searcher_expression_sees_tuna_search_the_space_and_the_parameters():
     space = load_space("p.py", TWO_BUILDS)
     searcher = make_searcher("Random(space, 2, seed=3)", space)

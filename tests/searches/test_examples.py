@@ -20,7 +20,7 @@ from tuna.cli import main
 from tuna.config import load_settings
 from tuna.db import open_database
 from tuna.searchers import load_base_config, load_parameter_file, replay
-from tuna.searches.drive import run_of
+from tuna.searches.runrows import run_of
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

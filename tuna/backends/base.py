@@ -451,6 +451,12 @@ class Backend(abc.ABC):
         as ``SearchWork.build_dir``)."""
         return False
 
+    def runtime_only(self, spec: Mapping[str, Any]) -> bool:
+        """True when every parameter of a search with ``spec`` changes per run without a
+        rebuild, whatever its parameter file says (one build serves every point). False:
+        the file's ``META_get_no_rebuild_params`` decides."""
+        return False
+
     def search_sources(self, spec: Mapping[str, Any]) -> bytes | None:
         """The sources a search's builds start from, packed
         (:func:`tuna.backends.artifact.pack`) to reach any build machine through the

@@ -9,8 +9,16 @@ timing is a measurement row, so how far apart a winner's timings were is stored 
 (:mod:`tuna.library.stability` reads it where results are shown); the evaluation logs it
 when it is above :data:`~tuna.backends.base.UNSTABLE_SPREAD`.
 
+A backend may name a **baseline** that takes the turns beside the finalists (cpuconv: the
+solver's default parameters): what tuning gained over it is then a ratio of timings taken
+side by side, seconds apart, rather than of two jobs timed minutes apart under whatever load
+each met (the quick start's tuned / default geomean moved 8.8x-17.0x between back-to-back
+runs when its two halves came from two sessions; issue #30). Its timings are measurements
+like the finalists', so it can only win by being the fastest measured.
+
 The backend says how to time a turn (:func:`retime`'s ``measure``): cpuconv in forked
-children under its time budget, cuda on the device in a child it can kill.
+children under its time budget, keeping each candidate's fastest run of the turn; cuda on
+the device in a child it can kill.
 """
 
 from __future__ import annotations
@@ -39,14 +47,21 @@ class Timed(Protocol):
 M = TypeVar("M", bound=Timed)
 
 
-def finalists(measured: Sequence[Timed], eligible: Callable[[str], bool]) -> list[str]:
+def finalists(
+    measured: Sequence[Timed], eligible: Callable[[str], bool], baseline: str | None = None
+) -> list[str]:
     """The :data:`FINALISTS` fastest candidates with a time (ties by params) that
-    ``eligible`` allows (e.g. those the evaluation has a kernel for)."""
+    ``eligible`` allows (e.g. those the evaluation has a kernel for), then ``baseline``
+    when it is not one of them but passed and is eligible."""
     passed = sorted(
         (m for m in measured if m.time_ms is not None and eligible(m.params)),
         key=lambda m: (m.time_ms, m.params),
     )
-    return list(dict.fromkeys(m.params for m in passed))[:FINALISTS]
+    names = list(dict.fromkeys(m.params for m in passed))
+    chosen = names[:FINALISTS]
+    if baseline is not None and baseline in names and baseline not in chosen:
+        chosen.append(baseline)
+    return chosen
 
 
 def retime(names: Sequence[str], measure: Callable[[list[str]], tuple[list[M], bool]]) -> list[M]:

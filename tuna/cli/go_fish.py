@@ -3,18 +3,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 
 import click
-from rich.live import Live
-from rich.markup import escape
-from rich.table import Table
 
 from tuna.cli.base import (
     COUNT_RANGE,
     TunaCommand,
-    console,
     database,
     err_console,
     session_option,
@@ -22,21 +17,17 @@ from tuna.cli.base import (
     worker_settings_options,
     workers_option,
 )
+from tuna.cli.fish_fleet import clean_on, exec_on, fleet_machines, status_of
+from tuna.cli.fish_progress import event_printer, print_summary, progress_display
 from tuna.cli.slurm import slurm_clean, slurm_options, slurm_status
 from tuna.config import load_settings
 from tuna.config import log_dir as default_log_dir
 from tuna.fleet.dispatch import Pace, dispatch
 from tuna.fleet.inspect import (
-    clean_everywhere,
-    fleet_status,
-    run_everywhere,
     worker_db_url,
 )
 from tuna.fleet.local import run_local
-from tuna.fleet.machines import MachineRow, list_machines
 from tuna.fleet.phase import (
-    FishReport,
-    Progress,
     Task,
     plan_tasks,
     tasks_from_fin_steps,
@@ -47,232 +38,6 @@ from tuna.fleet.slurm import SlurmArrays, SlurmPool
 from tuna.fleet.ssh import Connections
 from tuna.sessions import get_session
 from tuna.worker.settings import WorkerSettings
-
-
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    m, s = divmod(int(seconds + 0.5), 60)
-    h, m = divmod(m, 60)
-    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
-
-
-def _to_go(p: Progress, task: Task) -> str:
-    """What is left: builds and runs apart for a search (its runs wait for their builds)."""
-    if task is Task.SEARCH or p.builds:
-        return f"{p.builds} build(s) and {p.runs} run(s) to go"
-    return f"{p.remaining} to go"
-
-
-def progress_table(p: Progress, task: Task) -> Table:
-    table = Table(title=f"session {p.counts.session}: {task.value}", title_justify="left")
-    for col in ("state", "jobs"):
-        table.add_column(col, justify="right" if col == "jobs" else "left")
-    for state, n in p.counts.by_state.items():
-        table.add_row(state.value, str(n))
-    table.caption = (
-        f"{p.finished} done this run, {_to_go(p, task)}, "
-        f"{p.rate:.1f} jobs/s, ETA {_duration(p.eta_s)}, "
-        f"{p.workers_alive} worker(s) running, {_duration(p.elapsed_s)} elapsed"
-    )
-    return table
-
-
-def print_summary(r: FishReport) -> None:
-    c = r.final.counts
-    verdict = (
-        "interrupted" if r.interrupted else "drained" if r.drained else "stopped with work left"
-    )
-    where = f"worker(s) on {len(r.hosts)} machine(s)" if r.hosts else r.description
-    console.print(
-        f"go_fish {r.task.value}, session {r.session}: {verdict} in {_duration(r.final.elapsed_s)}"
-        f" with {r.workers} {where}; {r.final.finished} job(s) left the phase, "
-        f"{r.final.remaining} remain",
-        markup=False,
-        soft_wrap=True,
-    )
-    did = r.this_run()
-    console.print(
-        "  this run: " + (", ".join(f"{st.value} {n}" for st, n in did.items()) or "nothing"),
-        markup=False,
-    )
-    console.print(
-        f"  session {r.session} now: "
-        + (", ".join(f"{st.value} {n}" for st, n in c.by_state.items() if n) or "no jobs"),
-        markup=False,
-    )
-    if r.per_host:
-        table = Table(title="Per machine", title_justify="left")
-        for col in ("machine", "workers", "jobs finished", "lost"):
-            table.add_column(
-                col, justify="right" if col in ("workers", "jobs finished") else "left"
-            )
-        for host, (workers, done) in r.per_host.items():
-            table.add_row(
-                escape(host), str(workers), str(done), "yes" if host in r.lost_hosts else ""
-            )
-        console.print(table)
-    for host, why in r.lost_hosts.items():
-        err_console.print(f"  machine {host} was lost: {why}", markup=False, soft_wrap=True)
-    bad = [code for code in r.exit_codes if code not in (0, None)]
-    if bad and r.logs:
-        err_console.print(
-            f"  {len(bad)} worker(s) exited with an error; logs: {r.logs[0].parent}", markup=False
-        )
-    if c.reasons:
-        table = Table(title="Top failure reasons", title_justify="left")
-        for col in ("state", "reason", "jobs"):
-            table.add_column(col)
-        for state, reason, n in c.reasons[:10]:
-            table.add_row(state.value, escape(reason), str(n))
-        console.print(table)
-
-
-def _machines(arch: str | None, num_cu: int | None, ids: tuple[int, ...]) -> list[MachineRow]:
-    db = database()
-    try:
-        return list_machines(db, arch=arch, num_cu=num_cu, ids=ids, available_only=True)
-    finally:
-        db.dispose()
-
-
-def _connections(known_hosts: Path | None) -> Connections:
-    return Connections(known_hosts)
-
-
-def exec_on(machines: list[MachineRow], command: str, known_hosts: Path | None) -> None:
-    """``go_fish -e``: run a command on every machine, print each result, fail once at the end."""
-    with _connections(known_hosts) as conns:
-        outcomes = run_everywhere(conns, machines, command)
-    failed = 0
-    for o in outcomes:
-        if o.value is not None:
-            status = o.value.exit_status
-            failed += status != 0
-            console.rule(f"{escape(str(o.host))}: exit {status}", align="left")
-            out = (o.value.stdout + o.value.stderr).rstrip()
-            if out:
-                console.print(out, markup=False, highlight=False, soft_wrap=True)
-        else:
-            failed += 1
-            console.rule(f"{escape(str(o.host))}: unreachable", align="left")
-            err_console.print(str(o.error), markup=False, soft_wrap=True)
-    console.print(f"{len(outcomes) - failed} of {len(outcomes)} machine(s) succeeded")
-    if failed:
-        raise click.exceptions.Exit(1)
-
-
-def status_of(machines: list[MachineRow], image: str | None, known_hosts: Path | None) -> None:
-    """``go_fish --status``: a table of every machine's reachability, engine, image, GPUs."""
-    with _connections(known_hosts) as conns:
-        rows = fleet_status(conns, machines, image)
-    table = Table(title=f"machines (image {image or 'not checked'})", title_justify="left")
-    for col in (
-        "id",
-        "host",
-        "arch",
-        "reachable",
-        "docker",
-        "image",
-        "GPUs (registered / seen)",
-        "left over by killed runs",
-    ):
-        table.add_column(col)
-    for st in rows:
-        m = st.machine
-        table.add_row(
-            str(m.id),
-            escape(m.hostname),
-            m.arch or "",
-            f"yes, {st.latency_ms:.0f} ms"
-            if st.reachable
-            else f"[red]no[/]: {escape(st.error or '')}",
-            escape(st.docker or "") if st.docker_ok else f"[red]{escape(st.docker or '-')}[/]",
-            escape(st.image or "-")
-            if st.image_ok or not image
-            else f"[red]{escape(st.image or '-')}[/]",
-            f"{','.join(map(str, m.gpus)) or '-'} / {escape(st.devices or '-')}",
-            "-"
-            if st.leftovers is None or st.leftovers.empty
-            else f"[yellow]{escape(st.leftovers.describe())}[/]",
-        )
-    console.print(table)
-    if any(st.leftovers and not st.leftovers.empty for st in rows):
-        console.print(
-            "go_fish --clean stops and removes what killed go_fish runs left (containers, "
-            "run folders with the database URL) and collects their workers' logs",
-            markup=False,
-            soft_wrap=True,
-        )
-    if not all(s.reachable and s.docker_ok and (s.image_ok or not image) for s in rows):
-        raise click.exceptions.Exit(1)
-
-
-def progress_line(p: Progress, task: Task) -> str:
-    """One line of progress, for a log file or a pipe."""
-    states = ", ".join(f"{st.value} {n}" for st, n in p.counts.by_state.items() if n)
-    return (
-        f"go_fish {task.value}, session {p.counts.session} [{_duration(p.elapsed_s)}]: "
-        f"{states or 'no jobs'}; {p.finished} done this run, {_to_go(p, task)}, "
-        f"{p.rate:.1f} jobs/s, ETA {_duration(p.eta_s)}, {p.workers_alive} worker(s)"
-    )
-
-
-class _Lines:
-    """Stands in for :class:`Live` where the output is not a terminal: progress lines and
-    events go to stdout, with the summary, so a log of stdout has all of it."""
-
-    console = console
-
-    def __enter__(self) -> _Lines:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        pass
-
-
-def _progress_display(task: Task, every: float) -> tuple[Live | _Lines, Callable[[Progress], None]]:
-    """A live table on a terminal; elsewhere a progress line every ``every`` seconds."""
-    if console.is_terminal and err_console.is_terminal:
-        live = Live(console=err_console, transient=True, auto_refresh=False)
-
-        def show(p: Progress) -> None:
-            live.update(progress_table(p, task), refresh=True)
-
-        return live, show
-    last: list[float] = []
-
-    def line(p: Progress) -> None:
-        if not last or p.elapsed_s - last[0] >= every:
-            last[:] = [p.elapsed_s]
-            console.print(progress_line(p, task), markup=False, soft_wrap=True)
-
-    return _Lines(), line
-
-
-def clean_on(machines: list[MachineRow], known_hosts: Path | None, log_dir: Path) -> None:
-    """``go_fish --clean``: remove what killed go_fish runs left on every machine."""
-    with _connections(known_hosts) as conns:
-        outcomes = clean_everywhere(conns, machines, log_dir)
-    failed = 0
-    for m, o in zip(machines, outcomes, strict=True):
-        if o.value is None:
-            failed += 1
-            err_console.print(f"{m.label}: {o.error}", markup=False, soft_wrap=True)
-        elif o.value.empty:
-            console.print(f"{m.label}: nothing left over", markup=False)
-        else:
-            console.print(
-                f"{m.label}: removed {o.value.describe()}; logs under {log_dir}",
-                markup=False,
-                soft_wrap=True,
-            )
-    if failed:
-        raise click.exceptions.Exit(1)
-
-
-def _event_printer(live: Live | _Lines) -> Callable[[str], None]:
-    return lambda text: live.console.print(text, markup=False, soft_wrap=True)
 
 
 class IdList(click.ParamType):
@@ -468,7 +233,7 @@ def go_fish_cmd(
             else:
                 slurm_clean(log_dir or default_log_dir())
             return
-        machines = _machines(arch, num_cu, ids)
+        machines = fleet_machines(arch, num_cu, ids)
         if not machines:
             raise click.UsageError("no machine selected; register one with `tuna machine add`")
         if command is not None:
@@ -495,7 +260,7 @@ def go_fish_cmd(
     config = load_settings()
     logs = log_dir or default_log_dir()
     env = worker_environment(int(find_enforce) if find_enforce else None)
-    machines = [] if local or slurm else _machines(arch, num_cu, ids)
+    machines = [] if local or slurm else fleet_machines(arch, num_cu, ids)
     if not local and not machines and (arch or num_cu or ids):
         raise click.UsageError("no available machine matches -a/-n/-m; see `tuna machine list`")
     worker_url = worker_db_url(config.db_url) if machines or slurm else None
@@ -527,7 +292,7 @@ def go_fish_cmd(
                 settings=settings,
             )
         for task in tasks:
-            live, show = _progress_display(task, progress_every)
+            live, show = progress_display(task, progress_every)
             if arrays is not None:
                 with live:
                     report = dispatch(
@@ -537,7 +302,7 @@ def go_fish_cmd(
                         arrays.watch((session_id, task)),
                         pace=Pace(1.0, pace["poll_every"], pace["reap_every"], pace["drain_grace"]),
                         on_progress=show,
-                        on_event=_event_printer(live),
+                        on_event=event_printer(live),
                     )
             elif not machines:
                 with live:
@@ -551,7 +316,7 @@ def go_fish_cmd(
                         extra_env=env,
                         settings=settings,
                         on_progress=show,
-                        on_event=_event_printer(live),
+                        on_event=event_printer(live),
                     )
             else:
                 assert worker_url is not None and image is not None
@@ -564,7 +329,7 @@ def go_fish_cmd(
                     settings=settings,
                     **pace,
                 )
-                with _connections(known_hosts) as conns, live:
+                with Connections(known_hosts) as conns, live:
                     report = run_fleet(
                         db,
                         conns,
@@ -573,7 +338,7 @@ def go_fish_cmd(
                         machines,
                         options,
                         on_progress=show,
-                        on_event=_event_printer(live),
+                        on_event=event_printer(live),
                     )
             print_summary(report)
             if report.interrupted:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 import time
 
@@ -18,15 +17,33 @@ from tuna.cli.base import (
     verbose_option,
     workers_option,
 )
-from tuna.cli.go_fish import progress_table
+from tuna.cli.fish_progress import progress_table
 from tuna.config import load_settings, log_dir
 from tuna.db.enums import JobState
 from tuna.fleet.local import Progress, Task
-from tuna.fleet.quickstart import run_quickstart
+from tuna.fleet.quickstart import QuickstartResult, run_quickstart
 
 
 def _x(value: float | None) -> str:
     return f"{value:.1f}x" if value else "-"
+
+
+def _turns(spread: tuple[float, float, int] | None) -> str:
+    """The spread beside the figure: its problems' slowest and fastest turns."""
+    if spread is None:
+        return ""
+    low, high, turns = spread
+    return f", {low:.2f}x-{high:.2f}x over {turns} turns"
+
+
+def _unstable(result: QuickstartResult) -> str:
+    """Said next to the figure, not only in a log, when a winner's timings spread widely."""
+    if not result.unstable:
+        return ""
+    return (
+        f" (timings unstable: a winner's repeated runs spread {result.spread:.2f}x, "
+        "a busy machine?; each counts by its fastest)"
+    )
 
 
 @click.command("quickstart", cls=TunaCommand)
@@ -117,18 +134,12 @@ def quickstart(workers: int | None, candidates: int) -> None:
             r.key, r.solver, r.params or "-", f"{r.time_ms:.3f}", _x(r.vs_naive), _x(r.vs_default)
         )
     console.print(table)
-    gains = [r.vs_default for r in result.rows if r.vs_default]
-    if gains:
-        geo = math.exp(sum(math.log(g) for g in gains) / len(gains))
-        unstable = ""
-        if result.unstable:  # said next to the figure, not only in a log
-            unstable = (
-                f" (timings unstable: a winner's repeated runs spread {result.spread:.2f}x, "
-                "a busy machine?; each counts by its fastest)"
-            )
+    geo = result.speed_up
+    if geo:
         console.print(
-            f"geometric mean speed-up of tuning over default parameters: {geo:.2f}x (each "
-            f"problem's fastest solver, tuned vs the same solver with its defaults){unstable}",
+            f"geometric mean speed-up of tuning over default parameters: {geo:.2f}x"
+            f"{_turns(result.spread_of_turns)} (each problem's fastest solver against the same "
+            f"solver with its defaults, timed in turns beside it){_unstable(result)}",
             markup=False,
         )
     console.print(

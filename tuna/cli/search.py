@@ -1,7 +1,8 @@
 """``tuna search``: benchmark searches over the job queue.
 
 The group only; each side keeps its commands in its own module: :mod:`.search_drive`
-(``create``, ``run``: the driver) and :mod:`.search_view` (``list``, ``show``).
+(``create``, ``run``: the driver), :mod:`.search_view` (``list``, ``show``) and
+:mod:`.search_validate` (``validate``: the front on a second input set).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import click
 
 from tuna.cli.base import TunaGroup
 from tuna.cli.search_drive import create_cmd, run_cmd
+from tuna.cli.search_validate import validate_cmd
 from tuna.cli.search_view import list_cmd, show_cmd
 
 
@@ -30,6 +32,7 @@ def search_group() -> None:
       tuna search run -s 3
       tuna search list -s 3
       tuna search show 4 --best
+      tuna search validate 4 --objective-fn bench_fn:measure --png validation.png
     """
 
 
@@ -37,3 +40,4 @@ search_group.add_command(create_cmd)
 search_group.add_command(run_cmd)
 search_group.add_command(list_cmd)
 search_group.add_command(show_cmd)
+search_group.add_command(validate_cmd)

@@ -418,6 +418,21 @@ class SearchRun(Base):
     pruned: Mapped[bool]
 
 
+class SearchValidation(Base):
+    __table__ = tables.search_validation
+
+    id: Mapped[int]
+    search: Mapped[int]
+    seq: Mapped[int]
+    inputs: Mapped[str]
+    config: Mapped[dict[str, Any]]
+    predicted: Mapped[dict[str, Any] | None]
+    stats: Mapped[dict[str, Any] | None]
+    reason: Mapped[str | None]
+    kept: Mapped[bool]
+    created: Mapped[dt.datetime]
+
+
 class SearchTally(Base):
     __table__ = tables.search_tally
 

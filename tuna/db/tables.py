@@ -699,6 +699,31 @@ search_run = Table(
 )
 
 
+# A search's front measured again on a second input set (its validation stage, PredTuner's
+# test set: tuna.searches.validation): one row per (run validated, input set), the run's
+# ``seq`` (-1: the baseline), its ``config``, what the search's model ``predicted`` of its
+# stats when it chose it (NULL: chosen otherwise), the ``stats`` measured on ``inputs``
+# (NULL: the measurement failed, ``reason`` says why) and whether it is ``kept`` there (it
+# meets the constraints against the baseline measured on the same inputs). Validating
+# again on the same inputs replaces the rows.
+search_validation = Table(
+    "search_validation",
+    metadata,
+    Column("id", BigId, primary_key=True),
+    Column("search", ForeignKey("search.id"), nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("inputs", String(64), nullable=False),
+    Column("config", JSON, nullable=False),
+    Column("predicted", JSON),
+    Column("stats", JSON),
+    Column("reason", LongText),
+    Column("kept", Boolean, nullable=False),
+    Column("created", DateTime, server_default=text("CURRENT_TIMESTAMP"), nullable=False),
+    UniqueConstraint("search", "inputs", "seq"),
+    **TABLE_OPTIONS,
+)
+
+
 # A search's runs counted as they land: ``runs`` proposed, ``done`` ended (``valid`` not
 # NULL) and ``valid`` ended valid, kept in the transaction that changes a run
 # (:mod:`tuna.jobs.search_results`), so the read side need not count 10^6 index entries.

@@ -7,12 +7,23 @@ and evaluates them with one (a cpuconv timing owns the machine: two at once woul
 each other), all with one set of worker processes (:mod:`tuna.fleet.pool`), and reads the
 answer back from the find db: per problem, the fastest solver and how it compares with
 the naive solver and with its own default parameters.
+
+The speed-up over the defaults is taken from timings side by side: the tuned session's job
+re-times its finalists and the solver's default parameters in the same turns
+(:mod:`tuna.backends.finalists`), so each turn gives a ratio of two timings seconds apart;
+a problem's speed-up is the median of its turns', and the figure's spread is the geometric
+mean of each problem's slowest turn and of each one's fastest. (Its two halves once came
+from the two sessions, timed minutes apart, and the figure moved 8.8x-17.0x between
+back-to-back runs: issue #30.)
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import os
 import platform
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
@@ -24,7 +35,7 @@ from tuna.backends.base import UNSTABLE_SPREAD
 from tuna.catalog.importer import ImportReport, import_configs
 from tuna.catalog.parsing import read_lines
 from tuna.db import Database
-from tuna.db.models import ConfigTag, ConvConfig, FindDb, Solver
+from tuna.db.models import ConfigTag, ConvConfig, FindDb, Measurement, Solver
 from tuna.fleet.local import FishReport, Progress, Task
 from tuna.fleet.pool import run_local_stages
 from tuna.jobs.load import load_jobs
@@ -43,6 +54,8 @@ class QuickstartRow:
     time_ms: float
     naive_ms: float | None
     default_ms: float | None  # the fastest solver with its default parameters
+    turns: tuple[float, ...] = ()
+    """The speed-up over the defaults in each re-timing turn (the two timed side by side)."""
 
     @property
     def vs_naive(self) -> float | None:
@@ -50,6 +63,9 @@ class QuickstartRow:
 
     @property
     def vs_default(self) -> float | None:
+        """The median of the turns' speed-ups; without turns, default over tuned time."""
+        if self.turns:
+            return statistics.median(self.turns)
         return self.default_ms / self.time_ms if self.default_ms else None
 
 
@@ -67,6 +83,28 @@ class QuickstartResult:
     @property
     def unstable(self) -> bool:
         return self.spread > UNSTABLE_SPREAD
+
+    @property
+    def speed_up(self) -> float | None:
+        """The geometric mean over the problems of tuned over default parameters."""
+        return geomean([r.vs_default for r in self.rows if r.vs_default])
+
+    @property
+    def spread_of_turns(self) -> tuple[float, float, int] | None:
+        """(low, high, turns): the geometric mean of every problem's slowest turn and of
+        every one's fastest, between which :attr:`speed_up` lies; None unless every compared
+        problem was timed in two turns or more."""
+        compared = [r for r in self.rows if r.vs_default]
+        if not compared or any(len(r.turns) < 2 for r in compared):
+            return None
+        low = geomean([min(r.turns) for r in compared])
+        high = geomean([max(r.turns) for r in compared])
+        assert low is not None and high is not None
+        return low, high, min(len(r.turns) for r in compared)
+
+
+def geomean(values: list[float]) -> float | None:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
 
 def sample_lines() -> list[tuple[int, str]]:
@@ -179,14 +217,46 @@ def compare(db: Database, tuned: int, default: int) -> list[QuickstartRow]:
         best = min(mine, key=lambda sv: mine[sv][0])
         naive = mine.get(NAIVE) or times.get((key, default, NAIVE))
         dflt = times.get((key, default, best))
-        rows.append(
-            QuickstartRow(
-                key,
-                best,
-                mine[best][1],
-                mine[best][0],
-                naive[0] if naive else None,
-                dflt[0] if dflt else None,
-            )
+        row = QuickstartRow(
+            key, best, mine[best][1], mine[best][0], naive[0] if naive else None, None
         )
+        if dflt is not None:
+            row = side_by_side(db, tuned, row, dflt[1] or "", fallback_ms=dflt[0])
+        rows.append(row)
     return rows
+
+
+def side_by_side(
+    db: Database, session: int, row: QuickstartRow, default: str, *, fallback_ms: float
+) -> QuickstartRow:
+    """``row`` with its default parameters' time from ``session``, where its winner's job
+    timed them (their fastest valid timing) and the speed-up of each re-timing turn: the
+    timings of each after its first (the job's first pass), paired from the end. Without
+    such timings, ``fallback_ms`` (the defaults session's find row)."""
+    tuned = row.params or ""
+    m = Measurement
+    with db.session() as s:
+        found = s.execute(
+            select(m.params, m.time_ms)
+            .join(ConvConfig, ConvConfig.id == m.config)
+            .join(Solver, Solver.id == m.solver)
+            .where(
+                m.session == session,
+                ConvConfig.fdb_key == row.key,
+                Solver.name == row.solver,
+                m.params.in_([tuned, default]),
+                m.valid,
+            )
+            .order_by(m.id)
+        ).all()
+    timings: dict[str, list[float]] = {tuned: [], default: []}
+    for params, t in found:
+        if t is not None:
+            timings[params].append(float(t))
+    if not timings[default]:
+        return dataclasses.replace(row, default_ms=fallback_ms)
+    mine, theirs = timings[tuned][1:], timings[default][1:]
+    n = min(len(mine), len(theirs))
+    pairs = zip(mine[len(mine) - n :], theirs[len(theirs) - n :], strict=True)
+    turns = tuple(d / t for t, d in pairs)
+    return dataclasses.replace(row, default_ms=min(timings[default]), turns=turns)

@@ -48,8 +48,9 @@ def lightgbm() -> Any:
         import lightgbm as lgb
     except ImportError as e:
         raise ModelLibraryMissing(
-            f"the model strategy needs LightGBM, which is not installed ({e}); install "
-            f"Tuna's '{EXTRA}' extra: pip install 'tuna[{EXTRA}]' (or pick another strategy)"
+            f"the model and predictive strategies need LightGBM, which is not installed ({e}); "
+            f"install Tuna's '{EXTRA}' extra: pip install 'tuna[{EXTRA}]' (or pick another "
+            "strategy)"
         ) from e
     return lgb
 

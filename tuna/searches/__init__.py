@@ -1,11 +1,13 @@
 """Searches over the job queue (issue #15): creating them, driving them, reading them.
 
 :mod:`tuna.searches.create` checks a search and stores it; :mod:`tuna.searches.drive`
-turns its searcher's proposals into build and run jobs and feeds finished Runs back, and
-:mod:`tuna.searches.active` drives a session's active searches inside go_fish or ``tuna
-search run``; :mod:`tuna.searches.query` is the read side of what
-the driver records. The pure half (parameter files, searchers, replay) is
-:mod:`tuna.searchers`; the benchmark half the ``bench`` backend.
+turns its searcher's proposals into build and run jobs (written by
+:mod:`tuna.searches.enqueue`) and feeds finished Runs back (read by
+:mod:`tuna.searches.runrows`); :mod:`tuna.searches.active` drives a session's active
+searches inside go_fish or ``tuna search run``; :mod:`tuna.searches.query` is the read side
+of what the driver records. :mod:`tuna.searches.tune` is ``tuna.tune`` and ``tuna.study``,
+a study stored as a search and driven in this process. The pure half (parameter files,
+searchers, replay) is :mod:`tuna.searchers`; the benchmark half the ``bench`` backend.
 """
 
 from __future__ import annotations

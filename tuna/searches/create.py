@@ -44,8 +44,6 @@ IN_PROCESS = "python"
 # The seq of a search's baseline run (measured first; constraints read its stats as
 # ``baseline.NAME``): before every proposal's seq (0, 1, 2, ...), never replayed to a searcher.
 BASELINE_SEQ = -1
-# A bench search's spec key naming the Python function its runs call (module:function).
-FUNCTION = "function"
 
 
 @dataclass(frozen=True)
@@ -84,19 +82,18 @@ class SearchRequest:
         return out if self.baseline is None else {**out, "baseline": dict(self.baseline)}
 
 
-def load_space(
-    space_file: str, space_text: str, spec: Mapping[str, Any] | None = None
-) -> ParameterSpace:
+def load_space(space_file: str, space_text: str, runtime_only: bool = False) -> ParameterSpace:
     """The space of a parameter file's text (JSON by its ``.json`` name, else Python).
 
-    A search whose runs call a Python function (``spec["function"]``, ``tuna search create
-    --objective-fn``) has one build, its sources: every parameter is runtime-only.
+    ``runtime_only``: every parameter changes per run without a rebuild, as the search's
+    backend says of its spec (:meth:`~tuna.backends.base.Backend.runtime_only`; a bench
+    search whose runs call a Python function has one build, its sources).
     """
     if Path(space_file).suffix.lower() == ".json":
         space = parse_json_space(space_text, source=space_file)
     else:
         space = parse_python_space(space_text, source=space_file)
-    if spec is not None and spec.get(FUNCTION):
+    if runtime_only:
         space = replace(space, no_rebuild=tuple(space.parameters))
     return space
 
@@ -170,7 +167,7 @@ def check_request(request: SearchRequest) -> Checked:
         json.dumps(dict(request.base))
     except (TypeError, ValueError) as e:
         raise SearchError(f"the base config is not JSON data: {e}") from e
-    space = load_space(request.space_file, request.space_text, request.spec)
+    space = load_space(request.space_file, request.space_text, backend.runtime_only(request.spec))
     backend.check_spec(request.spec, [*request.base, *space.names], space.runtime_params)
     objective = request.full_objective()
     baseline_config(request.baseline, space.names, objective)

@@ -33,64 +33,47 @@
 
 from __future__ import annotations
 
-import datetime as dt
-import hashlib
-import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import update
 
 from tuna.backends import get_backend
 from tuna.db import Database
 from tuna.db.clock import db_now
-from tuna.db.models import Search, SearchBuild, SearchRun
+from tuna.db.models import Search
 from tuna.db.retry import with_retry
 from tuna.errors import TunaError
-from tuna.jobs.load import insert_build_jobs, insert_round_jobs, insert_run_jobs
-from tuna.jobs.search_results import fail_runs, insert_runs
-from tuna.searchers import Objective, Proposal, RoundProposer, Run, build_key, replay
+from tuna.searchers import Objective, Proposal, RoundProposer, Run, replay
 from tuna.searchers.builtin import SearcherInterface
 from tuna.searchers.errors import ObjectiveError, SearchError
 from tuna.searchers.propose import Proposer
 from tuna.searchers.timebudget import TimeBudget
 from tuna.searches.create import BASELINE_SEQ, load_space, make_searcher
+from tuna.searches.enqueue import Enqueuer
+from tuna.searches.runrows import (
+    FINAL,
+    final_build,
+    rows_by_id,
+    run_of,
+    search_rows,
+    time_used,
+    unfinished,
+)
 from tuna.searches.strategy import (
     FINAL_CANDIDATES,
     candidate_space,
     is_strategy,
     make_searcher_for,
-    measured_runs,
-    session_history,
     solver_id,
 )
-from tuna.sessions.history import Eligibility
 
 log = logging.getLogger(__name__)
 
 _CHUNK = 500  # proposals per enqueueing transaction
-_FINAL = "final"  # the build key of a strategy's final validation
-
-
-def build_key_hash(key: Sequence[tuple[str, Any]]) -> str:
-    """``search_build.build_key``: sha256 of the build tuple as canonical JSON."""
-    text = json.dumps([[k, v] for k, v in key], sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def run_of(row: Any) -> Run:
-    """The Run a recorded ``search_run`` row holds (finished or not)."""
-    valid = bool(row.valid) if row.valid is not None else True
-    reason = row.reason if not valid else None
-    return Run(
-        config=dict(row.config),
-        stats=dict(row.stats or {}),
-        valid=valid,
-        reason=reason or (None if valid else "invalid"),
-    )
 
 
 @dataclass
@@ -136,15 +119,19 @@ class SearchDriver:
             self.baseline = dict(baseline) if isinstance(baseline, dict) else None
             space_file, space_text = row.space_file, row.space_text
         self.strategy = is_strategy(self.spec)
-        self.solver: int | None = None
         if self.strategy:  # a tunable solver's space (tuna.searches.strategy)
-            self.candidates = candidate_space(db, self.session, self.spec)
-            self.space = self.candidates.parameter_space()
-            self.solver = solver_id(db, self.session, str(self.spec["solver"]))
-            self.builds = False
+            candidates = candidate_space(db, self.session, self.spec)
+            self.space = candidates.parameter_space()
+            solver = solver_id(db, self.session, str(self.spec["solver"]))
+            self.enqueuer = Enqueuer(
+                db, self.id, self.session, self.space, self.spec,
+                strategy=True, solver=solver, names=candidates.names,
+            )  # fmt: skip
         else:
-            self.space = load_space(space_file, space_text, self.spec)
-            self.builds = get_backend(backend).needs_build(self.spec)
+            runs_on = get_backend(backend)
+            self.space = load_space(space_file, space_text, runs_on.runtime_only(self.spec))
+            builds = runs_on.needs_build(self.spec)
+            self.enqueuer = Enqueuer(db, self.id, self.session, self.space, self.spec, builds)
         self.proposer: Proposer | None = None
         self.rounds: RoundProposer | None = None
         self.round: list[_Slot] = []  # the dynamic searcher's round in flight
@@ -157,7 +144,6 @@ class SearchDriver:
         self.timed_out = False  # the time budget is spent: nothing more is proposed
         self.pending: list[Proposal] = []  # a static search's points not enqueued yet
         self.landed_at: dict[int, float] = {}  # seq -> when its Run was seen (figures)
-        self.history: Eligibility | None = None  # what counts for the strategy's session
 
     @property
     def dynamic(self) -> bool:
@@ -177,13 +163,15 @@ class SearchDriver:
 
     def start(self) -> None:
         """Rebuild the searcher from the recorded runs and enqueue what comes next."""
-        rows = self._rows()
+        rows = search_rows(self.db, self.id)
         self.started = True
         if self.baseline is not None and not self.strategy:  # measured first (idempotent)
             point = dict(self.baseline)
             self._enqueue([(BASELINE_SEQ, Proposal(BASELINE_SEQ, point, {**self.base, **point}))])
         if self.time_budget_s is not None:
-            self.time_budget = TimeBudget(self.time_budget_s, self._time_used(), self.clock)
+            self.time_budget = TimeBudget(
+                self.time_budget_s, time_used(self.db, self.id), self.clock
+            )
         self.next_seq = max((r.seq for r in rows), default=-1) + 1
         if not self.strategy and not Proposer(self.space, self._searcher(), self.base).dynamic:
             searcher = self._searcher()
@@ -296,7 +284,7 @@ class SearchDriver:
             self._land()
         if not self.exhausted or self.round or self.pending:
             return True
-        if self._unfinished():
+        if unfinished(self.db, self.id):
             return True
         if self.strategy and not self._validated():
             return True
@@ -308,7 +296,7 @@ class SearchDriver:
         while self.round:
             flying = self.in_flight
             if flying:
-                rows = self._rows_by_id([s.run_id for s in flying if s.run_id is not None])
+                rows = rows_by_id(self.db, [s.run_id for s in flying if s.run_id is not None])
                 now = time.monotonic()
                 for slot in flying:
                     row = rows.get(slot.run_id or 0)
@@ -338,25 +326,14 @@ class SearchDriver:
     def _fill_static(self) -> None:
         """Enqueue a static search's next points while fewer than ``parallelism`` of its
         runs are unfinished (a search with a time budget)."""
-        room = max(1, self.parallelism) - self._unfinished()
+        room = max(1, self.parallelism) - unfinished(self.db, self.id)
         if room <= 0:
             return
         todo, self.pending = self.pending[:room], self.pending[room:]
         self._enqueue([(p.index, p) for p in todo])
 
-    def _time_used(self) -> float:
-        """Seconds since the search's first run was enqueued, on the database clock (0
-        before it has any)."""
-        with self.db.session() as s:
-            first, now = s.execute(
-                select(func.min(SearchRun.created), db_now()).where(SearchRun.search == self.id)
-            ).one()
-        if first is None:
-            return 0.0
-        return max(0.0, (_when(now) - _when(first)).total_seconds())
-
     def _finish(self) -> None:
-        runs = [run_of(r) for r in self._rows() if r.valid is not None]
+        runs = [run_of(r) for r in search_rows(self.db, self.id) if r.valid is not None]
         state, reason = "done", None
         if self.timed_out and self.time_budget is not None:
             reason = self.time_budget.reason(len(runs))
@@ -365,66 +342,42 @@ class SearchDriver:
         except ObjectiveError as e:
             state, reason = "failed", str(e)
         if self.strategy and state == "done":
-            final = self._final()
+            final = final_build(self.db, self.id)
             if final is not None and final.valid is False:
                 state, reason = "failed", f"final validation: {final.reason}"
         self.end(state, reason)
 
     # -- a strategy's final validation --------------------------------------------------------
 
-    def _final(self) -> Any:
-        with self.db.session() as s:
-            return s.execute(
-                select(SearchBuild.id, SearchBuild.valid, SearchBuild.reason).where(
-                    SearchBuild.search == self.id, SearchBuild.build_key == _FINAL
-                )
-            ).first()
-
     def _validated(self) -> bool:
         """Whether the final job (the best measured candidates, which writes the perf-db
         and find-db rows) has ended; enqueues it the first time (nothing to validate when
         no candidate counts)."""
-        final = self._final()
+        final = final_build(self.db, self.id)
         if final is not None:
             return final.valid is not None
         best = sorted(
-            (r for r in self._rows() if r.valid and r.value is not None),
+            (r for r in search_rows(self.db, self.id) if r.valid and r.value is not None),
             key=lambda r: (r.value, r.seq),
         )[:FINAL_CANDIDATES]
         if not best:
             return True
-        texts = [self._text(r.point) for r in best]
+        texts = [self.enqueuer.text(r.point) for r in best]
 
         def write() -> None:
             with self.db.transaction(immediate=True) as conn:
-                self._insert_round(conn, _FINAL, {"candidates": texts, "final": True})
+                self.enqueuer.insert_round(conn, FINAL, {"candidates": texts, "final": True})
 
         with_retry(write, what=f"search {self.id}: final validation job")
         log.info("search %d (%s): validating %s", self.id, self.name, ", ".join(texts))
         return False
 
-    def _text(self, point: Any) -> str:
-        return ",".join(str(point[n]) for n in self.candidates.names)
-
-    def _insert_round(self, conn: Connection, key: str, params: dict[str, Any]) -> int:
-        """A round's build row and its one job (idempotent: a key recorded is kept)."""
-        found = conn.execute(
-            select(SearchBuild.id).where(
-                SearchBuild.search == self.id, SearchBuild.build_key == key
-            )
-        ).scalar()
-        if found is not None:
-            return int(found)
-        conn.execute(insert(SearchBuild), [{"search": self.id, "build_key": key, "params": params}])
-        build = int(
-            conn.execute(
-                select(SearchBuild.id).where(
-                    SearchBuild.search == self.id, SearchBuild.build_key == key
-                )
-            ).scalar_one()
-        )
-        insert_round_jobs(conn, [(self.session, int(self.spec["config"]), build)])
-        return build
+    def _enqueue(self, proposals: list[tuple[int, Proposal]]) -> dict[int, int]:
+        """Record ``(seq, proposal)``s with their builds and jobs (:mod:`tuna.searches.enqueue`);
+        returns seq -> search_run id (also for a seq another driver recorded already)."""
+        ids = self.enqueuer.enqueue(proposals)
+        self.enqueued += len(proposals)
+        return ids
 
     def end(self, state: str, reason: str | None) -> None:
         """Record the search as ended (``done``, ``failed`` or ``stopped``)."""
@@ -440,154 +393,3 @@ class SearchDriver:
         with_retry(write, what=f"search {self.id}: end")
         self.ended_as, self.ended_reason = state, reason
         log.info("search %d (%s): %s%s", self.id, self.name, state, f": {reason}" if reason else "")
-
-    # -- the database -----------------------------------------------------------------------
-
-    def _rows(self) -> list[Any]:
-        with self.db.session() as s:
-            return list(
-                s.execute(
-                    select(
-                        SearchRun.id,
-                        SearchRun.seq,
-                        SearchRun.point,
-                        SearchRun.config,
-                        SearchRun.stats,
-                        SearchRun.valid,
-                        SearchRun.reason,
-                        SearchRun.value,
-                    )
-                    .where(SearchRun.search == self.id, SearchRun.seq > BASELINE_SEQ)
-                    .order_by(SearchRun.seq)
-                ).all()
-            )
-
-    def _rows_by_id(self, ids: list[int]) -> dict[int, Any]:
-        with self.db.session() as s:
-            return {
-                r.id: r
-                for r in s.execute(
-                    select(
-                        SearchRun.id, SearchRun.config, SearchRun.stats, SearchRun.valid,
-                        SearchRun.reason,
-                    ).where(SearchRun.id.in_(ids))
-                )
-            }  # fmt: skip
-
-    def _unfinished(self) -> int:
-        with self.db.session() as s:
-            return int(
-                s.execute(
-                    select(func.count()).where(
-                        SearchRun.search == self.id, SearchRun.valid.is_(None)
-                    )
-                ).scalar_one()
-            )
-
-    def _enqueue(self, proposals: list[tuple[int, Proposal]]) -> dict[int, int]:
-        """Record ``(seq, proposal)``s with their builds and jobs in one transaction;
-        returns seq -> search_run id (also for a seq another driver recorded already)."""
-
-        self.history = None  # a strategy's (not --remeasure): what it measured is not timed
-        if self.strategy and not self.spec.get("remeasure"):
-            self.history = session_history(self.db, self.session)
-
-        def write() -> dict[int, int]:
-            with self.db.transaction(immediate=True) as conn:
-                return self._enqueue_in(conn, proposals)
-
-        ids = with_retry(write, what=f"search {self.id}: enqueue {len(proposals)} run(s)")
-        self.enqueued += len(proposals)
-        return ids
-
-    def _enqueue_in(
-        self, conn: Connection, proposals: list[tuple[int, Proposal]]
-    ) -> dict[int, int]:
-        seqs = [seq for seq, _ in proposals]
-        present = {
-            r.seq: r.id
-            for r in conn.execute(
-                select(SearchRun.seq, SearchRun.id).where(
-                    SearchRun.search == self.id, SearchRun.seq.in_(seqs)
-                )
-            )
-        }
-        todo = [(seq, p) for seq, p in proposals if seq not in present]
-        if not todo:
-            return present
-        builds: dict[str, Any] = {}
-        keys: dict[int, str] = {}
-        round_build = None
-        known: dict[int, dict[str, Any]] = {}  # seq -> its run, measured where history counts
-        if self.strategy:  # the whole round: one build, one job
-            texts = {seq: self._text(p.point) for seq, p in todo}
-            if self.history is not None and self.solver is not None:
-                config = int(self.spec["config"])
-                known = measured_runs(conn, self.history, config, self.solver, texts)
-            seqs = [seq for seq, _ in todo if seq not in known]
-            if seqs:
-                round_build = self._insert_round(  # each candidate with its run's seq
-                    conn,
-                    build_key_hash([("round", seqs[0])]),
-                    {"round": seqs[0], "seqs": seqs, "candidates": [texts[s] for s in seqs]},
-                )
-        elif self.builds:
-            tuples = {}
-            for seq, p in todo:
-                key = build_key(self.space, p.config)
-                keys[seq] = build_key_hash(key)
-                tuples[keys[seq]] = key
-            cols = (SearchBuild.id, SearchBuild.build_key, SearchBuild.valid, SearchBuild.reason)
-            builds = {
-                r.build_key: r
-                for r in conn.execute(
-                    select(*cols)
-                    .where(SearchBuild.search == self.id, SearchBuild.build_key.in_(sorted(tuples)))
-                    .order_by(SearchBuild.id)
-                    .with_for_update()
-                )
-            }
-            new = [k for k in tuples if k not in builds]
-            if new:
-                conn.execute(
-                    insert(SearchBuild),
-                    [{"search": self.id, "build_key": k, "params": dict(tuples[k])} for k in new],
-                )
-                for r in conn.execute(
-                    select(*cols).where(
-                        SearchBuild.search == self.id, SearchBuild.build_key.in_(new)
-                    )
-                ):
-                    builds[r.build_key] = r
-                insert_build_jobs(conn, [(self.session, builds[k].id) for k in new])
-        rows = [{"search": self.id, "seq": seq, "point": dict(p.point), "config": dict(p.config),
-                 "build": builds[keys[seq]].id if self.builds else round_build}
-                for seq, p in todo]  # fmt: skip
-        insert_runs(conn, [r | known[r["seq"]] for r in rows if r["seq"] in known])  # ended
-        insert_runs(conn, [r for r in rows if r["seq"] not in known])
-        ids = {
-            r.seq: r.id
-            for r in conn.execute(
-                select(SearchRun.seq, SearchRun.id).where(
-                    SearchRun.search == self.id, SearchRun.seq.in_([s for s, _ in todo])
-                )
-            )
-        }
-        if self.strategy:  # the round's job times them; its record fills these rows
-            return {**present, **ids}
-        ready: list[tuple[int, int]] = []
-        for seq, _ in todo:
-            build = builds[keys[seq]] if self.builds else None
-            if build is None or build.valid:
-                ready.append((self.session, ids[seq]))
-            elif build.valid is False:
-                fail_runs(conn, SearchRun.id == ids[seq], f"not run: {build.reason}")
-        insert_run_jobs(conn, ready)
-        return {**present, **ids}
-
-
-def _when(value: Any) -> dt.datetime:
-    """A timestamp read back (SQLite may give its text)."""
-    if isinstance(value, dt.datetime):
-        return value.replace(tzinfo=None)
-    return dt.datetime.fromisoformat(str(value))

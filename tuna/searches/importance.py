@@ -90,7 +90,7 @@ def fitted_importance(
 def strategy_importance(db: Database, search_id: int) -> Importance | str | None:
     """What the ``model`` strategy of search ``search_id`` learnt (see the module
     docstring); None when the search is not of that strategy."""
-    from tuna.searches.drive import run_of
+    from tuna.searches.runrows import run_of
     from tuna.searches.strategy import OBJECTIVE, is_strategy, make_searcher_for
 
     with db.session() as s:

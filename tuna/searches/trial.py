@@ -1,7 +1,7 @@
 """A trial of a ``tuna.tune`` study: the point asked (:class:`Trial`), its progress (the
 intermediate values the objective reports and the study's pruner's verdict:
-``trial.report``, ``trial.should_prune``), and one call of the objective as a Run
-(:func:`measure_call`).
+``trial.report``, ``trial.should_prune``), the input set it measures on (``trial.inputs``)
+and one call of the objective as a Run (:func:`measure_call`).
 
 ``objective(params, trial)`` may call ``trial.report(step, value)`` as it makes progress
 (a loss after each epoch) and ``trial.should_prune()`` after each report: True when the
@@ -25,6 +25,9 @@ from tuna.searchers.prune import Goal, Peer, Pruned, Pruner
 from tuna.searchers.run import Run
 
 ObjectiveFn = Callable[..., float | Mapping[str, Any]]  # (params) or (params, trial)
+#: The input set a study's runs measure on (``trial.inputs``); a validation stage names
+#: another (:mod:`tuna.searches.validation`: ``"test"`` by default).
+TUNING_INPUTS = "tune"
 
 
 class TrialProgress:
@@ -64,12 +67,15 @@ class TrialProgress:
 @dataclass(frozen=True)
 class Trial:
     """One point asked of a study: ``params`` to measure, ``number`` its run's ``seq``;
-    ``report`` its progress, and ask whether to stop (:mod:`tuna.searches.trial`)."""
+    ``report`` its progress, and ask whether to stop (:mod:`tuna.searches.trial`).
+    ``inputs`` names the input set to measure on: ``"tune"`` while tuning, the validation
+    stage's (``"test"``) when the front is measured again on inputs the tuning never saw."""
 
     search: int
     number: int
     params: dict[str, Any]
     progress: TrialProgress = field(default_factory=TrialProgress, compare=False, repr=False)
+    inputs: str = TUNING_INPUTS
 
     def report(self, step: int, value: float) -> None:
         """The objective's value after ``step`` (an integer >= 0; a later report of the same

@@ -81,6 +81,14 @@ def test_specs_are_checked():
     assert not BenchBackend().needs_build({"run": "x"})
 
 
+def test_a_search_calling_a_python_function_builds_no_parameter_in():
+    """The one build of a --objective-fn search is its sources: every parameter runtime-only."""
+    fn = {"run": "x", "function": {"ref": "m:f", "stat": "value"}}
+    assert BenchBackend().runtime_only(fn)
+    assert not BenchBackend().runtime_only({"run": "x"})
+    assert not BenchBackend().runtime_only({"run": "x", "function": None})
+
+
 def test_an_older_python_without_tar_filters_unpacks_and_refuses_escapes(tmp_path, monkeypatch):
     import gzip
     import io

@@ -213,9 +213,10 @@ def test_the_finalists_are_re_timed_in_turns_so_a_disturbed_run_crowns_no_slow_c
 ):
     """Issue #24: the quick start's tuned/default geomean swung 8.8x-17.0x between runs. The
     timing is a FAKE here (each candidate's time from a table; the fastest one's first run
-    disturbed, 4x slow): the 3 fastest are re-timed in 3 turns, the order rotated, and the
-    winner is the fastest of each one's timings; the re-timings are measurements, and the
-    spread is logged as unstable."""
+    disturbed, 4x slow): the 3 fastest, and the default parameters beside them (issue #30),
+    are re-timed in 3 turns, the order rotated, each turn timing every one fully and keeping
+    its fastest run; the winner is the fastest of each one's timings; the re-timings are
+    measurements, and the spread is logged as unstable."""
     import logging
 
     from tuna.backends.cpuconv import isolate, run
@@ -225,12 +226,17 @@ def test_the_finalists_are_re_timed_in_turns_so_a_disturbed_run_crowns_no_slow_c
     params = list(json.loads(c.payload)["candidates"])
     real = {p: 5.0 + i for i, p in enumerate(params)}
     fast, slow, third = params[3], params[1], params[4]
+    default = json.loads(c.payload)["default"]
+    assert default == params[0]
     real |= {fast: 1.0, slow: 1.5, third: 2.0}
     calls: list[list[str]] = []
 
     def fake_measure(problem, candidates, **how):
         names = [c.params for c in candidates]
         disturbed = not calls  # the first pass: the fastest candidate ran 4x slow
+        if calls:  # a turn: nothing pruned or raced, each one's fastest run
+            assert (how["fastest"], how["prune"]) == (True, float("inf")), how
+            assert how["race_after"] > how["repeats"], how
         calls.append(names)
         return [
             run.Measured(p, real[p] * (4 if disturbed and p == fast else 1), 0.0, runs=1)
@@ -242,6 +248,11 @@ def test_the_finalists_are_re_timed_in_turns_so_a_disturbed_run_crowns_no_slow_c
         e = b.evaluate(work(P, sv.IM2COL, phase="eval", kernels=c.kernels, payload=c.payload))
     assert e.ok and e.perf is not None and e.find is not None
     assert (e.perf.params, e.find.time_ms) == (fast, 1.0)
-    assert calls[1:] == [[slow, third, fast], [third, fast, slow], [fast, slow, third]]
+    assert calls[1:] == [
+        [slow, third, fast, default],
+        [third, fast, default, slow],
+        [fast, default, slow, third],
+    ]
     assert sum(m.params == fast for m in e.measurements) == 4  # its first run and 3 turns
+    assert sum(m.params == default for m in e.measurements) == 4
     assert "timings unstable: a finalist's 4 timings spread 4.00x" in caplog.text

@@ -93,9 +93,13 @@ def test_a_perf_job_killed_midway_resumes_without_measuring_anything_twice(db):
     after = _rows(db, session)
     params = [p for p, _ in after]
     # every candidate measured once (none timed again on resume), then the finalists
-    # re-timed in turns before the winner is stored (issue #24)
+    # re-timed in turns before the winner is stored (issue #24), the default parameters in
+    # every turn beside them (issue #30: what tuning gained is timed side by side)
     assert len(set(params)) == candidates
-    assert len(after) == candidates + min(FINALISTS, candidates) * RETIME_TURNS
+    retimed = {p for p, _ in after[candidates:]}
+    assert json.loads(payload)["default"] in retimed
+    assert len(retimed) in (FINALISTS, FINALISTS + 1)
+    assert len(after) == candidates + len(retimed) * RETIME_TURNS
     assert after[:KILL_AFTER_SAVES] == before
     with db.session() as s:
         assert s.scalar(select(Job.state).where(Job.id == job_id)) == JobState.EVALUATED

@@ -148,6 +148,11 @@ def test_workspace_and_size_limits():
     assert sv.workspace_bytes(P3, sv.TILED, {}) == 0
     assert sv.workspace_bytes(P1, sv.GEMM1X1, {}) == 0
     assert sv.workspace_bytes(P3, sv.WINOGRAD, {"TB": 32}) == 4 * 16 * (64 * 64 + 2 * 64 * 32)
+    assert sv.candidate_stats(P3, sv.WINOGRAD, {"TB": 32, "NT": 2}) == {
+        "threads": 2.0,
+        "workspace_bytes": 4.0 * 16 * (64 * 64 + 2 * 64 * 32),
+    }
+    assert sv.candidate_stats(P1, sv.GEMM1X1, {}) == {"threads": 1.0, "workspace_bytes": 0.0}
     assert sv.flops(P3) == 2 * 64 * 64 * 9 * 56 * 56
     assert sv.too_large_reason(P3, 60) is None
     big = P3.with_batchsize(256)

@@ -32,10 +32,20 @@ ODD_LARGE_TILES = conv(
 )
 ODD_1X1 = conv(batchsize=3, in_channels=7, out_channels=37, in_size=(5, 7), fil_size=(1, 1))
 EVEN_1X1 = conv(batchsize=2, in_channels=12, out_channels=40, in_size=(6, 6), fil_size=(1, 1))
+# Backward data's room for large tiles: M = C = 70, N = 143, K = 20 x 9.
+ODD_WIDE_INPUT = conv(
+    batchsize=1, in_channels=70, out_channels=20, in_size=(11, 13), fil_size=(3, 3), pad=(1, 1),
+    direction="B",
+)  # fmt: skip
 # Large enough for the compile phase's sample to hold every kind of candidate.
 MEDIUM = conv(
     batchsize=2, in_channels=64, out_channels=128, in_size=(14, 14), fil_size=(3, 3), pad=(1, 1)
 )
+# Backward data's: M = C = 128, N = 2 x 14 x 14, K = 64 x 9, dy gathered at stride 2.
+MEDIUM_BWD_DATA = conv(
+    batchsize=2, in_channels=128, out_channels=64, in_size=(14, 14), fil_size=(3, 3),
+    pad=(1, 1), stride=(2, 2), direction="B",
+)  # fmt: skip
 
 
 def work(

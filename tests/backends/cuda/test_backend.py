@@ -33,17 +33,14 @@ def compiled():
 def evaluate(compiled, env=None, **kw):
     env = {**FAKE, **(env or {})}
     kw.setdefault("kernels", compiled.kernels)
-    return CudaBackend().evaluate(
-        work(
-            MEDIUM, sv.IGEMM, phase="eval", env=env, payload=compiled.payload, **kw,
-        )
-    )  # fmt: skip
+    kw.setdefault("payload", compiled.payload)
+    return CudaBackend().evaluate(work(MEDIUM, sv.IGEMM, phase="eval", env=env, **kw))
 
 
 def test_registered_as_cuda():
     b = get_backend("cuda")
     assert isinstance(b, CudaBackend) and b.evaluation_owns is Owns.DEVICE
-    assert [s.name for s in b.solvers()] == [sv.IGEMM, sv.GEMM1X1]
+    assert [s.name for s in b.solvers()] == [sv.IGEMM, sv.GEMM1X1, sv.BWD_DATA, sv.BWD_WEIGHTS]
     assert all(s.tunable for s in b.solvers())
     space = b.tuning_space(MEDIUM, sv.IGEMM)
     assert list(space.candidates) == sv.space_params(MEDIUM, sv.IGEMM)
@@ -53,10 +50,10 @@ def test_registered_as_cuda():
         b.applicability(MEDIUM, sv.GEMM1X1)
         == f"{sv.GEMM1X1} needs a 1x1 filter, stride 1 and no padding"
     )
-    assert (
-        b.applicability(MEDIUM.with_direction("B"), sv.IGEMM)
-        == "the cuda kernels are forward only (direction F)"
+    assert b.applicability(MEDIUM.with_direction("B"), sv.IGEMM) == (
+        f"{sv.IGEMM} computes forward (direction F), the problem is backward data (direction B)"
     )
+    assert b.tuning_space(MEDIUM.with_direction("B"), sv.IGEMM).candidates == ()
 
 
 def test_compile_keeps_a_cubin_per_valid_candidate_and_the_report_of_each(compiled):
@@ -184,7 +181,13 @@ def test_a_missing_payload_or_kernel_is_a_clear_failure(compiled):
     e = CudaBackend().evaluate(work(MEDIUM, sv.IGEMM, phase="eval", env=FAKE, payload="{}"))
     assert e.reason == "no usable compile payload: run the compile phase again"
     e = evaluate(compiled, kernels=compiled.kernels[:1])
-    assert e.reason.startswith("compiled kernels missing: conv_fwd-")
+    assert e.reason.startswith("compiled kernels missing: conv-")
+    old = json.dumps({**json.loads(compiled.payload), "version": 1})
+    e = evaluate(compiled, payload=old)
+    assert e.reason == (
+        "compiled by another version of the cuda backend (payload version 1, this one reads 2): "
+        "run the compile phase again"
+    )
 
 
 def test_the_1x1_solver_compiles_and_evaluates():
@@ -203,6 +206,28 @@ def test_the_1x1_solver_compiles_and_evaluates():
         )
     )
     assert e.ok and e.perf is None and e.find.algorithm == "miopenConvolutionFwdAlgoGEMM"
+
+
+@pytest.mark.parametrize(
+    ("direction", "solver", "algorithm"),
+    [
+        ("B", sv.BWD_DATA, "miopenConvolutionBwdDataAlgoImplicitGEMM"),
+        ("W", sv.BWD_WEIGHTS, "miopenConvolutionBwdWeightsAlgoImplicitGEMM"),
+    ],
+)
+def test_the_backward_solvers_compile_and_evaluate(direction, solver, algorithm):
+    b, p = CudaBackend(), ODD_1X1.with_direction(direction)
+    c = b.compile(work(p, solver, "perf", env={"CUDA_MAX_CANDIDATES": "3"}))
+    assert c.ok, c.reason
+    table = json.loads(c.payload)["candidates"]
+    assert len(table) == 3  # kernels: the reference and a cubin per valid candidate
+    assert len(c.kernels) == 1 + sum(1 for e in table.values() if e.get("kernel"))
+    assert "-DDIR_=" + str("FBW".index(direction)) in c.kernels[0].args
+    e = b.evaluate(
+        work(p, solver, "perf", phase="eval", env=FAKE, kernels=c.kernels, payload=c.payload)
+    )
+    assert e.ok and e.find.algorithm == algorithm
+    assert table[e.perf.params]["kernel"] == e.kernels[0].name
 
 
 def test_an_unknown_session_arch_fails_the_compile():

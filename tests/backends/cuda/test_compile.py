@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from tests.backends.cuda.cases import MEDIUM
+from tests.backends.cuda.cases import MEDIUM, MEDIUM_BWD_DATA
 from tuna.backends.cuda import compile as cc
 from tuna.backends.cuda import occupancy as occ
 from tuna.backends.cuda import solvers as sv
@@ -21,6 +21,16 @@ SAMPLE = {
     "128,128,16,4,4,4,1,1": None,  # 1,024 threads that fit (56 registers)
     "64,64,8,16,8,4,0,1": "spills:",  # 128 accumulators, double-buffered: over 255 registers
     "128,128,32,4,4,4,1,1": "shared memory:",  # 2 x 32 x (128 + 128 + 2) floats = 66,048 B
+    "128,128,32,4,4,1,1,0": "occupancy 0:",  # 1,024 threads at 80 registers
+}
+
+
+# The same for backward data on MEDIUM_BWD_DATA (its weights read one float at a time: VW 1).
+SAMPLE_BWD_DATA = {
+    "16,16,4,1,1,1,0,0": None,
+    "64,64,8,4,4,1,1,1": None,
+    "64,64,8,16,8,1,0,1": "spills:",
+    "128,128,32,4,4,1,1,1": "shared memory:",
     "128,128,32,4,4,1,1,0": "occupancy 0:",  # 1,024 threads at 80 registers
 }
 
@@ -53,6 +63,25 @@ def test_the_sample_is_judged_as_expected(sample):
             assert c.reason is not None and c.reason.startswith(expected), (params, c.reason)
 
 
+def test_backward_data_is_judged_for_the_same_reasons(nvrtc):
+    built = cc.compile_candidates(
+        nvrtc, MEDIUM_BWD_DATA, sv.BWD_DATA, list(SAMPLE_BWD_DATA), "sm_90", jobs=2
+    )
+    for c in built:
+        expected = SAMPLE_BWD_DATA[c.params]
+        if expected is None:
+            assert c.valid and c.cubin is not None and c.blocks_per_sm >= 1, (c.params, c.reason)
+        else:
+            assert not c.valid and c.reason is not None, c.params
+            assert c.reason.startswith(expected), (c.params, c.reason)
+
+
+def test_backward_weights_compiles_vector_loads_of_dy(nvrtc):
+    p = MEDIUM.with_direction("W")  # P x Q = 196: dy's rows in 4-float vectors
+    c = cc.compile_candidate(nvrtc, p, sv.BWD_WEIGHTS, "64,64,8,4,4,4,1,1", "sm_90")
+    assert c.valid and c.report is not None and c.report.spill_stores == 0, c.reason
+
+
 def test_reasons_name_the_numbers(sample):
     spill = sample["64,64,8,16,8,4,0,1"]
     assert spill.report is not None and spill.report.registers == 255
@@ -77,6 +106,12 @@ def test_the_support_kernels_compile(nvrtc):
         assert f"Compiling entry function '{kernel}' for 'sm_90'" in built.log
 
 
+@pytest.mark.parametrize("direction", ["B", "W"])
+def test_the_backward_reference_kernels_compile(nvrtc, direction):
+    built = cc.compile_support(nvrtc, MEDIUM.with_direction(direction), "sm_90")
+    assert built.cubin is not None, built.log
+
+
 def test_another_arch_is_compiled_for_it(nvrtc):
     c = cc.compile_candidate(nvrtc, MEDIUM, sv.IGEMM, "16,16,4,1,1,1,0,0", "sm_80")
     assert c.valid
@@ -94,8 +129,8 @@ def test_nvcc_compiles_the_same_candidate():
 
 
 LOG = """ptxas info    : 0 bytes gmem
-ptxas info    : Compiling entry function 'conv_fwd' for 'sm_90'
-ptxas info    : Function properties for conv_fwd
+ptxas info    : Compiling entry function 'conv' for 'sm_90'
+ptxas info    : Function properties for conv
 ptxas         .     64 bytes stack frame, 60 bytes spill stores, 56 bytes spill loads
 ptxas info    : Used 255 registers, used 1 barriers, 8192 bytes smem, 400 bytes cmem[0]
 """

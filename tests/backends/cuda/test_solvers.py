@@ -2,17 +2,60 @@ from __future__ import annotations
 
 import pytest
 
-from tests.backends.cuda.cases import EVEN_1X1, MEDIUM, ODD_1X1, conv
+from tests.backends.cuda.cases import (
+    EVEN_1X1,
+    MEDIUM,
+    MEDIUM_BWD_DATA,
+    ODD_1X1,
+    ODD_LARGE_TILES,
+    conv,
+)
 from tuna.backends.cuda import features
 from tuna.backends.cuda import solvers as sv
 
 
 def test_the_default_is_valid_wherever_a_solver_applies():
-    for p in (MEDIUM, ODD_1X1, EVEN_1X1):
-        for solver in (sv.IGEMM, sv.GEMM1X1):
+    problems = [q.with_direction(d) for q in (MEDIUM, ODD_1X1, EVEN_1X1) for d in "FBW"]
+    applied = 0
+    for p in problems:
+        for solver in sv.BY_NAME:
             if sv.applicability(p, solver) is None:
+                applied += 1
                 assert sv.default_params(p, solver) == "16,16,4,1,1,1,0,0"
                 assert sv.default_params(p, solver) in sv.space_params(p, solver)
+    assert applied == 11  # each direction's implicit GEMM on all three, the 1x1 on two
+
+
+def test_each_solver_computes_one_direction_and_says_so():
+    assert sv.applicability(MEDIUM, sv.BWD_DATA) == (
+        "CudaImplicitGemmBwdData computes backward data (direction B), the problem is "
+        "forward (direction F)"
+    )
+    assert sv.applicability(MEDIUM.with_direction("W"), sv.IGEMM) == (
+        "CudaImplicitGemmFwd computes forward (direction F), the problem is backward weights "
+        "(direction W)"
+    )
+    assert sv.tuning_space(MEDIUM, sv.BWD_WEIGHTS) == []
+    assert sv.algorithm_name(sv.BWD_DATA) == "miopenConvolutionBwdDataAlgoImplicitGEMM"
+    assert sv.algorithm_name(sv.BWD_WEIGHTS) == "miopenConvolutionBwdWeightsAlgoImplicitGEMM"
+    assert sv.problem_macros(MEDIUM_BWD_DATA)["DIR_"] == 1
+
+
+def test_the_backward_gemms_and_their_vectors():
+    b, w = MEDIUM_BWD_DATA, MEDIUM.with_direction("W")
+    assert sv.gemm_shape(b, sv.BWD_DATA) == (128, 2 * 14 * 14, 64 * 9, 1)  # dx's positions
+    assert sv.gemm_shape(w, sv.BWD_WEIGHTS) == (128, 64 * 9, 2 * 14 * 14, 1)  # over positions
+    # Backward data reads the weights transposed: no vectors. Backward weights reads dy's rows
+    # of P x Q positions in vectors where P x Q allows: 14 x 14 does, 11 x 13 does not.
+    vws = {sv.parse_params(sv.BWD_DATA, t)["VW"] for t in sv.space_params(b, sv.BWD_DATA)}
+    assert vws == {1}
+    vws = {sv.parse_params(sv.BWD_WEIGHTS, t)["VW"] for t in sv.space_params(w, sv.BWD_WEIGHTS)}
+    assert vws == {1, 2, 4}
+    odd = ODD_LARGE_TILES.with_direction("W")
+    odd_vws = {
+        sv.parse_params(sv.BWD_WEIGHTS, t)["VW"] for t in sv.space_params(odd, sv.BWD_WEIGHTS)
+    }
+    assert odd_vws == {1}
 
 
 def test_the_space_holds_only_runnable_candidates():

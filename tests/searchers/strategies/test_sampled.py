@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from tests.searchers.test_strategies import bowl, drive, flat, space, to_reach
-from tuna.searchers import Run, replay
+from tuna.searchers import Run, SearchError, replay
+from tuna.searchers.objective import make_objective
 from tuna.searchers.run import Point
 from tuna.searchers.strategies import (
     CandidateSpace,
@@ -151,3 +152,70 @@ def test_gp_without_torch_one_line_names_its_extra(monkeypatch: pytest.MonkeyPat
     )
     assert str(e.value).endswith("pip install 'tuna[gp]' (or pick another strategy)")
     StrategyOptions("tpe")  # the others do not need it
+
+
+def _two(p: Point) -> dict[str, float]:
+    """Time (the bowl) and threads that pull apart: fewer threads cost time (the front:
+    the best candidate of NV = 3, 2 and 1; NV = 4 is slower than 3)."""
+    threads = float(p["NV"])
+    return {"time_ms": bowl(p) + 16.0 / threads, "threads": threads}
+
+
+@pytest.mark.parametrize("name", ["tpe", "nsga2"])
+def test_with_two_objectives_each_trial_is_told_both_in_their_directions(name: str) -> None:
+    objective = make_objective({"time_ms": "min", "threads": "min"})
+    searcher = make_strategy(name, space(), budget=30, round_size=6, seed=1, objective=objective)
+    assert isinstance(searcher, SampledSearch)
+    points = flat(drive_stats(searcher, _two))
+    study = searcher.study
+    assert len(study.directions) == 2
+    told = [t for t in study.trials if t.values is not None]
+    assert len(points) == 30 and len(told) >= 30 - 6  # the last round is never told
+    by_key = {key(p): [_two(p)["time_ms"], _two(p)["threads"]] for p in points}
+    for trial in told:  # each trial's values are its candidate's two stats
+        assert trial.values in by_key.values()
+
+
+def test_two_objectives_find_both_ends_of_the_front() -> None:
+    """NSGA-II with two objectives, 40 of the 64 candidates: a front with each thread count
+    of the exhaustive front, two of its three points exactly."""
+    objective = make_objective({"time_ms": "min", "threads": "min"})
+    searcher = make_strategy("nsga2", space(), budget=40, round_size=8, seed=3,
+                             objective=objective)  # fmt: skip
+    points = flat(drive_stats(searcher, _two))
+    runs = [Run(p, _two(p)) for p in points]
+    found = {key(r.config) for r in objective.front(runs)}
+    every = objective.front([Run(p, _two(p)) for p in space().points])
+    assert [r.stats["threads"] for r in every] == [3.0, 2.0, 1.0]
+    assert {r.stats["threads"] for r in objective.front(runs)} == {1.0, 2.0, 3.0}
+    assert len(found & {key(r.config) for r in every}) >= 2
+
+
+def test_a_run_failing_a_constraint_is_a_failed_trial() -> None:
+    objective = make_objective({"time_ms": "min", "threads": "min"}, ["threads >= 2"])
+    searcher = make_strategy("nsga2", space(), budget=24, seed=0, objective=objective)
+    points = flat(drive_stats(searcher, _two))
+    states = {str(t.state) for t in searcher.study.trials if t.params}
+    ones = [p for p in points if p["NV"] == 1]
+    assert ones and "TrialState.FAIL" in states
+    assert all(t.values is None for t in searcher.study.trials if t.params.get("NV") == 0)
+
+
+def test_cmaes_with_two_objectives_is_one_line() -> None:
+    objective = make_objective({"time_ms": "min", "threads": "min"})
+    with pytest.raises(SearchError, match="^strategy 'cmaes' optimises one objective, and this"):
+        make_strategy("cmaes", space(), objective=objective)
+
+
+def drive_stats(searcher: Any, stats: Any) -> list[list[Point]]:
+    """The rounds ``searcher`` proposes when each point's stats are ``stats(point)``."""
+    gen = searcher.rounds()
+    rounds: list[list[Point]] = []
+    try:
+        batch = next(gen)
+        while True:
+            rounds.append(batch)
+            batch = gen.send([Run(p, stats(p)) for p in batch])
+    except StopIteration:
+        pass
+    return rounds

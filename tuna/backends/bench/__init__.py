@@ -1,9 +1,10 @@
-"""The generic ``bench`` backend's core: any benchmark with a build and a run command.
+"""The generic ``bench`` backend: any benchmark with a build and a run command.
 
-Not yet a registered backend of the job queue (that comes with the search driver): this
-package holds what a worker will call — command templates over the merged config
+The backend the job queue's searches run on (:class:`.backend.BenchBackend`, registered
+as ``bench``), and what it calls: command templates over the merged config
 (:mod:`.templates`), stats parsing (:mod:`.stats`), one build or run in a scratch directory
-with a timeout (:mod:`.execute`) — and a local runner (:mod:`.local`) for tests and examples.
+with a timeout (:mod:`.execute`), a Python function as the run (:mod:`.function`, ``tuna
+search create --objective-fn``) — and a local runner (:mod:`.local`) for tests and examples.
 """
 
 from __future__ import annotations

@@ -172,6 +172,11 @@ class BenchBackend(Backend):
         """A build command, or sources to ship to the build machines."""
         return bool(spec.get("build") or spec.get("source_dir"))
 
+    def runtime_only(self, spec: Mapping[str, Any]) -> bool:
+        """A search whose runs call a Python function (``tuna search create
+        --objective-fn``) has one build, its sources: no parameter is built in."""
+        return bool(spec.get("function"))
+
     def search_sources(self, spec: Mapping[str, Any]) -> bytes | None:
         if not spec.get("source_dir"):
             return None

@@ -327,6 +327,7 @@ class CpuConvBackend(Backend):
             if work.choose and work.step != "kernel":  # a winner is stored: finalists re-timed
                 retimed = _retime_finalists(
                     problem,
+                    solver,
                     {c.params: c for c in run.candidates(problem, solver, table, libs)},
                     measured,
                     limit_s=knobs.candidate_timeout_s,
@@ -401,24 +402,38 @@ class CpuConvBackend(Backend):
 
 def _retime_finalists(
     problem: ConvProblem,
+    solver: str,
     candidates: dict[str, run.Candidate],
     measured: list[run.Measured],
     **how: Any,
 ) -> list[run.Measured]:
-    """The finalists of ``measured`` timed again in turns (:mod:`tuna.backends.finalists`),
-    each turn in forked children under the evaluation's time budget: a turn cut short by
-    the budget ends the re-timing (what was timed counts)."""
+    """The finalists of ``measured``, and ``solver``'s default parameters beside them,
+    timed again in turns (:mod:`tuna.backends.finalists`), each turn in forked children
+    under the evaluation's time budget: a turn cut short by the budget ends the re-timing
+    (what was timed counts). A turn times every one of them fully (no pruning, no racing:
+    the default is often 10-40x slower than the rest) and keeps each one's fastest run: a
+    busy machine only ever slows a run, and a median of five 1 ms runs on a loaded machine
+    is mostly other people's work (``bench/cpuconv.md``)."""
 
     def turn(order: list[str]) -> tuple[list[run.Measured], bool]:
+        cands = [candidates[p] for p in order]
         try:
-            return isolate.measure_isolated(problem, [candidates[p] for p in order], **how), True
+            return isolate.measure_isolated(problem, cands, **how, **_TURN), True
         except run.TimeBudgetExceeded as e:
             return e.measured, False
         except isolate.IsolationError:
             return [], False
 
-    names = finalists([m for m in measured if m.ok], lambda p: p in candidates)
+    try:
+        default: str | None = sv.default_params(problem, solver)
+    except ValueError:
+        default = None
+    names = finalists([m for m in measured if m.ok], lambda p: p in candidates, default)
     return retime(names, turn)
+
+
+#: How a re-timing turn measures: every candidate fully, each counting by its fastest run.
+_TURN: dict[str, Any] = {"prune": float("inf"), "race_after": 1 << 30, "fastest": True}
 
 
 def _why(m: run.Measured) -> str:

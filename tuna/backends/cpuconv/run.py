@@ -15,8 +15,9 @@ one missing filter tap of a 512-channel 3x3 problem (about 1e-2) fails verificat
 
 Timing: the verification run is the first warm-up; then more warm-up runs until
 ``WARM_UP_MS`` have passed (``FIRST_WARM_UP_MS`` for the first candidate), then ``repeats``
-runs, of which the median is the time in ms. A candidate that is more than ``prune`` times slower
-than the best so far after its warm-up is not repeated: its time is that warm-up.
+runs, of which the median is the time in ms (the fastest with ``fastest``: a finalist's re-timing
+turn, :mod:`tuna.backends.finalists`). A candidate that is more than ``prune`` times slower than
+the best so far after its warm-up is not repeated: its time is that warm-up.
 
 Racing: a candidate stops being timed as soon as it clearly cannot win. After each of its
 timed runs, its *lower bound* (the fastest of its warm-up and its runs so far) is compared
@@ -250,11 +251,13 @@ def measure(
     deadline: float | None = None,
     reference: Reference | None = None,
     starting: Callable[[int, list[Measured]], None] | None = None,
+    fastest: bool = False,
 ) -> list[Measured]:
     """Verify and time ``candidates`` in order; raises :class:`TimeBudgetExceeded` when the
     ``time.monotonic()`` deadline passes with candidates left. ``starting(i, results)``,
     if given, is called before candidate ``i`` runs, with the results so far (what
-    :mod:`~tuna.backends.cpuconv.isolate` reports from its child process)."""
+    :mod:`~tuna.backends.cpuconv.isolate` reports from its child process). A candidate's
+    time is the median of its timed runs, or with ``fastest`` the fastest of them."""
     ref = reference or Reference.get()
     a, b, expected = ref.case(p)
     nout = len(expected)
@@ -296,11 +299,11 @@ def measure(
             ):
                 raced = True
                 break
-        median = statistics.median(times)
+        t_ms = min(times) if fastest else statistics.median(times)
         saved = (runs - len(times)) * lower
-        results.append(Measured(cand.params, median, error, None, len(times), raced, saved))
-        if not raced and (best is None or median < best):
-            best, best_upper = median, max(times)
+        results.append(Measured(cand.params, t_ms, error, None, len(times), raced, saved))
+        if not raced and (best is None or t_ms < best):
+            best, best_upper = t_ms, max(times)
     return results
 
 

@@ -321,6 +321,15 @@ def parse_params(solver: str, text: str) -> dict[str, int]:
     return dict(zip(names, values, strict=True))
 
 
+def candidate_stats(p: ConvProblem, solver: str, params: dict[str, int]) -> dict[str, float]:
+    """What a candidate costs besides its time, known from its parameters without measuring
+    it: the threads it runs on (``NT``; 1 for solvers without) and its workspace in bytes."""
+    return {
+        "threads": float(params.get("NT", 1)),
+        "workspace_bytes": float(workspace_bytes(p, solver, params)),
+    }
+
+
 def workspace_bytes(p: ConvProblem, solver: str, params: dict[str, int]) -> int:
     """The workspace a candidate needs, in bytes (float32 elements x 4)."""
     cg, kg = p.in_channels // p.group_count, p.out_channels // p.group_count

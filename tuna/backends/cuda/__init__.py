@@ -1,8 +1,9 @@
 """``cuda``: CUDA convolution kernels, compiled to cubins on any host, timed on an NVIDIA GPU.
 
-Two tunable solvers (:mod:`~tuna.backends.cuda.solvers`), forward, NCHW, FP32: an implicit
-GEMM and a batched GEMM for 1x1 filters, both ``kernels/conv_fwd.cu`` with the candidate's
-tile as compile-time constants. A session's ``arch`` is the GPU architecture (``sm_90`` for
+Four tunable solvers (:mod:`~tuna.backends.cuda.solvers`), NCHW, FP32: forward, an implicit
+GEMM and a batched GEMM for 1x1 filters; backward data and backward weights, implicit GEMMs;
+all ``kernels/conv.cu`` with the problem's direction and the candidate's tile as
+compile-time constants. A session's ``arch`` is the GPU architecture (``sm_90`` for
 H100/H200) and its ``num_cu`` the GPU's SM count.
 
 * **compile** (no GPU, no driver): NVRTC (or nvcc) builds one cubin per candidate for the
@@ -79,7 +80,9 @@ from tuna.problems.conv import ConvProblem
 
 log = logging.getLogger(__name__)
 
-_PAYLOAD_VERSION = 1
+#: 2: one kernel source for every direction (kernels/conv.cu, entry ``conv``); version 1's
+#: cubins have the entry ``conv_fwd`` and no direction.
+_PAYLOAD_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -273,6 +276,12 @@ class CudaBackend(Backend):
             compiler = (str(payload["compiler"]), tuple(payload["compiler_version"]))
         except (ValueError, KeyError, TypeError):
             return EvalOutcome.failed("no usable compile payload: run the compile phase again")
+        if payload.get("version") != _PAYLOAD_VERSION:
+            return EvalOutcome.failed(
+                f"compiled by another version of the cuda backend (payload version "
+                f"{payload.get('version')}, this one reads {_PAYLOAD_VERSION}): run the compile "
+                "phase again"
+            )
         if payload.get("solver") != solver:
             return EvalOutcome.failed(f"payload is for {payload.get('solver')}, not {solver}")
         by_name = {k.name: k for k in work.kernels}

@@ -1,6 +1,6 @@
 """The compile phase: one cubin per candidate, judged by ptxas's report before any GPU sees it.
 
-A candidate is ``kernels/conv_fwd.cu`` with the problem's and the candidate's constants
+A candidate is ``kernels/conv.cu`` with the problem's and the candidate's constants
 (``-DBM=64 ...``), compiled for the session's architecture (``sm_90``) by NVRTC in this
 process (NVIDIA's ``cuda-bindings`` and ``nvidia-cuda-nvrtc`` wheels: no GPU, no driver, no
 CUDA install needed) or, where those are missing, by ``nvcc``. ptxas's ``-v`` report
@@ -194,7 +194,7 @@ class Candidate:
     def kernel_name(self) -> str:
         """The code object's name in the kernel db: the solver's kernel and its bytes' hash."""
         digest = hashlib.sha256(self.cubin or b"").hexdigest()[:16]
-        return f"conv_fwd-{digest}.cubin"
+        return f"conv-{digest}.cubin"
 
     def summary(self) -> dict[str, Any]:
         """What the payload keeps of it (JSON)."""
@@ -245,7 +245,7 @@ def compile_candidate(
         return Candidate(params, None, None, threads, 0, _smem_reason(smem, limits))
     macros = {**sv.problem_macros(p), **sv.candidate_macros(solver, v)}
     started = time.perf_counter()
-    built = compiler.compile(kernel_source(), "conv_fwd.cu", macros, arch)
+    built = compiler.compile(kernel_source(), "conv.cu", macros, arch)
     seconds = time.perf_counter() - started
     report = PtxasReport.parse(built.log)
     if built.cubin is None:

@@ -3,8 +3,9 @@
 Only ever used in a child process of the worker (:mod:`~tuna.backends.cuda.evaluate` forks
 it before any CUDA call: a CUDA context does not survive a fork, and a faulting kernel
 poisons its context). :class:`Gpu` is the device the evaluation runs on; it owns the
-problem's buffers (input and weights filled on the GPU, the reference computed there by
-``kernels/support.cu``) and verifies and times one candidate at a time with CUDA events.
+problem's buffers (the two operands of its direction filled on the GPU, the reference
+computed there by ``kernels/support.cu``) and verifies and times one candidate at a time with
+CUDA events.
 """
 
 from __future__ import annotations
@@ -165,15 +166,14 @@ class Gpu:
         _check(cu.cuCtxSetCurrent(self.ctx), "cuCtxSetCurrent")
         self.stream = _check(cu.cuStreamCreate(0), "cuStreamCreate")
         self.support = _check(cu.cuModuleLoadData(support_cubin), "load the support cubin")
-        (hi, wi), (ho, wo), (r, s) = problem.in_size, problem.out_size, problem.fil_size
         self.problem = problem
-        self.n_in = problem.batchsize * problem.in_channels * hi * wi
-        self.n_wei = problem.out_channels * (problem.in_channels // problem.group_count) * r * s
-        self.n_out = problem.batchsize * problem.out_channels * ho * wo
+        sizes = sv.tensor_sizes(problem)
+        src, mat, out = sv.OPERANDS[problem.direction]
+        self.n_src, self.n_mat, self.n_out = sizes[src], sizes[mat], sizes[out]
         self.buffers = {
             name: _check(cu.cuMemAlloc(4 * n), f"cuMemAlloc {name}")
             for name, n in (
-                ("in", self.n_in), ("wei", self.n_wei), ("out", self.n_out),
+                ("src", self.n_src), ("mat", self.n_mat), ("out", self.n_out),
                 ("ref", self.n_out), ("mag", self.n_out), ("worst", 1),
             )
         }  # fmt: skip
@@ -181,13 +181,13 @@ class Gpu:
         self.end = _check(cu.cuEventCreate(0), "cuEventCreate")
         b = self.buffers
         self._support_launch(
-            "fill", (b["in"], ctypes.c_longlong(self.n_in), ctypes.c_uint(1)), 1024
+            "fill", (b["src"], ctypes.c_longlong(self.n_src), ctypes.c_uint(1)), 1024
         )
         self._support_launch(
-            "fill", (b["wei"], ctypes.c_longlong(self.n_wei), ctypes.c_uint(2)), 1024
+            "fill", (b["mat"], ctypes.c_longlong(self.n_mat), ctypes.c_uint(2)), 1024
         )
         blocks = -(-self.n_out // 256)
-        self._support_launch("conv_reference", (b["in"], b["wei"], b["ref"], b["mag"]), blocks)
+        self._support_launch("conv_reference", (b["src"], b["mat"], b["ref"], b["mag"]), blocks)
         _check(cu.cuStreamSynchronize(self.stream), "the reference kernel")
 
     def close(self) -> None:
@@ -227,8 +227,8 @@ class Gpu:
         threads = sv.threads(v)
         module = _check(cu.cuModuleLoadData(cubin), "load the cubin")
         try:
-            fn = _check(cu.cuModuleGetFunction(module, b"conv_fwd"), "conv_fwd")
-            address, keep = _params(b["in"], b["wei"], b["out"])
+            fn = _check(cu.cuModuleGetFunction(module, b"conv"), "the kernel conv")
+            address, keep = _params(b["src"], b["mat"], b["out"])
 
             def launch() -> None:
                 _check(

@@ -1,11 +1,14 @@
 """Correctness without a GPU: the kernels' own CUDA source compiled as host C++.
 
 :func:`check` builds one program per problem holding several candidates of a solver, each
-``kernels/conv_fwd.cu`` compiled in a namespace of its own with the candidate's and the
+``kernels/conv.cu`` compiled in a namespace of its own with the candidate's and the
 problem's constants, on the CUDA dialect of ``kernels/host.h`` (a GPU thread is a host thread,
 ``__syncthreads`` a barrier). It runs every candidate on pseudo-random data and returns, per
 candidate, the largest error against a double-precision direct convolution written apart
-from the kernels, relative to the sum of the products' magnitudes at that output. It says
+from the kernels, relative to the sum of the products' magnitudes at that output. The
+reference walks the forward convolution's pairs of input and weight once and adds each
+product where the problem's direction puts it (y forward, dx backward data, dw backward
+weights), so one loop, checked forward, stands for all three. It says
 nothing of speed: that is the GPU's to measure.
 
 Used by the tests (odd shapes, several tiles per solver, a planted off-by-one that must fail);
@@ -34,41 +37,48 @@ class HostCheckError(BackendError):
     """Raised when the host program does not build or run; the message has its output."""
 
 
-def kernel_source(name: str = "conv_fwd.cu") -> str:
+def kernel_source(name: str = "conv.cu") -> str:
     """A kernel file's text as the package holds it."""
     return (importlib.resources.files("tuna.backends.cuda") / "kernels" / name).read_text()
 
 
 _MAIN = r"""
 int main() {
-    const long long n_in = (long long)N_ * C_ * H_ * W_, n_out = (long long)N_ * K_ * P_ * Q_;
-    const long long n_wei = (long long)K_ * (C_ / G_) * R_ * S_;
-    std::vector<float> in(n_in), wei(n_wei), out(n_out);
-    unsigned x = 12345u;
-    auto next = [&] { x = x * 1664525u + 1013904223u; return (float)(x >> 8) / 8388608.0f - 1.0f; };
-    for (auto& v : in) v = next();
-    for (auto& v : wei) v = next();
-    std::vector<double> ref(n_out), mag(n_out);
+    const long long n_x = (long long)N_ * C_ * H_ * W_, n_y = (long long)N_ * K_ * P_ * Q_;
+    const long long n_w = (long long)K_ * (C_ / G_) * R_ * S_;
+    std::vector<float> x(n_x), w(n_w), y(n_y);
+    unsigned seed = 12345u;
+    auto next = [&] {
+        seed = seed * 1664525u + 1013904223u;
+        return (float)(seed >> 8) / 8388608.0f - 1.0f;
+    };
+    for (auto& v : x) v = next();
+    for (auto& v : w) v = next();
+    for (auto& v : y) v = next();
+    // DIR_ 0: y from x and w; 1: dx from dy (y) and w; 2: dw from x and dy (y).
+    std::vector<float>& out = DIR_ == 0 ? y : DIR_ == 1 ? x : w;
+    const std::vector<float> src = DIR_ == 1 ? y : x, mat = DIR_ == 2 ? y : w;
+    std::vector<double> ref(out.size()), mag(out.size());
     const int cg = C_ / G_, kg = K_ / G_;
     for (int n = 0; n < N_; ++n) for (int k = 0; k < K_; ++k)
     for (int p = 0; p < P_; ++p) for (int q = 0; q < Q_; ++q) {
-        double sum = 0, size = 0;
         const int g = k / kg;
         for (int c = 0; c < cg; ++c) for (int r = 0; r < R_; ++r) for (int s = 0; s < S_; ++s) {
-            const int h = p * SH - PH + r * DH, w = q * SW - PW + s * DW;
-            if (h < 0 || h >= H_ || w < 0 || w >= W_) continue;
-            const double a = in[((n * C_ + g * cg + c) * H_ + h) * W_ + w];
-            const double b = wei[((k * cg + c) * R_ + r) * S_ + s];
-            sum += a * b;
-            size += std::fabs(a * b);
+            const int h = p * SH - PH + r * DH, v = q * SW - PW + s * DW;
+            if (h < 0 || h >= H_ || v < 0 || v >= W_) continue;
+            const long long xi = ((long long)(n * C_ + g * cg + c) * H_ + h) * W_ + v;
+            const long long wi = ((long long)(k * cg + c) * R_ + r) * S_ + s;
+            const long long yi = ((long long)(n * K_ + k) * P_ + p) * Q_ + q;
+            const long long oi = DIR_ == 0 ? yi : DIR_ == 1 ? xi : wi;
+            const double a = DIR_ == 0 ? x[xi] : DIR_ == 1 ? y[yi] : x[xi];
+            const double b = DIR_ == 0 ? w[wi] : DIR_ == 1 ? w[wi] : y[yi];
+            ref[oi] += a * b;
+            mag[oi] += std::fabs(a * b);
         }
-        const long long i = ((long long)(n * K_ + k) * P_ + p) * Q_ + q;
-        ref[i] = sum;
-        mag[i] = size;
     }
     auto error = [&] {
         double worst = 0;
-        for (long long i = 0; i < n_out; ++i) {
+        for (size_t i = 0; i < out.size(); ++i) {
             double e = std::fabs(out[i] - ref[i]) / (mag[i] + 1e-30);
             if (!(e <= 1e300)) e = INFINITY;
             if (e > worst) worst = e;
@@ -82,7 +92,7 @@ int main() {
 
 _RUN = r"""    std::fill(out.begin(), out.end(), NAN);
     tuna_host::launch(dim3{%(gx)d, %(gy)d, %(gz)d}, %(threads)d,
-                      [&] { cand%(i)d::conv_fwd(in.data(), wei.data(), out.data()); });
+                      [&] { cand%(i)d::conv(src.data(), mat.data(), out.data()); });
     std::printf("%(i)d %%.9g\n", error());
 """
 
@@ -93,6 +103,9 @@ def program(
     """The host program's C++ text: ``candidates`` of ``solver`` on ``p``, built from
     ``source`` (the kernel file's text; the package's when None)."""
     text = kernel_source() if source is None else source
+    reason = sv.applicability(p, solver)
+    if reason is not None:
+        raise ValueError(reason)
     lines = ['#include "host.h"', "#include <algorithm>", "#include <cstdio>"]
     lines += [f"#define {k} {v}" for k, v in sv.problem_macros(p).items()]
     runs = []

@@ -1,10 +1,12 @@
 """The cuda backend's solvers: which problems each applies to, and their parameter space.
 
-Pure: values in, values out. Both solvers run ``kernels/conv_fwd.cu`` (forward, NCHW, FP32):
-:data:`IGEMM` as an implicit GEMM for any 2D convolution, :data:`GEMM1X1` as one GEMM per
+Pure: values in, values out. Every solver runs ``kernels/conv.cu`` (NCHW, FP32): forward,
+:data:`IGEMM` as an implicit GEMM for any 2D convolution and :data:`GEMM1X1` as one GEMM per
 image for a 1x1 filter with stride 1 and no padding (its input rows are contiguous, so they
-are read in vectors). A candidate's parameters are written comma-separated in the order of
-:data:`NAMES`, as cpuconv writes them (``"64,64,8,4,4,4,1,1"``):
+are read in vectors); backward, :data:`BWD_DATA` and :data:`BWD_WEIGHTS` as implicit GEMMs
+(the kernel's comment says which tensor is which matrix). A candidate's parameters are
+written comma-separated in the order of :data:`NAMES`, as cpuconv writes them
+(``"64,64,8,4,4,4,1,1"``), in every solver:
 
 ====  ============================================================================
 BM    output channels per block (the GEMM's M tile)
@@ -12,7 +14,8 @@ BN    output positions per block (the GEMM's N tile)
 BK    reduction step through shared memory
 TM    rows per thread (registers)
 TN    columns per thread (registers)
-VW    floats per global load (the weights; the 1x1 solver's input too)
+VW    floats per global load of A (forward: the weights, and the 1x1 solver's input
+      too; backward weights: dy); backward data reads the weights transposed: 1
 PAD   floats of padding per shared-memory row (bank conflicts)
 DB    1: two shared-memory buffers, the next step's loads overlap this step's FMAs
 ====  ============================================================================
@@ -34,12 +37,20 @@ from tuna.problems.conv import ConvProblem
 
 IGEMM = "CudaImplicitGemmFwd"
 GEMM1X1 = "CudaGemm1x1Fwd"
+BWD_DATA = "CudaImplicitGemmBwdData"
+BWD_WEIGHTS = "CudaImplicitGemmBwdWeights"
 
 SOLVERS: tuple[SolverInfo, ...] = (
     SolverInfo(IGEMM, tunable=True, numeric_id=101, algorithm="ImplicitGEMM"),
     SolverInfo(GEMM1X1, tunable=True, numeric_id=102, algorithm="GEMM"),
+    SolverInfo(BWD_DATA, tunable=True, numeric_id=103, algorithm="ImplicitGEMM"),
+    SolverInfo(BWD_WEIGHTS, tunable=True, numeric_id=104, algorithm="ImplicitGEMM"),
 )
 BY_NAME: dict[str, SolverInfo] = {s.name: s for s in SOLVERS}
+#: The direction each solver computes (a problem's ``direction``).
+DIRECTION = {IGEMM: "F", GEMM1X1: "F", BWD_DATA: "B", BWD_WEIGHTS: "W"}
+_DIRECTION_NAMES = {"F": "Fwd", "B": "BwdData", "W": "BwdWeights"}
+_DIRECTION_WORDS = {"F": "forward", "B": "backward data", "W": "backward weights"}
 
 NAMES = ("BM", "BN", "BK", "TM", "TN", "VW", "PAD", "DB")
 CHOICES: tuple[tuple[int, ...], ...] = (
@@ -64,8 +75,9 @@ _INT_MAX = 2**31 - 1
 
 
 def algorithm_name(solver: str) -> str:
-    """The find-db algorithm of a solver, in MIOpen's naming (forward only)."""
-    return f"miopenConvolutionFwdAlgo{BY_NAME[solver].algorithm}"
+    """The find-db algorithm of a solver, in MIOpen's naming (its direction's)."""
+    direction = _DIRECTION_NAMES[DIRECTION[solver]]
+    return f"miopenConvolution{direction}Algo{BY_NAME[solver].algorithm}"
 
 
 def unsupported_reason(p: ConvProblem) -> str | None:
@@ -74,8 +86,6 @@ def unsupported_reason(p: ConvProblem) -> str | None:
     plain = plain_conv_reason(p, kernels, kernels)
     if plain is not None:
         return plain
-    if p.direction != "F":
-        return "the cuda kernels are forward only (direction F)"
     data = fp32_nchw_reason(p, kernels)
     if data is not None:
         return data
@@ -98,6 +108,12 @@ def applicability(p: ConvProblem, solver: str) -> str | None:
     reason = unsupported_reason(p)
     if reason is not None:
         return reason
+    wanted = DIRECTION[solver]
+    if p.direction != wanted:
+        return (
+            f"{solver} computes {_DIRECTION_WORDS[wanted]} (direction {wanted}), the problem "
+            f"is {_DIRECTION_WORDS.get(p.direction, p.direction)} (direction {p.direction})"
+        )
     if solver == GEMM1X1 and (p.fil_size != (1, 1) or p.stride != (1, 1) or p.pad != (0, 0)):
         return f"{GEMM1X1} needs a 1x1 filter, stride 1 and no padding"
     if not space_params(p, solver):
@@ -115,11 +131,29 @@ def flops(p: ConvProblem) -> int:
 def gemm_shape(p: ConvProblem, solver: str) -> tuple[int, int, int, int]:
     """(M, N, K, batches) of the GEMMs ``solver`` runs: batches is blockIdx.z's extent."""
     cg, kg = p.in_channels // p.group_count, p.out_channels // p.group_count
-    ho, wo = p.out_size
-    k = cg * p.fil_size[0] * p.fil_size[1]
+    (hi, wi), (ho, wo) = p.in_size, p.out_size
+    rs = p.fil_size[0] * p.fil_size[1]
     if solver == GEMM1X1:
-        return kg, ho * wo, k, p.batchsize * p.group_count
-    return kg, p.batchsize * ho * wo, k, p.group_count
+        return kg, ho * wo, cg * rs, p.batchsize * p.group_count
+    if solver == BWD_DATA:
+        return cg, p.batchsize * hi * wi, kg * rs, p.group_count
+    if solver == BWD_WEIGHTS:
+        return kg, cg * rs, p.batchsize * ho * wo, p.group_count
+    return kg, p.batchsize * ho * wo, cg * rs, p.group_count
+
+
+#: The kernels' arguments (src, mat, out) per direction: which tensor each is (kernels/conv.cu).
+OPERANDS = {"F": ("x", "w", "y"), "B": ("y", "w", "x"), "W": ("x", "y", "w")}
+
+
+def tensor_sizes(p: ConvProblem) -> dict[str, int]:
+    """Elements of x, w and y (dy for backward) of ``p``."""
+    (hi, wi), (ho, wo), (r, s) = p.in_size, p.out_size, p.fil_size
+    return {
+        "x": p.batchsize * p.in_channels * hi * wi,
+        "w": p.out_channels * (p.in_channels // p.group_count) * r * s,
+        "y": p.batchsize * p.out_channels * ho * wo,
+    }
 
 
 def threads(v: dict[str, int]) -> int:
@@ -148,14 +182,25 @@ def valid(p: ConvProblem, solver: str, v: dict[str, int]) -> bool:
         return False
     if v["TM"] > v["BM"] or v["TN"] > v["BN"] or v["VW"] > v["BK"]:
         return False
-    if k % v["VW"] or (solver == GEMM1X1 and n % v["VW"]):
-        return False  # rows would not start on a vector boundary
+    if v["VW"] > 1 and not _vectors_fit(p, solver, v["VW"]):
+        return False
     if v["BM"] > max(16, _pow2_ceil(m)) or v["BN"] > max(16, _pow2_ceil(n)):
         return False
     if v["BK"] > max(4, _pow2_ceil(k)):
         return False
     _, gy, gz = grid(p, solver, v)
     return gy <= _GRID_YZ and gz <= _GRID_YZ
+
+
+def _vectors_fit(p: ConvProblem, solver: str, vw: int) -> bool:
+    """Whether A's rows (and the 1x1 solver's B rows) start on a ``vw``-float boundary and
+    a vector never crosses into the next row (or, backward weights, the next image)."""
+    _, n, k, _ = gemm_shape(p, solver)
+    if solver == BWD_DATA:
+        return False  # the weights are read transposed: no contiguous run along a row
+    if solver == BWD_WEIGHTS:
+        return (p.out_size[0] * p.out_size[1]) % vw == 0
+    return k % vw == 0 and (solver != GEMM1X1 or n % vw == 0)
 
 
 def combinations() -> Iterator[dict[str, int]]:
@@ -177,6 +222,8 @@ def space_params(p: ConvProblem, solver: str) -> list[str]:
 def tuning_space(p: ConvProblem, solver: str) -> list[str]:
     """The candidates of ``solver`` on ``p``; empty where it does not apply."""
     if solver not in BY_NAME or unsupported_reason(p) is not None:
+        return []
+    if p.direction != DIRECTION[solver]:
         return []
     if solver == GEMM1X1 and applicability(p, solver) is not None:
         return []
@@ -211,7 +258,7 @@ def parse_params(solver: str, text: str) -> dict[str, int]:
 
 
 def problem_macros(p: ConvProblem) -> dict[str, int]:
-    """The problem as the kernels' compile-time constants."""
+    """The problem as the kernels' compile-time constants (``DIR_``: 0 F, 1 B, 2 W)."""
     (hi, wi), (ho, wo), (r, s) = p.in_size, p.out_size, p.fil_size
     return {
         "N_": p.batchsize,
@@ -230,6 +277,7 @@ def problem_macros(p: ConvProblem) -> dict[str, int]:
         "DH": p.dilation[0],
         "DW": p.dilation[1],
         "G_": p.group_count,
+        "DIR_": "FBW".index(p.direction),
     }
 
 

@@ -2,6 +2,7 @@
 
 ``exhaustive``, ``random``, ``grid``, ``hillclimb`` (local search), ``genetic``, ``model``
 (a cost model: gradient-boosted trees, with ``transfer`` from other problems' measurements),
+``predictive`` (a model per objective stat; only the predicted Pareto front is measured),
 and Optuna's samplers ``tpe``, ``cmaes``, ``gp`` and ``nsga2`` (:mod:`.sampled`, an extra).
 Each is a dynamic searcher of :mod:`tuna.searchers` that proposes candidates in rounds
 (:mod:`tuna.searchers.strategies.base`), so the one search driver runs them like any other
@@ -33,6 +34,7 @@ from tuna.searchers.strategies.base import (
 )
 from tuna.searchers.strategies.classic import Exhaustive, Genetic, Grid, HillClimb, RandomSearch
 from tuna.searchers.strategies.model import ModelSearch
+from tuna.searchers.strategies.predictive import PredictiveSearch
 from tuna.searchers.strategies.sampled import (
     SAMPLED,
     CmaEsSearch,
@@ -48,7 +50,7 @@ STRATEGIES: dict[str, type[RoundSearcher]] = {
     s.name: s
     for s in (
         Exhaustive, RandomSearch, Grid, HillClimb, Genetic, ModelSearch,
-        TPESearch, CmaEsSearch, GPSearch, NSGA2Search,
+        TPESearch, CmaEsSearch, GPSearch, NSGA2Search, PredictiveSearch,
     )
 }  # fmt: skip
 
@@ -108,6 +110,7 @@ def strategy_over(
     round_size: int = 8,
     patience: int | None = None,
     objective: Objective | None = None,
+    **options: Any,
 ) -> SearcherInterface:
     """The strategy ``name`` over a parameter file's space (a bench search's ``--searcher
     tpe``, ``tuna.tune(strategy="tpe")``). Optuna's samplers sample its parameters as
@@ -117,17 +120,17 @@ def strategy_over(
     (:meth:`CandidateSpace.of`, the one way from a declared space to candidates);
     ``META_is_config_valid`` stays the proposer's (it reads the whole config, base settings
     included), so a point it refuses is a failed candidate and the strategy proposes
-    another."""
+    another. ``options`` are the strategy's own (``margin=0.02`` for ``predictive``)."""
     if name not in STRATEGIES:
         raise UnknownStrategyError(
             f"unknown strategy {name!r}; the strategies are {', '.join(STRATEGIES)}"
         )
     if name in SAMPLED:  # Optuna's own distributions: ranges, conditions, several objectives
-        if patience is not None or isinstance(budget, float):
+        if patience is not None or isinstance(budget, float) or options:
             raise SearchError(
                 f"{space.source}: strategy {name!r} over a parameter space takes a budget of "
-                "runs (an int such as 40; a range has no size to take a share of) and no "
-                "patience; give budget=N, or the search's own budget"
+                "runs (an int such as 40; a range has no size to take a share of), no "
+                "patience and no other option; give budget=N, or the search's own budget"
             )
         return SampledSpace(
             name, space, objective=objective, budget=budget, seed=seed, round_size=round_size
@@ -135,7 +138,7 @@ def strategy_over(
     candidates = CandidateSpace.of(space, who=f"strategy {name!r}")
     return make_strategy(
         name, candidates, budget=budget, seed=seed, round_size=round_size, patience=patience,
-        objective=objective,
+        objective=objective, **options,
     )  # fmt: skip
 
 
@@ -188,7 +191,7 @@ class StrategyOptions:
             raise SearchError(
                 f"--transfer is for the model strategy; {self.strategy!r} learns from no history"
             )
-        if self.strategy == "model":
+        if self.strategy in ("model", "predictive"):
             from tuna.searchers.costmodel import lightgbm
 
             lightgbm()  # ModelLibraryMissing names the extra to install
@@ -250,6 +253,7 @@ __all__ = [
     "ModelLibraryMissing",
     "ModelSearch",
     "NSGA2Search",
+    "PredictiveSearch",
     "RandomSearch",
     "RoundSearcher",
     "Rounds",

@@ -25,9 +25,12 @@ instead of writing them again. Each search keeps an **in-memory Optuna study** o
 
 Seeded: each sampler gets the strategy's seed, so the same Runs give the same proposals,
 and a search resumed after a restart replays its stored runs into a fresh study
-(:mod:`tuna.searchers.replay`) to the same place. ``nsga2`` is NSGA-II on the one
-objective a strategy search has (Optuna runs it single-objective: an elitist genetic
-search); several objectives are for the searches that declare them.
+(:mod:`tuna.searchers.replay`) to the same place.
+
+Several objectives (a strategy search's ``--objective time_ms:min --objective threads:min``):
+the study has one direction per objective and each trial is told every objective's value,
+so ``nsga2`` (NSGA-II) and ``tpe`` search for the Pareto front; ``cmaes`` optimises one
+objective and is refused. With one objective, ``nsga2`` is an elitist genetic search.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import warnings
 from typing import Any
 
 from tuna.searchers.errors import SearchError
+from tuna.searchers.run import Run
 from tuna.searchers.strategies.base import CandidateSpace, Plan, RoundSearcher
 
 EXTRA = "optuna"
@@ -92,6 +96,15 @@ def _need(module: str, what: str, extra: str) -> None:
         ) from e
 
 
+def check_objectives(name: str, count: int) -> None:
+    """Refuse several objectives to a sampler that optimises one (``cmaes``)."""
+    if name == "cmaes" and count > 1:
+        raise SearchError(
+            f"strategy 'cmaes' optimises one objective, and this search has {count}; use "
+            "nsga2 or tpe for a Pareto front"
+        )
+
+
 def make_sampler(name: str, *, seed: int, round_size: int, population: int | None = None) -> Any:
     """Optuna's sampler of strategy ``name``, seeded: TPE multivariate (the parameters'
     joint density, not one at a time) with a constant liar for a round's pending trials;
@@ -145,6 +158,7 @@ class SampledSearch(RoundSearcher):
     def __init__(self, space: CandidateSpace, **kwargs: Any) -> None:
         super().__init__(space, **kwargs)
         check_sampler(self.name)  # a missing library is an error now, not in the first round
+        check_objectives(self.name, len(self.objective.targets))
         self._optuna = optuna_module()
         dist = self._optuna.distributions
         self._axes: dict[str, Any] = {}
@@ -165,11 +179,36 @@ class SampledSearch(RoundSearcher):
             self.name, seed=self.seed, round_size=self.round_size, population=population
         )
 
+    @property
+    def several(self) -> bool:
+        """Whether the study has several objectives (a Pareto front, not one best)."""
+        return len(self.objective.targets) > 1
+
+    def _reset(self) -> None:
+        super()._reset()
+        #: candidate index -> every objective's value (None: it did not count).
+        self.vectors: dict[int, list[float] | None] = {}
+
+    def _note(self, i: int, run: Run) -> None:
+        super()._note(i, run)
+        counts = self.objective.counts(run)
+        self.vectors[i] = (
+            [float(run.stats[t.stat]) for t in self.objective.targets] if counts else None
+        )
+
     def _plan(self) -> Plan:
         optuna = self._optuna
         with warnings.catch_warnings():  # "experimental" notes of samplers and options
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            study = optuna.create_study(direction="minimize", sampler=self._sampler())
+            if self.several:  # the objectives' own directions: values are told as measured
+                directions = [
+                    "maximize" if t.goal == "max" else "minimize" for t in self.objective.targets
+                ]
+                study = optuna.create_study(directions=directions, sampler=self._sampler())
+            else:  # the score: the stat, or its negative for a stat to maximise
+                study = optuna.create_study(direction="minimize", sampler=self._sampler())
+        #: The in-memory study of the last :meth:`rounds` (what the sampler was told).
+        self.study = study
         self.repaired = 0
         while len(self.measured) < len(self.space):
             want = min(self.round_size, self.budget - len(self.measured))
@@ -210,11 +249,11 @@ class SampledSearch(RoundSearcher):
             return trial, i
 
     def _tell(self, study: Any, trial: Any, i: int) -> None:
-        score = self.measured.get(i)
-        if score is None:  # failed, invalid, or cut from the round by the budget
+        told: Any = self.vectors.get(i) if self.several else self.measured.get(i)
+        if told is None:  # failed, invalid, or cut from the round by the budget
             study.tell(trial, state=self._optuna.trial.TrialState.FAIL)
         else:
-            study.tell(trial, score)
+            study.tell(trial, told)
 
 
 class TPESearch(SampledSearch):
@@ -236,8 +275,8 @@ class GPSearch(SampledSearch):
 
 
 class NSGA2Search(SampledSearch):
-    """Optuna's NSGA-II on the strategy's one objective (an elitist genetic search); its
-    generations are ``population`` (default: two rounds) trials."""
+    """Optuna's NSGA-II: a Pareto front of the strategy's objectives (with one, an elitist
+    genetic search); its generations are ``population`` (default: two rounds) trials."""
 
     name = "nsga2"
 

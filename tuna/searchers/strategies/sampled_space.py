@@ -35,7 +35,13 @@ from tuna.searchers.params import Categorical, Float, Int
 from tuna.searchers.run import Point, Run
 from tuna.searchers.space import MAX_REPEATS, ParameterSpace
 from tuna.searchers.strategies.base import points_of
-from tuna.searchers.strategies.sampled import ASKS, check_sampler, make_sampler, optuna_module
+from tuna.searchers.strategies.sampled import (
+    ASKS,
+    check_objectives,
+    check_sampler,
+    make_sampler,
+    optuna_module,
+)
 
 
 def _key(point: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
@@ -62,11 +68,7 @@ class SampledSpace(SearcherInterface):
         self.name, self.space, self.seed, self.round_size = name, space, seed, round_size
         self.budget = budget
         self.objective = objective or Objective("time_ms")
-        if name == "cmaes" and len(self.objective.targets) > 1:
-            raise SearchError(
-                f"strategy 'cmaes' optimises one objective, and this search has "
-                f"{len(self.objective.targets)}; use nsga2 or tpe for a Pareto front"
-            )
+        check_objectives(name, len(self.objective.targets))
         self._optuna = optuna_module()
         self._order = space.ordered(space.names)
         for n in self._order:

@@ -1,20 +1,32 @@
-// Forward convolution, NCHW, FP32, as an implicit GEMM (TunaCudaImplicitGemm) or, for a 1x1
-// filter with stride 1 and no padding, as one GEMM per image (TunaCudaGemm1x1).
+// 2D convolution, NCHW, FP32, in each direction, as an implicit GEMM; for a forward 1x1 filter
+// with stride 1 and no padding, as one GEMM per image.
 //
-// out[n][k][p][q] = sum over c, r, s of wei[k][c][r][s] * in[n][c][p*SH-PH+r*DH][q*SW-PW+s*DW]
+// y[n][k][p][q] = sum over c, r, s of w[k][c][r][s] * x[n][c][p*SH-PH+r*DH][q*SW-PW+s*DW]
 //
-// The GEMM per group: M = K/G output channels (A: the weights, M x GEMM_K, row-major),
-// GEMM_K = C/G * R * S (the reduction), N = the output positions (B: the input gathered on the
-// fly). A block computes a BM x BN tile of the output in steps of BK along the reduction, each
-// of its (BM/TM) * (BN/TN) threads a TM x TN tile in registers; the A and B tiles of a step go
-// through shared memory (rows padded by PAD floats; two buffers when DB is 1, so that the next
-// step's loads overlap this step's arithmetic). A is read VW floats at a time (and, in the 1x1
-// solver, B too).
+// The kernel takes (src, mat, out): the tensor gathered on the fly into the GEMM's B, the one
+// read as its A, and the one computed (the order of cpuconv's kernels):
+//
+//   DIR_  direction                   src  mat  out  GEMM_M  GEMM_N        GEMM_K (reduction)
+//   0     forward (F)                 x    w    y    K/G     N*P*Q         C/G*R*S
+//   1     backward data (B)           dy   w    dx   C/G     N*H*W         K/G*R*S
+//   2     backward weights (W)        x    dy   dw   K/G     C/G*R*S       N*P*Q
+//
+// A (M x GEMM_K) is read VW floats at a time along its rows, where they are contiguous: the
+// weights' rows forward, dy's rows of P*Q positions for backward weights; backward data reads
+// the weights transposed, one float at a time (VW is 1). B is gathered one float at a time
+// (the forward 1x1 solver reads its contiguous rows in vectors too). Backward data gathers dy
+// at the positions p = (h + PH - r*DH) / SH where that divides; elsewhere zero.
+//
+// A block computes a BM x BN tile of the output in steps of BK along the reduction, each of its
+// (BM/TM) * (BN/TN) threads a TM x TN tile in registers; the A and B tiles of a step go through
+// shared memory (rows padded by PAD floats; two buffers when DB is 1, so that the next step's
+// loads overlap this step's arithmetic). blockIdx.z is the group (the forward 1x1 solver:
+// n * G_ + g).
 //
 // Everything is a compile-time constant, one cubin per candidate and problem:
-//   problem  N_ C_ H_ W_ K_ R_ S_ P_ Q_ SH SW PH PW DH DW G_
+//   problem  N_ C_ H_ W_ K_ R_ S_ P_ Q_ SH SW PH PW DH DW G_ DIR_
 //   tile     BM BN BK TM TN VW PAD DB
-//   solver   ONE_BY_ONE (0: implicit GEMM, 1: batched GEMM)
+//   solver   ONE_BY_ONE (0: implicit GEMM, 1: batched GEMM; forward only)
 // The same source compiles as host C++ (kernels/host.h: a GPU thread is a host thread), which
 // is how its correctness is tested without a GPU.
 
@@ -25,12 +37,24 @@
 constexpr int CG = C_ / G_;
 constexpr int KG = K_ / G_;
 constexpr int PQ = P_ * Q_;
+constexpr int HW = H_ * W_;
+constexpr int RS = R_ * S_;
+#if DIR_ == 1
+constexpr int GEMM_M = CG;
+constexpr int GEMM_K = KG * RS;
+constexpr int GEMM_N = N_ * HW;
+#elif DIR_ == 2
+constexpr int GEMM_M = KG;
+constexpr int GEMM_K = N_ * PQ;
+constexpr int GEMM_N = CG * RS;
+#else
 constexpr int GEMM_M = KG;
 constexpr int GEMM_K = CG * R_ * S_;
 #if ONE_BY_ONE
 constexpr int GEMM_N = PQ;  // per image: blockIdx.z is n * G_ + g
 #else
 constexpr int GEMM_N = N_ * PQ;  // every image: blockIdx.z is g
+#endif
 #endif
 constexpr int THREADS_N = BN / TN;
 constexpr int THREADS = (BM / TM) * THREADS_N;
@@ -60,7 +84,7 @@ __device__ __forceinline__ void load_vec(const float* __restrict__ p, float* v) 
 }
 
 // Step t's A tile (rows m0.., reduction k0..) into registers: zero outside the matrix.
-__device__ __forceinline__ void load_a(const float* __restrict__ wei, int g, int m0, int k0,
+__device__ __forceinline__ void load_a(const float* __restrict__ mat, int g, int m0, int k0,
                                        float (&ra)[A_LOADS][VW]) {
 #pragma unroll
     for (int i = 0; i < A_LOADS; ++i) {
@@ -68,7 +92,15 @@ __device__ __forceinline__ void load_a(const float* __restrict__ wei, int g, int
         const int m = e / (BK / VW), kv = (e % (BK / VW)) * VW;
         const int row = m0 + m, col = k0 + kv;
         if (e < A_VECS && row < GEMM_M && col < GEMM_K) {
-            load_vec<VW>(wei + (long long)(g * KG + row) * GEMM_K + col, ra[i]);
+#if DIR_ == 1  // w[k][c][r][s] read as A[c][k * RS + rs]
+            const int k = col / RS, rs = col % RS;
+            ra[i][0] = mat[((long long)(g * KG + k) * CG + row) * RS + rs];
+#elif DIR_ == 2  // dy[n][k][pq] as A[k][n * PQ + pq]: VW divides PQ, a vector stays in an image
+            const int n = col / PQ, pq = col % PQ;
+            load_vec<VW>(mat + ((long long)n * K_ + g * KG + row) * PQ + pq, ra[i]);
+#else
+            load_vec<VW>(mat + (long long)(g * KG + row) * GEMM_K + col, ra[i]);
+#endif
         } else {
 #pragma unroll
             for (int j = 0; j < VW; ++j) ra[i][j] = 0.0f;
@@ -78,7 +110,7 @@ __device__ __forceinline__ void load_a(const float* __restrict__ wei, int g, int
 
 // Step t's B tile (reduction k0.., columns n0..) into registers: zero outside the matrix
 // and in the padding.
-__device__ __forceinline__ void load_b(const float* __restrict__ in, int img, int g, int n0,
+__device__ __forceinline__ void load_b(const float* __restrict__ src, int img, int g, int n0,
                                        int k0, float (&rb)[B_LOADS][B_VW]) {
 #pragma unroll
     for (int i = 0; i < B_LOADS; ++i) {
@@ -87,7 +119,7 @@ __device__ __forceinline__ void load_b(const float* __restrict__ in, int img, in
         const int row = k0 + kk, col = n0 + nv;
 #if ONE_BY_ONE
         if (e < B_VECS && row < GEMM_K && col < GEMM_N) {
-            load_vec<B_VW>(in + ((long long)img * C_ + g * CG + row) * PQ + col, rb[i]);
+            load_vec<B_VW>(src + ((long long)img * C_ + g * CG + row) * PQ + col, rb[i]);
         } else {
 #pragma unroll
             for (int j = 0; j < B_VW; ++j) rb[i][j] = 0.0f;
@@ -96,15 +128,32 @@ __device__ __forceinline__ void load_b(const float* __restrict__ in, int img, in
         (void)img;
         float v = 0.0f;
         if (e < B_VECS && row < GEMM_K && col < GEMM_N) {
-            const int c = row / (R_ * S_), rs = row % (R_ * S_);
+#if DIR_ == 1  // dy[n][k][p][q] as B[k * RS + rs][n * HW + hw], zero where no p or q hits
+            const int k = row / RS, rs = row % RS;
             const int r = rs / S_, s = rs % S_;
+            const int n = col / HW, hw = col % HW;
+            const int hp = hw / W_ + PH - r * DH;
+            const int wq = hw % W_ + PW - s * DW;
+            if (hp >= 0 && wq >= 0 && hp % SH == 0 && wq % SW == 0 && hp / SH < P_ &&
+                wq / SW < Q_) {
+                v = src[(((long long)n * K_ + g * KG + k) * P_ + hp / SH) * Q_ + wq / SW];
+            }
+#else  // x[n][c][h][w] as B[c * RS + rs][n * PQ + pq] (backward weights: transposed)
+#if DIR_ == 2
+            const int n = row / PQ, pq = row % PQ;
+            const int c = col / RS, rs = col % RS;
+#else
+            const int c = row / RS, rs = row % RS;
             const int n = col / PQ, pq = col % PQ;
+#endif
+            const int r = rs / S_, s = rs % S_;
             const int p = pq / Q_, q = pq % Q_;
             const int h = p * SH - PH + r * DH;
             const int w = q * SW - PW + s * DW;
             if (h >= 0 && h < H_ && w >= 0 && w < W_) {
-                v = in[(((long long)n * C_ + g * CG + c) * H_ + h) * W_ + w];
+                v = src[(((long long)n * C_ + g * CG + c) * H_ + h) * W_ + w];
             }
+#endif
         }
         rb[i][0] = v;
 #endif
@@ -135,8 +184,8 @@ __device__ __forceinline__ void store_b(float (*bs)[BN + PAD], const float (&rb)
     }
 }
 
-TUNA_EXTERN_C __global__ void conv_fwd(const float* __restrict__ in,
-                                       const float* __restrict__ wei, float* __restrict__ out) {
+TUNA_EXTERN_C __global__ void conv(const float* __restrict__ src, const float* __restrict__ mat,
+                                   float* __restrict__ out) {
     __shared__ float as[1 + DB][BK][BM + PAD];
     __shared__ float bs[1 + DB][BK][BN + PAD];
 #if ONE_BY_ONE
@@ -157,8 +206,8 @@ TUNA_EXTERN_C __global__ void conv_fwd(const float* __restrict__ in,
 
     float ra[A_LOADS][VW];
     float rb[B_LOADS][B_VW];
-    load_a(wei, g, m0, 0, ra);
-    load_b(in, img, g, n0, 0, rb);
+    load_a(mat, g, m0, 0, ra);
+    load_b(src, img, g, n0, 0, rb);
     store_a(as[0], ra);
     store_b(bs[0], rb);
     __syncthreads();
@@ -167,8 +216,8 @@ TUNA_EXTERN_C __global__ void conv_fwd(const float* __restrict__ in,
         const int cur = DB ? (t & 1) : 0;
         const bool more = t + 1 < TILES_K;
         if (DB && more) {  // the next step's loads are in flight during this step's FMAs
-            load_a(wei, g, m0, (t + 1) * BK, ra);
-            load_b(in, img, g, n0, (t + 1) * BK, rb);
+            load_a(mat, g, m0, (t + 1) * BK, ra);
+            load_b(src, img, g, n0, (t + 1) * BK, rb);
         }
 #pragma unroll
         for (int kk = 0; kk < BK; ++kk) {
@@ -190,8 +239,8 @@ TUNA_EXTERN_C __global__ void conv_fwd(const float* __restrict__ in,
             }
         } else if (more) {
             __syncthreads();  // everyone is done with the tile before it is overwritten
-            load_a(wei, g, m0, (t + 1) * BK, ra);
-            load_b(in, img, g, n0, (t + 1) * BK, rb);
+            load_a(mat, g, m0, (t + 1) * BK, ra);
+            load_b(src, img, g, n0, (t + 1) * BK, rb);
             store_a(as[0], ra);
             store_b(bs[0], rb);
             __syncthreads();
@@ -206,7 +255,12 @@ TUNA_EXTERN_C __global__ void conv_fwd(const float* __restrict__ in,
         for (int j = 0; j < TN; ++j) {
             const int col = n0 + tx + j * THREADS_N;
             if (col >= GEMM_N) continue;
-#if ONE_BY_ONE
+#if DIR_ == 1
+            const int n = col / HW, hw = col % HW;
+            out[((long long)n * C_ + g * CG + row) * HW + hw] = acc[i][j];
+#elif DIR_ == 2
+            out[(long long)(g * KG + row) * GEMM_N + col] = acc[i][j];
+#elif ONE_BY_ONE
             out[((long long)img * K_ + g * KG + row) * PQ + col] = acc[i][j];
 #else
             const int n = col / PQ, pq = col % PQ;

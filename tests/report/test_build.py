@@ -191,14 +191,6 @@ def test_cli_report_bad_input(lite_seeded, tmp_path, monkeypatch, args, message)
     assert "Traceback" not in r.output and not (tmp_path / "o").exists()
 
 
-def test_baseline_parse():
-    assert Baseline.parse("slowest") == Baseline()
-    assert Baseline.parse("solver:X") == Baseline(solver="X")
-    assert Baseline.parse("golden:2") == Baseline(golden=2)
-    with pytest.raises(TunaError):
-        Baseline.parse("solver:")
-
-
 @pytest.mark.parametrize(
     ("direction", "y", "x", "groups", "name"),
     [("F", 3, 3, 1, "fwd 3x3"), ("W", 1, 1, 32, "wrw 1x1 g32"), ("B", 5, 1, 1, "bwd 5x1")],

@@ -1,0 +1,169 @@
+"""Where a study lives in the database: its session (label ``tuna.tune``, backend
+``bench``), its ``search`` row (made, or found by name and checked to be the same study),
+its runs (written through :mod:`tuna.jobs.search_results`) and its ending."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import select, update
+
+from tuna.backends.base import SessionSpec
+from tuna.db import Database
+from tuna.db.clock import db_now
+from tuna.db.models import Search, SearchRun, TuningSession
+from tuna.jobs.pruning import peers, stored_curve
+from tuna.jobs.search_results import insert_runs, objective_value
+from tuna.searchers import Objective, Run
+from tuna.searchers.errors import ObjectiveError, SearchError
+from tuna.searchers.prune import Peer
+from tuna.searches.create import BASELINE_SEQ, IN_PROCESS
+from tuna.searches.runrows import run_of
+from tuna.searches.studyspec import StudySpec
+from tuna.searches.trial import Trial
+from tuna.sessions.session import add_session
+
+LABEL = "tuna.tune"  # the label of the session studies are stored in
+
+
+def recorded_baseline(db: Database, study: StudySpec) -> Run | None:
+    """The baseline run a study of this name recorded (None: none, or a new study)."""
+    if study.baseline is None:
+        return None
+    with db.session() as s:
+        row = s.execute(
+            select(SearchRun)
+            .join(Search, Search.id == SearchRun.search)
+            .join(TuningSession, TuningSession.id == Search.session)
+            .where(
+                TuningSession.label == LABEL,
+                Search.name == study.name,
+                SearchRun.seq == BASELINE_SEQ,
+            )
+        ).scalar_one_or_none()
+        return None if row is None else run_of(row)
+
+
+def stored_runs(db: Database, search: int) -> tuple[list[Run], list[Peer]]:
+    """The study's runs in proposal order (the baseline left out) and the curves of those
+    that reported any, which a pruner judges a new run against."""
+    with db.session() as s:
+        rows = s.execute(
+            select(SearchRun)
+            .where(SearchRun.search == search, SearchRun.seq > BASELINE_SEQ)
+            .order_by(SearchRun.seq)
+        ).scalars()
+        return [run_of(r) for r in rows], peers(s.connection(), search)
+
+
+def _session(s: Any) -> int:
+    """The session studies live in (label ``tuna.tune``), made on first use."""
+    found = s.execute(
+        select(TuningSession.id)
+        .where(TuningSession.label == LABEL, TuningSession.backend == "bench")
+        .order_by(TuningSession.id)
+        .limit(1)
+    ).scalar()
+    if found is not None:
+        return int(found)
+    spec = SessionSpec(arch="python", num_cu=1, backend="bench", label=LABEL)
+    return add_session(s, spec).id
+
+
+def open_search(db: Database, study: StudySpec) -> int:
+    """The study's search: made, or found (same name) and checked to be the same study."""
+    objective = study.stored_objective
+    with db.session(immediate=True) as s:
+        session = _session(s)
+        row = s.execute(
+            select(Search).where(Search.session == session, Search.name == study.name)
+        ).scalar_one_or_none()
+        if row is None:
+            row = Search(
+                session=session,
+                name=study.name,
+                space_file=f"{study.name}.json"[:255],
+                space_text=study.space_text,
+                base={},
+                searcher=study.strategy,
+                objective=objective,
+                budget=study.budget,
+                parallelism=1,
+                backend="bench",
+                spec={IN_PROCESS: True, "required_stats": study.objective.named_stats()},
+                state="active",
+                pruner=study.pruner.to_json() if study.pruner is not None else None,
+            )
+            s.add(row)
+            s.flush()
+            return row.id
+        was = (json.loads(row.space_text), row.searcher, dict(row.objective))
+        now = (json.loads(study.space_text), study.strategy, objective)
+        if was != now or not row.spec.get(IN_PROCESS):
+            raise SearchError(
+                f"study {study.name!r} (search {row.id}) was made with another space, strategy "
+                "or objective; give the same ones to resume it, or another name= for a new study"
+            )
+        row.state, row.reason, row.finished, row.budget = "active", None, None, study.budget
+        row.pruner = study.pruner.to_json() if study.pruner is not None else None
+        return row.id
+
+
+def record_run(
+    db: Database,
+    search: int,
+    seq: int,
+    point: Mapping[str, Any],
+    run: Run,
+    objective: Objective,
+    trial: Trial | None = None,
+    pruned: bool = False,
+) -> None:
+    stats = dict(run.stats)
+    with db.session() as s:
+        finished = s.execute(select(db_now())).scalar_one()
+        insert_runs(
+            s.connection(),
+            [
+                {
+                    "search": search,
+                    "seq": seq,
+                    "point": dict(point),
+                    "config": dict(run.config),
+                    "stats": stats if run.valid else None,
+                    "value": objective_value({"stat": objective.stat}, stats),
+                    "valid": run.valid,
+                    "reason": run.reason,
+                    "finished": finished,
+                    "intermediate": stored_curve(trial.intermediate) if trial else None,
+                    "pruned": pruned,
+                }
+            ],
+        )
+
+
+def recorded(db: Database, search: int, seq: int) -> bool:
+    with db.session() as s:
+        found = s.execute(
+            select(SearchRun.id).where(SearchRun.search == search, SearchRun.seq == seq)
+        ).first()
+        return found is not None
+
+
+def ending(objective: Objective, runs: Sequence[Run]) -> tuple[str, str | None]:
+    try:
+        objective.best(runs)
+    except ObjectiveError as e:
+        return "failed", str(e)
+    return "done", None
+
+
+def end_search(db: Database, search: int, state: str, reason: str | None) -> None:
+    with db.session() as s:
+        s.execute(
+            update(Search)
+            .where(Search.id == search)
+            .values(state=state, reason=reason, finished=db_now())  # not job.state: the search's
+        )
