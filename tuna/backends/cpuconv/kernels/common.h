@@ -14,8 +14,10 @@
 #define CPUCONV_COMMON_H
 
 #include <pthread.h>
+#include <unistd.h>
 #include <stddef.h>
 #include <string.h>
+#include <time.h>
 
 #define CV_CAT_(a, b) a##b
 #define CV_CAT(a, b) CV_CAT_(a, b)
@@ -50,43 +52,162 @@
 /* fn(ctx, begin, end) over [0, total) split in nt contiguous ranges, one thread each. */
 typedef void (*cv_range_fn)(void *ctx, long begin, long end);
 
-struct cv_task {
-    cv_range_fn fn;
+/* The threads that run the ranges: a pool per shared object, started on first use and kept
+ * between calls. Creating and joining a thread per call cost 16-64 us each (measured here);
+ * a kernel makes 1 to 75 parallel calls per run (CpuWinograd2x3: three per block of
+ * tiles), on runs of 0.2-2 ms. The caller runs the first range itself. Between calls a
+ * worker spins for CV_SPIN_NS, then sleeps on a condition variable; the caller waits for the
+ * workers the same way. On a busy machine a sleeping worker can wait a scheduler tick to be
+ * woken, and an unfolding that took 0.05 ms on one thread took 0.17 ms on two; OpenMP, which
+ * oneDNN uses, spins too. The pool is stopped and joined when the library is unloaded (a
+ * destructor: dlclose runs it before unmapping the code the threads run), and a forked child
+ * (cpuconv's isolation forks the worker) starts its own: it has none of its parent's
+ * threads. One call at a time per library (a mutex); a range function must not call
+ * cv_parallel itself. */
+enum { CV_MAX_THREADS = 16 };
+#define CV_SPIN_NS 50000L
+
+struct cv_pool {
+    pthread_mutex_t call;           /* held for a whole cv_parallel call */
+    pthread_mutex_t mu;             /* with go and done: sleeping and waking */
+    pthread_cond_t go, done;
+    pid_t pid;                      /* the process the workers belong to; 0: none started */
+    int workers, sleepers;          /* started; asleep on go (under mu) */
+    int stop, pending;              /* atomic: stop the workers; workers yet to answer */
+    unsigned long round;            /* atomic: bumped for each call (and for stop) */
+    cv_range_fn fn;                 /* the call: written before round is bumped */
     void *ctx;
-    long begin, end;
+    long total;
+    int nt;
+    pthread_t th[CV_MAX_THREADS];
 };
 
-static void *cv_task_main(void *p) {
-    struct cv_task *t = (struct cv_task *)p;
-    t->fn(t->ctx, t->begin, t->end);
+static struct cv_pool cv_pool_ = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
+                                  PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER};
+
+struct cv_worker_arg {
+    int index;           /* the range it runs: 1 .. CV_MAX_THREADS - 1 */
+    unsigned long round; /* the round when it was started: it waits for the next */
+};
+static struct cv_worker_arg cv_worker_args_[CV_MAX_THREADS];
+
+static long cv_now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
+static inline void cv_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* Whether *word became other than `was` within CV_SPIN_NS (checked without sleeping). */
+static int cv_spin_while(const unsigned long *word, unsigned long was) {
+    const long start = cv_now_ns();
+    for (unsigned i = 1;; i++) {
+        if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != was) return 1;
+        cv_relax();
+        if (i % 64 == 0 && cv_now_ns() - start > CV_SPIN_NS) return 0;
+    }
+}
+
+static void *cv_worker_main(void *p) {
+    const int me = ((struct cv_worker_arg *)p)->index;
+    struct cv_pool *pl = &cv_pool_;
+    unsigned long seen = ((struct cv_worker_arg *)p)->round;
+    for (;;) {
+        if (!cv_spin_while(&pl->round, seen)) {
+            pthread_mutex_lock(&pl->mu);
+            pl->sleepers++;
+            while (__atomic_load_n(&pl->round, __ATOMIC_ACQUIRE) == seen)
+                pthread_cond_wait(&pl->go, &pl->mu);
+            pl->sleepers--;
+            pthread_mutex_unlock(&pl->mu);
+        }
+        seen = __atomic_load_n(&pl->round, __ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&pl->stop, __ATOMIC_ACQUIRE)) break;
+        if (me < pl->nt) /* else this call needs fewer threads: it only answers */
+            pl->fn(pl->ctx, pl->total * me / pl->nt, pl->total * (me + 1) / pl->nt);
+        if (__atomic_sub_fetch(&pl->pending, 1, __ATOMIC_ACQ_REL) == 0) {
+            pthread_mutex_lock(&pl->mu);
+            pthread_cond_signal(&pl->done);
+            pthread_mutex_unlock(&pl->mu);
+        }
+    }
     return NULL;
 }
 
+/* Workers 1 .. want - 1 running in this process (fewer if a thread cannot be had). */
+static int cv_pool_grow(struct cv_pool *pl, int want) {
+    if (pl->pid != getpid()) { /* none yet, or a forked child: its parent's are not here */
+        pthread_mutex_init(&pl->call, NULL);
+        pthread_mutex_init(&pl->mu, NULL);
+        pthread_cond_init(&pl->go, NULL);
+        pthread_cond_init(&pl->done, NULL);
+        pthread_mutex_lock(&pl->call);
+        pl->pid = getpid();
+        pl->workers = pl->sleepers = pl->stop = pl->pending = 0;
+        pl->round = 0;
+    }
+    while (pl->workers + 1 < want) {
+        const int i = pl->workers + 1;
+        cv_worker_args_[i].index = i;
+        cv_worker_args_[i].round = pl->round; /* only the caller changes it, holding `call` */
+        if (pthread_create(&pl->th[i], NULL, cv_worker_main, &cv_worker_args_[i]) != 0) break;
+        pl->workers++;
+    }
+    return pl->workers + 1;
+}
+
+/* A new round (a call, or the stop): the workers spinning see it, the sleeping are woken. */
+static void cv_pool_bump(struct cv_pool *pl) {
+    pthread_mutex_lock(&pl->mu);
+    __atomic_add_fetch(&pl->round, 1, __ATOMIC_RELEASE);
+    if (pl->sleepers) pthread_cond_broadcast(&pl->go);
+    pthread_mutex_unlock(&pl->mu);
+}
+
+__attribute__((destructor)) static void cv_pool_stop(void) {
+    struct cv_pool *pl = &cv_pool_;
+    if (pl->pid != getpid() || pl->workers == 0) return;
+    __atomic_store_n(&pl->stop, 1, __ATOMIC_RELEASE);
+    cv_pool_bump(pl);
+    for (int i = 1; i <= pl->workers; i++) pthread_join(pl->th[i], NULL);
+    pl->workers = 0;
+}
+
 CV_UNUSED static void cv_parallel(int nt, long total, cv_range_fn fn, void *ctx) {
-    enum { MAX_THREADS = 16 };
-    if (nt > MAX_THREADS) nt = MAX_THREADS;
+    struct cv_pool *pl = &cv_pool_;
+    if (nt > CV_MAX_THREADS) nt = CV_MAX_THREADS;
     if (nt > total) nt = (int)total;
     if (nt <= 1) {
         if (total > 0) fn(ctx, 0, total);
         return;
     }
-    pthread_t th[MAX_THREADS];
-    struct cv_task task[MAX_THREADS];
-    int started[MAX_THREADS] = {0};
-    for (int i = 0; i < nt; i++) {
-        task[i].fn = fn;
-        task[i].ctx = ctx;
-        task[i].begin = total * i / nt;
-        task[i].end = total * (i + 1) / nt;
+    if (pl->pid == getpid()) pthread_mutex_lock(&pl->call); /* else cv_pool_grow takes it */
+    nt = cv_pool_grow(pl, nt);
+    pl->fn = fn;
+    pl->ctx = ctx;
+    pl->total = total;
+    pl->nt = nt;
+    /* Every worker answers every call, so none still reads this call's fields when the
+     * next call writes them. */
+    __atomic_store_n(&pl->pending, pl->workers, __ATOMIC_RELAXED);
+    cv_pool_bump(pl);
+    fn(ctx, 0, total / nt);
+    const long start = cv_now_ns();
+    for (unsigned i = 1; __atomic_load_n(&pl->pending, __ATOMIC_ACQUIRE) > 0; i++) {
+        cv_relax();
+        if (i % 64 == 0 && cv_now_ns() - start > CV_SPIN_NS) {
+            pthread_mutex_lock(&pl->mu);
+            while (__atomic_load_n(&pl->pending, __ATOMIC_ACQUIRE) > 0)
+                pthread_cond_wait(&pl->done, &pl->mu);
+            pthread_mutex_unlock(&pl->mu);
+        }
     }
-    for (int i = 1; i < nt; i++) started[i] = pthread_create(&th[i], NULL, cv_task_main, &task[i]) == 0;
-    fn(ctx, task[0].begin, task[0].end);
-    for (int i = 1; i < nt; i++) {
-        if (started[i])
-            pthread_join(th[i], NULL);
-        else
-            fn(ctx, task[i].begin, task[i].end); /* no thread to be had: do it here */
-    }
+    pthread_mutex_unlock(&pl->call);
 }
 
 struct cv_args {
