@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tests.backends.cpuconv.cases import SHAPES, conv, covering, measure
+from tuna.backends.cpuconv import isolate, run
 from tuna.backends.cpuconv import solvers as sv
 
 CASES = [
@@ -101,3 +102,35 @@ def test_loop_orders_and_packed_panels_agree_with_the_reference(shape, direction
     assert packed == ({"0"} if direction == "W" else {"0", "1"})
     results = measure(p, solver, params)
     assert [(m.params, m.reason) for m in results] == [(c, None) for c in params]
+
+
+def test_a_packed_unfolding_that_skips_a_filter_tap_fails_verification():
+    """The forward CpuIm2colGemm with PB 1 unfolds its input straight into packed panels;
+    the same kernel leaving out the last filter tap there must fail verification."""
+    p = LOOP_ORDER_SHAPES["3x3 pad 1"]
+    good = "6,2,8,64,2,1,1"
+    assert good in sv.space_params(p, sv.IM2COL)
+    results = measure(p, sv.IM2COL, [good, f"{good},1"])
+    assert [m.reason for m in results] == [None, "verification failed"]
+    assert (results[1].error or 0) > 1e-2
+
+
+def test_a_thread_pool_used_before_a_fork_serves_the_child_too():
+    """The kernels' threads (common.h's pool) live on between calls; a forked child (the
+    evaluate worker's isolation forks) has none of them and must start its own rather than
+    wait for its parent's. The parent runs a two-thread candidate first, then the child
+    verifies and times it; a child waiting on threads it does not have would be killed as
+    hung after limit_s."""
+    p = LOOP_ORDER_SHAPES["3x3 pad 1"]
+    params = ["6,2,8,64,2,1,1", "6,2,8,64,2,0,0"]
+
+    def parent_then_child(p, cands, **how):
+        first = run.measure(p, cands, **how)  # starts the pool here
+        return first, isolate.measure_isolated(p, cands, limit_s=20, **how)
+
+    first, child = run.build_and_measure(
+        p, sv.IM2COL, params, march="native", opt="0", prefix="cpuconv-test-", repeats=1,
+        measurer=parent_then_child,
+    )  # fmt: skip
+    assert [(m.params, m.reason) for m in first] == [(c, None) for c in params]
+    assert [(m.params, m.reason) for m in child] == [(c, None) for c in params]

@@ -132,6 +132,7 @@ def test_params_round_trip_and_bad_ones_are_named():
         sv.parse_params(sv.IM2COL, "4,2,8,128,2,2,0")
     assert sv.format_params(sv.parse_params(sv.TILED, "2,1,16,4,1")) == "2,1,16,4,1"
     assert sv.parse_params(sv.TILED, "2,1,16,4,1,1")[sv.FAULT_FIELD] == 1
+    assert sv.parse_params(sv.IM2COL, "4,2,8,128,2,1,1,1")[sv.FAULT_FIELD] == 1
     assert sv.parse_params(sv.NAIVE, "") == {}
     with pytest.raises(ValueError, match="takes 5 parameters"):
         sv.parse_params(sv.WINOGRAD, "1,2,3")

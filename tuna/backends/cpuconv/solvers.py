@@ -250,8 +250,10 @@ SPECS: dict[str, ParamSpec] = {
         _winograd_valid,
     ),
 }
-#: Test only: a CpuDirectTiled candidate with one more field, 1, leaves out a filter tap.
+#: Test only: a CpuDirectTiled or CpuIm2colGemm candidate with one more field, 1, leaves out
+#: a filter tap (CpuIm2colGemm: in the forward unfolding into packed panels, PB 1).
 FAULT_FIELD = "skip_tap"
+_FAULTY = (TILED, IM2COL)
 
 
 def format_params(values: dict[str, int] | tuple[int, ...]) -> str:
@@ -309,7 +311,7 @@ def parse_params(solver: str, text: str) -> dict[str, int]:
     except ValueError as e:
         raise ValueError(f"{solver} parameters {text!r} are not comma-separated integers") from e
     names = spec.names
-    if solver == TILED and len(values) == len(names) + 1:
+    if solver in _FAULTY and len(values) == len(names) + 1:
         names = (*names, FAULT_FIELD)
     if len(values) == _LEGACY_FIELDS.get(solver):
         values += [0] * (len(names) - len(values))
@@ -335,7 +337,11 @@ def workspace_bytes(p: ConvProblem, solver: str, params: dict[str, int]) -> int:
     cg, kg = p.in_channels // p.group_count, p.out_channels // p.group_count
     if solver == IM2COL:
         ho, wo = p.out_size
-        return 4 * cg * p.fil_size[0] * p.fil_size[1] * ho * wo
+        cols = ho * wo
+        if p.direction == "F" and params.get("PB"):  # packed panels, zero-padded to NR
+            nr = params["NV"] * params["VW"]
+            cols = _ceil_div(cols, nr) * nr
+        return 4 * cg * p.fil_size[0] * p.fil_size[1] * cols
     if solver == WINOGRAD:
         ci, ko = (cg, kg) if p.direction == "F" else (kg, cg)
         tb = params["TB"]

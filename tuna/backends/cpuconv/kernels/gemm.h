@@ -138,24 +138,36 @@ static inline __attribute__((always_inline)) void FN(tile_nn)(
 
 /* C[i0:i1, :N] = (accumulate ? C : 0) + A B with A(i, p) at A[i sam + p sak], B(p, j) at
  * B[p ldb + j]; tiles in the order GM_LO, B packed per cache block when GM_PB (unpacked
- * if the panel cannot be allocated). */
-CV_UNUSED static void FN(gemm_nn)(long i0, long i1, long N, long Kd, const float *A, long sam, long sak,
-                        const float *B, long ldb, float *C, long ldc, int accumulate) {
+ * if the panel cannot be allocated). ldb == 0: B is packed already, each cache block as
+ * pack_b writes it, one after the other (the block of rows [pc, pc + kc) at B + pc Npad,
+ * Npad = N rounded up to NR): CpuIm2colGemm unfolds its input straight into that layout,
+ * once for all threads. A block's panels are contiguous, as in a block packed here. */
+CV_UNUSED static void FN(gemm_nn)(long i0, long i1, long N, long Kd, const float *A, long sam,
+                                  long sak, const float *B, long ldb, float *C, long ldc,
+                                  int accumulate) {
     float *pk = NULL;
 #if GM_PB
-    const size_t bytes = (size_t)CV_MIN(GM_KC, Kd) * ((N + GM_NR - 1) / GM_NR * GM_NR) * sizeof(float);
-    pk = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (ldb != 0) {
+        const size_t bytes =
+            (size_t)CV_MIN(GM_KC, Kd) * ((N + GM_NR - 1) / GM_NR * GM_NR) * sizeof(float);
+        pk = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    }
 #endif
+    const int packed = pk != NULL || ldb == 0;
+    const long npad = (N + GM_NR - 1) / GM_NR * GM_NR;
     for (long pc = 0; pc < Kd; pc += GM_KC) {
         const long kc = CV_MIN(GM_KC, Kd - pc);
         const int first = pc == 0 && !accumulate;
         if (pk) FN(pack_b)(kc, N, B + pc * ldb, ldb, pk);
-#define GM_NN_TILE(i, j)                                                                       \
-    FN(tile_nn)(kc, A + (i) * sam + pc * sak, sam, sak,                                        \
-                pk ? pk + (j) * kc : B + pc * ldb + (j), pk ? GM_NR : ldb, C + (i) * ldc + (j), \
-                ldc, CV_MIN(GM_MR, i1 - (i)), CV_MIN(GM_NR, N - (j)), first, pk != NULL)
+        /* Column j's panel of this cache block: packed here, packed already, or B itself. */
+#define GM_NN_B(j) (pk ? pk + (j) * kc : ldb == 0 ? B + pc * npad + (j) * kc : B + pc * ldb + (j))
+#define GM_NN_TILE(i, j)                                                                      \
+    FN(tile_nn)(kc, A + (i) * sam + pc * sak, sam, sak, GM_NN_B(j), packed ? GM_NR : ldb,      \
+                C + (i) * ldc + (j), ldc, CV_MIN(GM_MR, i1 - (i)), CV_MIN(GM_NR, N - (j)),    \
+                first, packed)
         GM_FOR_TILES(i, j, i0, i1, N, GM_NR) GM_NN_TILE(i, j);
 #undef GM_NN_TILE
+#undef GM_NN_B
     }
     free(pk);
 }
