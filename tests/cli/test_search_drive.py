@@ -92,8 +92,9 @@ def test_a_strategy_search_takes_no_pruner(bench: tuple[CliRunner, list[str]]) -
     r = runner.invoke(main, [*args, "--solver", "CpuGemm1x1", "--pruner", "median"])
     assert (r.exit_code, r.output) == (
         1,
-        "Error: --pruner and --time-budget go with a parameter file's search; a --strategy "
-        "search is bounded by --budget\n",
+        "Error: --pruner goes with a parameter file's search: a --strategy round is one job "
+        "that times its candidates together, with no intermediate values to stop early; "
+        "bound it by --budget or --time-budget\n",
     )
 
 

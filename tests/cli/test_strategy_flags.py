@@ -85,6 +85,28 @@ def test_search_create_strategy(cpuconv):
     assert r.output.startswith("search 1 'm' in session 1: grid over CpuGemm1x1 on config 1")
 
 
+def test_a_strategy_search_takes_objectives_constraints_and_a_time_budget(cpuconv):
+    r = cpuconv.invoke(
+        main,
+        ["load_jobs", "-t", "net", "-s", "1", "--solvers", "CpuGemm1x1", "--strategy", "nsga2",
+         "--budget", "16", "--objective", "time_ms:min", "--objective", "threads:min",
+         "--constraint", "workspace_bytes <= 0", "--time-budget", "2h"],
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    r = cpuconv.invoke(
+        main,
+        ["search", "create", "-s", "1", "--name", "t", "--strategy", "tpe", "--config", "1",
+         "--solver", "CpuGemm1x1", "--objective", "time_ms", "--objective", "threads:min",
+         "--time-budget", "10m"],
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    shown = cpuconv.invoke(main, ["search", "show", "1"])
+    assert "objectives minimise time_ms, minimise threads" in shown.output, shown.output
+    assert "workspace_bytes <= 0" in shown.output and "time budget 2h" in shown.output
+    shown = cpuconv.invoke(main, ["search", "show", "2"])
+    assert "minimise time_ms, minimise threads" in shown.output and "budget 10m" in shown.output
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -101,6 +123,13 @@ def test_search_create_strategy(cpuconv):
         (["--strategy", "random", "--step", "find"], "Error: --strategy searches a tunable"),
         (["--strategy", "random", "--budget", "1000"],
          "Error: a budget of 1000 measurements is above the space's"),
+        (["--objective", "threads:min"], "Error: --objective, --constraint and --time-budget go "
+         "with --strategy NAME"),
+        (["--strategy", "nsga2", "--objective", "time_ms", "--objective", "gflops:max"],
+         "Error: objective or constraint stat 'gflops': the runs of a strategy search of "
+         "CpuGemm1x1 on config 1 have the stats time_ms, threads, workspace_bytes"),
+        (["--strategy", "tpe", "--constraint", "threads <"], "Error: constraint 'threads <'"),
+        (["--strategy", "tpe", "--time-budget", "soon"], "Error: time budget 'soon'"),
     ],
 )  # fmt: skip
 def test_bad_strategy_flags_say_so_in_one_line_and_write_nothing(cpuconv, args, message):

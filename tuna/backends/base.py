@@ -426,6 +426,15 @@ class Backend(abc.ABC):
         size that a tree cannot form itself. None by default."""
         return {}
 
+    def candidate_stats(
+        self, problem: ConvProblem, solver: str, params: Mapping[str, Any], /
+    ) -> dict[str, float]:
+        """What a candidate costs besides its time, known from its parameters without
+        measuring it (e.g. threads, workspace bytes): a strategy search's runs carry them
+        beside ``time_ms``, so its objectives and constraints may name them. None by
+        default."""
+        return {}
+
     def parse_params(self, solver: str, text: str, /) -> dict[str, int]:
         """A candidate's parameter string (a perf-db row's) as values by name; raises
         ``ValueError`` saying what is wrong when it is not one of ``solver``'s. A string of

@@ -22,6 +22,7 @@ from tuna.cli.strategy import (
     StrategyFlags,
     describe_strategy,
     session_strategy,
+    strategy_aims,
     strategy_options,
 )
 from tuna.errors import TunaError
@@ -88,6 +89,26 @@ from tuna.sessions.rules import exclusion_hint
     " Without it a session's default strategy (tuna session create --strategy) searches; "
     "--strategy none queues perf jobs instead.",
 )
+@click.option(
+    "--objective",
+    "objectives",
+    multiple=True,
+    metavar="STAT:min|max",
+    help="With --strategy: time_ms:min first, then others the backend computes from a "
+    "candidate (cpuconv: threads, workspace_bytes); several make each search's answer a "
+    "Pareto front (nsga2 and tpe search for it).",
+)
+@click.option(
+    "--constraint",
+    "constraints",
+    multiple=True,
+    help="With --strategy: a run counts only if it meets this, e.g. 'workspace_bytes <= 1e6'.",
+)
+@click.option(
+    "--time-budget",
+    help="With --strategy: each search stops proposing this long after its first round "
+    "(90s, 10m, 1h30m); the round in flight finishes.",
+)
 @verbose_option
 def load_jobs_cmd(
     tag: str | None,
@@ -102,6 +123,9 @@ def load_jobs_cmd(
     force: bool,
     min_trials: int | None,
     flags: StrategyFlags,
+    objectives: tuple[str, ...],
+    constraints: tuple[str, ...],
+    time_budget: str | None,
 ) -> None:
     """Queue jobs: one per (config, applicable solver), never duplicated.
 
@@ -122,6 +146,8 @@ def load_jobs_cmd(
       load_job -t resnet50 --session_id 3 --fin_steps miopen_perf_compile,miopen_perf_eval
       load_jobs -t resnet50 -s 3 --strategy model --transfer --budget 10% --patience 32
       load_jobs -t resnet50 -s 3 --strategy tpe --budget 25% --seed 1
+      load_jobs -t resnet50 -s 3 --strategy nsga2 --budget 25% --objective time_ms:min \\
+          --objective threads:min --time-budget 2h
       load_jobs -t resnet50 -s 3 --strategy none
       load_jobs -t resnet50 -s 3 --strategy random --budget 64 --remeasure
     """
@@ -132,6 +158,11 @@ def load_jobs_cmd(
     from_session = flags.strategy is None
     if options is None and flags.budget_text is not None:
         raise TunaError("--budget goes with --strategy NAME (without it a job times a sample)")
+    if options is None and (objectives or constraints or time_budget is not None):
+        raise TunaError(
+            "--objective, --constraint and --time-budget go with --strategy NAME (a perf job "
+            "keeps the fastest candidate of the sample it times)"
+        )
     if options is not None:
         if step != "perf":
             raise TunaError(
@@ -155,6 +186,7 @@ def load_jobs_cmd(
                 all_configs=all_configs,
                 solvers=names,
                 min_trials=min_trials,
+                aims=strategy_aims(objectives, constraints, time_budget),
             )
         finally:
             db.dispose()

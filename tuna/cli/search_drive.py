@@ -18,6 +18,7 @@ from tuna.cli.strategy import (
     StrategyFlags,
     describe_strategy,
     session_strategy,
+    strategy_aims,
     strategy_options,
 )
 from tuna.errors import TunaError
@@ -27,7 +28,12 @@ from tuna.searchers.objective import parse_target
 from tuna.searchers.strategies import StrategyOptions
 from tuna.searches import SearchRequest, SessionSearches, check_request, create_search, query
 from tuna.searches.query import RunRow, SearchSummary
-from tuna.searches.strategy import StrategyRequest, create_strategy_search, search_name
+from tuna.searches.strategy import (
+    StrategyAims,
+    StrategyRequest,
+    create_strategy_search,
+    search_name,
+)
 
 
 @click.command("create", cls=TunaCommand)
@@ -234,10 +240,11 @@ def create_cmd(
                 "default strategy)"
             )
     options = flags.resolve(default)
-    if options is not None and (pruner is not None or time_budget is not None):
+    if options is not None and pruner is not None:
         raise TunaError(
-            "--pruner and --time-budget go with a parameter file's search; a --strategy "
-            "search is bounded by --budget"
+            "--pruner goes with a parameter file's search: a --strategy round is one job "
+            "that times its candidates together, with no intermediate values to stop early; "
+            "bound it by --budget or --time-budget"
         )
     if objective_fn is not None:
         if options is not None or run_cmd is not None or build_cmd is not None:
@@ -247,14 +254,15 @@ def create_cmd(
             )
         stat, stats_mode, stats_pattern = stat or "value", "json", ()
     if options is not None:
-        if len(targets) > 1 or constraints or baseline is not None:
+        if baseline is not None:
             raise TunaError(
-                "--strategy searches a solver's time_ms: leave out --constraint, --baseline "
-                "and a second --objective"
+                "--strategy measures no baseline: leave out --baseline (a --constraint "
+                "compares a stat with a number, e.g. 'workspace_bytes <= 1e6')"
             )
         from_session = flags.strategy is None
+        aims = strategy_aims([str(t) for t in targets], constraints, time_budget)
         _create_strategy(
-            session_id, name, config_id, solver, options, from_session, params, run_cmd, stat
+            session_id, name, config_id, solver, options, from_session, params, run_cmd, aims
         )
         return
     if params is None or (run_cmd or objective_fn) is None or stat is None or name is None:
@@ -357,21 +365,20 @@ def _create_strategy(
     from_session: bool,
     params: Path | None,
     run_cmd: str | None,
-    stat: str | None,
+    aims: StrategyAims,
 ) -> None:
     if config_id is None or solver is None:
         raise TunaError("--strategy searches one config's solver: give --config ID and --solver")
-    if params is not None or run_cmd is not None or stat is not None:
+    if params is not None or run_cmd is not None:
         raise TunaError(
-            "--strategy searches a solver's own space: leave out the parameter file, --run "
-            "and --objective (the objective is time_ms)"
+            "--strategy searches a solver's own space: leave out the parameter file and --run"
         )
     if from_session:
         console.print(
             f"session {session_id}'s default strategy: {describe_strategy(options.to_json())}",
             markup=False,
         )
-    request = StrategyRequest(session_id, config_id, solver, options, name)
+    request = StrategyRequest(session_id, config_id, solver, options, name, aims)
     db = database()
     notes: list[str] = []
     try:

@@ -13,7 +13,7 @@ are the session's default: a ``load_jobs`` without ``--strategy`` searches with 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -21,12 +21,15 @@ import click
 
 from tuna.cli.base import database
 from tuna.errors import TunaError
+from tuna.searchers.objective import parse_target
 from tuna.searchers.strategies import (
     DEFAULT_ROUND_SIZE,
     DEFAULT_SEED,
     STRATEGIES,
     StrategyOptions,
 )
+from tuna.searchers.timebudget import parse_duration
+from tuna.searches.strategy import StrategyAims, strategy_objective
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -108,6 +111,17 @@ class StrategyFlags:
             transfer,
             remeasure,
         )
+
+
+def strategy_aims(
+    objectives: Sequence[str], constraints: Sequence[str], time_budget: str | None
+) -> StrategyAims:
+    """``--objective STAT:min|max`` (repeated), ``--constraint`` and ``--time-budget`` of a
+    strategy search, checked (one line each; :func:`tuna.searches.strategy.check_objective`
+    checks the stats against the solver's when the space is known)."""
+    targets = [parse_target(o) for o in objectives]
+    seconds = parse_duration(time_budget) if time_budget is not None else None
+    return StrategyAims(strategy_objective(targets, constraints), seconds)
 
 
 def session_strategy(session_id: int) -> dict[str, Any]:

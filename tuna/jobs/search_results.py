@@ -444,6 +444,7 @@ def store_rounds(
             select(SearchBuild.params).where(SearchBuild.id == job.search_build)
         ).scalar_one()
         texts = round_candidates(params)
+        extra = round_stats(params)
         pending = conn.execute(
             select(SearchRun.id, SearchRun.seq, SearchRun.search)
             .where(SearchRun.build == job.search_build, SearchRun.valid.is_(None))
@@ -474,7 +475,7 @@ def store_rounds(
                 values: dict[str, Any] = {"valid": False, "reason": "not measured by its round"}
             elif found.valid and found.time_ms is not None:
                 t = found.time_ms
-                values = {"valid": True, "value": t, "stats": {"time_ms": t}}
+                values = {"valid": True, "value": t, "stats": {**extra.get(seq, {}), "time_ms": t}}
             else:
                 values = {"valid": False, "reason": found.reason or "invalid", "stats": {}}
             conn.execute(
@@ -507,6 +508,16 @@ def round_candidates(params: Mapping[str, Any]) -> dict[int, str]:
         first = int(params.get("round") or 0)
         seqs = range(first, first + len(candidates))
     return {int(seq): str(text) for seq, text in zip(seqs, candidates, strict=True)}
+
+
+def round_stats(params: Mapping[str, Any]) -> dict[int, dict[str, Any]]:
+    """A round's stats computed from each candidate (``search_build.params["stats"]``,
+    beside the ``candidates``: what a strategy's objective reads besides the time), as run
+    seq -> stats; empty for a round stored without them."""
+    stats = params.get("stats")
+    if not stats:
+        return {}
+    return dict(zip(round_candidates(params), (dict(s) for s in stats), strict=True))
 
 
 def _machine(conn: Connection, job: int) -> Any:

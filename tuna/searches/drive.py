@@ -66,6 +66,7 @@ from tuna.searches.runrows import (
 from tuna.searches.strategy import (
     FINAL_CANDIDATES,
     candidate_space,
+    candidate_stats_of,
     is_strategy,
     make_searcher_for,
     solver_id,
@@ -123,9 +124,12 @@ class SearchDriver:
             candidates = candidate_space(db, self.session, self.spec)
             self.space = candidates.parameter_space()
             solver = solver_id(db, self.session, str(self.spec["solver"]))
+            computed = None  # threads, workspace, ...: when the objective names them
+            if set(self.objective.named_stats()) - {"time_ms"}:
+                computed = candidate_stats_of(db, self.session, self.spec)
             self.enqueuer = Enqueuer(
                 db, self.id, self.session, self.space, self.spec,
-                strategy=True, solver=solver, names=candidates.names,
+                strategy=True, solver=solver, names=candidates.names, computed=computed,
             )  # fmt: skip
         else:
             runs_on = get_backend(backend)
@@ -216,7 +220,7 @@ class SearchDriver:
     def _searcher(self) -> SearcherInterface | None:
         """A fresh searcher of this search (a strategy's with its history)."""
         if self.strategy:
-            return make_searcher_for(self.db, self.session, self.spec)
+            return make_searcher_for(self.db, self.session, self.spec, self.objective)
         return make_searcher(self.expression, self.space, self.objective)
 
     def _adopt(self, slot: _Slot, row: Any) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +52,8 @@ class Enqueuer:
     strategy: bool = False
     solver: int | None = None
     names: Sequence[str] = ()
+    #: A strategy's stats computed from a candidate (its objective names them), or None.
+    computed: Callable[[Any], dict[str, float]] | None = None
 
     def enqueue(self, proposals: list[tuple[int, Proposal]]) -> dict[int, int]:
         """Record ``(seq, proposal)``s with their builds and jobs in one transaction;
@@ -116,15 +118,17 @@ class Enqueuer:
         known: dict[int, dict[str, Any]] = {}  # seq -> its run, measured where history counts
         if self.strategy:  # the whole round: one build, one job
             texts = {seq: self.text(p.point) for seq, p in todo}
+            stats = {s: self.computed(p.point) for s, p in todo if self.computed is not None}
             if history is not None and self.solver is not None:
                 config = int(self.spec["config"])
-                known = measured_runs(conn, history, config, self.solver, texts)
+                known = measured_runs(conn, history, config, self.solver, texts, stats)
             seqs = [seq for seq, _ in todo if seq not in known]
-            if seqs:
-                round_build = self.insert_round(  # each candidate with its run's seq
+            if seqs:  # each candidate with its run's seq (and stats the record adds to times)
+                params = {"round": seqs[0], "seqs": seqs, "candidates": [texts[s] for s in seqs]}
+                round_build = self.insert_round(
                     conn,
                     build_key_hash([("round", seqs[0])]),
-                    {"round": seqs[0], "seqs": seqs, "candidates": [texts[s] for s in seqs]},
+                    params | ({"stats": [stats[s] for s in seqs]} if stats else {}),
                 )
         elif self.builds:
             tuples = {}

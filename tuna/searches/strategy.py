@@ -38,7 +38,7 @@ import datetime as dt
 import json
 import logging
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -56,12 +56,15 @@ from tuna.library.effort import counting_measurements, tuned_enough
 from tuna.problems.conv import ConvProblem
 from tuna.searchers import Objective, SearchError
 from tuna.searchers.costmodel import HistoryEntry
+from tuna.searchers.objective import make_objective
+from tuna.searchers.pareto import Target
 from tuna.searchers.strategies import (
     CandidateSpace,
     RoundSearcher,
     StrategyOptions,
     resolve_budget,
 )
+from tuna.searchers.strategies.sampled import check_objectives
 from tuna.sessions.history import Eligibility, eligibility
 from tuna.sessions.session import no_session, session_info, session_row
 
@@ -74,6 +77,24 @@ FINAL_CANDIDATES = 3
 
 
 @dataclass(frozen=True)
+class StrategyAims:
+    """What a strategy search optimises and for how long, as ``load_jobs --strategy`` and
+    ``tuna search create --strategy`` take them (:func:`strategy_objective`)."""
+
+    objective: Objective = field(default_factory=lambda: OBJECTIVE)
+    time_budget_s: float | None = None
+
+
+def strategy_objective(targets: Sequence[Target], constraints: Sequence[str]) -> Objective:
+    """The objective of ``--objective STAT:min|max`` (repeated) and ``--constraint TEXT``
+    given to a strategy search: ``time_ms`` alone when neither is given, time first when
+    only constraints are (each checked: one line; see :func:`check_objective`)."""
+    if not targets and not constraints:
+        return OBJECTIVE
+    return make_objective(list(targets) or list(OBJECTIVE.targets), constraints)
+
+
+@dataclass(frozen=True)
 class StrategyRequest:
     """A strategy search as asked for (``load_jobs --strategy`` / ``tuna search create
     --strategy``) on one config's solver; its options were checked when they were made."""
@@ -83,6 +104,7 @@ class StrategyRequest:
     solver: str
     options: StrategyOptions
     name: str | None = None
+    aims: StrategyAims = field(default_factory=StrategyAims)
 
 
 @dataclass(frozen=True)
@@ -92,6 +114,48 @@ class Problem:
     problem: ConvProblem
     space: CandidateSpace
     features: dict[str, float]
+
+
+def check_objective(
+    objective: Objective, strategy: str, backend: Backend, p: Problem, solver: str
+) -> None:
+    """A strategy search's objective, checked against what its runs will hold: ``time_ms``
+    first and minimised (the perf db keeps the fastest candidate), then any of the stats
+    the backend computes from a candidate's parameters (cpuconv: threads, workspace_bytes),
+    constraints over those, no baseline (a strategy search measures none)."""
+    first = objective.targets[0]
+    if first != OBJECTIVE.targets[0]:
+        raise SearchError(
+            f"--strategy: the first objective is time_ms:min (the perf db keeps the fastest "
+            f"candidate), not {first}; give --objective time_ms:min first and {first} after it"
+        )
+    known = ["time_ms", *backend.candidate_stats(p.problem, solver, p.space.points[0])]
+    for name in objective.named_stats():
+        if name not in known:
+            raise SearchError(
+                f"objective or constraint stat {name!r}: the runs of a strategy search of "
+                f"{p.space.source} have the stats {', '.join(known)} (time measured, the others "
+                "computed from each candidate's parameters); name one of those"
+            )
+    for c in objective.constraints:
+        if c.baseline_stats:
+            raise SearchError(
+                f"constraint {c.text!r}: a strategy search measures no baseline; compare "
+                "with a number instead"
+            )
+    check_objectives(strategy, len(objective.targets))
+
+
+def candidate_stats_of(
+    db: Database, session_id: int, spec: Mapping[str, Any]
+) -> Callable[[Mapping[str, Any]], dict[str, float]]:
+    """The stats the session's backend computes from a candidate's parameters on the
+    search's problem (:meth:`Backend.candidate_stats`), as a function of the candidate."""
+    with db.session() as s:
+        backend = _session_backend(s, session_id)
+        p = load_problem(s, backend, int(spec["config"]), str(spec["solver"]))
+    solver = str(spec["solver"])
+    return lambda params: backend.candidate_stats(p.problem, solver, params)
 
 
 def tunable_solvers(backend: Backend) -> list[str]:
@@ -237,11 +301,17 @@ def measured_in_history(
 
 
 def measured_runs(
-    conn: Connection, history: Eligibility, config: int, solver: int, texts: Mapping[int, str]
+    conn: Connection,
+    history: Eligibility,
+    config: int,
+    solver: int,
+    texts: Mapping[int, str],
+    stats: Mapping[int, Mapping[str, float]] | None = None,
 ) -> dict[int, dict[str, Any]]:
     """Run seq -> its ``search_run`` columns, ended, for each candidate of ``texts`` (seq ->
     candidate text) that a session whose ``history`` counts measured (the same columns
-    each: one INSERT of them all); the others are absent."""
+    each: one INSERT of them all); the others are absent. A valid run's stats hold the
+    candidate's ``stats`` (seq -> stats computed from it) beside its time."""
     found = measured_in_history(conn, history, config, solver, list(texts.values()))
     if not found:
         return {}
@@ -255,7 +325,8 @@ def measured_runs(
         run: dict[str, Any] = {"build": None, "machine": m.machine, "finished": now}
         if m.valid and m.time_ms is not None:
             t = float(m.time_ms)
-            run |= {"valid": True, "value": t, "stats": {"time_ms": t, **where}, "reason": None}
+            known = {**(stats or {}).get(seq, {}), "time_ms": t, **where}
+            run |= {"valid": True, "value": t, "stats": known, "reason": None}
         else:
             reason = f"{m.reason or 'invalid'} (measured in session {m.session})"
             run |= {"valid": False, "value": None, "stats": where, "reason": reason}
@@ -309,8 +380,11 @@ def _session_backend(s: OrmSession, session_id: int) -> Backend:
     return searched_backend(name, f"session {session_id} tunes {name}")
 
 
-def make_searcher_for(db: Database, session_id: int, spec: Mapping[str, Any]) -> RoundSearcher:
-    """The strategy of a stored strategy search, with its history as it was at creation."""
+def make_searcher_for(
+    db: Database, session_id: int, spec: Mapping[str, Any], objective: Objective = OBJECTIVE
+) -> RoundSearcher:
+    """The strategy of a stored strategy search, with its history as it was at creation,
+    optimising ``objective`` (the search row's)."""
     with db.session() as s:
         backend = _session_backend(s, session_id)
         p = load_problem(s, backend, int(spec["config"]), str(spec["solver"]))
@@ -328,7 +402,7 @@ def make_searcher_for(db: Database, session_id: int, spec: Mapping[str, Any]) ->
     extra: dict[str, Any] = {}
     if spec["strategy"] == "model":
         extra = {"features": p.features, "history": history, "derive": backend.candidate_features}
-    return StrategyOptions.from_json(spec).searcher(p.space, objective=OBJECTIVE, **extra)
+    return StrategyOptions.from_json(spec).searcher(p.space, objective=objective, **extra)
 
 
 def solver_id(db: Database, session_id: int, solver: str) -> int:
@@ -360,6 +434,7 @@ def create_strategy_search(
         backend = searched_backend(sess.backend, f"session {request.session} tunes {sess.backend}")
         p = load_problem(s, backend, request.config, request.solver)
         count = resolve_budget(options.budget, len(p.space))
+        check_objective(request.aims.objective, options.strategy, backend, p, request.solver)
         taken = s.execute(
             select(Search.id).where(Search.session == request.session, Search.name == name)
         ).scalar()
@@ -395,12 +470,13 @@ def create_strategy_search(
             ),
             base={},
             searcher=options.strategy,
-            objective={"stat": OBJECTIVE.stat, "goal": OBJECTIVE.goal, "valid": None},
+            objective=request.aims.objective.stored(),
             budget=count,
             parallelism=options.round_size,
             backend=sess.backend,
             spec=spec,
             state="active",
+            time_budget_s=request.aims.time_budget_s,
         )
         s.add(row)
         s.flush()
@@ -429,12 +505,16 @@ def load_strategy_searches(
     all_configs: bool = False,
     solvers: Sequence[str] | None = None,
     min_trials: int | None = None,
+    aims: StrategyAims | None = None,
 ) -> StrategyLoad:
     """One strategy search per (config, applicable tunable solver) of the configs tagged
     ``tag`` (or all): ``load_jobs --strategy``. A pair whose search exists is left alone
     (one cut off is resumed by its driver, not made again); with ``min_trials``, a pair
     measured that many times in sessions whose history counts for this one (its own
-    included: the effort counts, as ``load_jobs --min-trials`` reads them) is skipped."""
+    included: the effort counts, as ``load_jobs --min-trials`` reads them) is skipped.
+    Each search optimises ``aims.objective`` (:func:`check_objective`) and stops proposing
+    when ``aims.time_budget_s`` seconds have passed since its first round."""
+    aims = aims or StrategyAims()
     if (tag is None) == (not all_configs):
         raise TunaError("give exactly one of -t TAG or --all_configs")
     with db.session() as s:
@@ -489,13 +569,14 @@ def load_strategy_searches(
             if (cid, solver) in tuned:
                 out.tuned_enough += 1
                 continue
-            request = StrategyRequest(session_id, cid, solver, options)
+            request = StrategyRequest(session_id, cid, solver, options, aims=aims)
             if search_name(request) in taken:
                 out.already += 1
                 continue
-            # every pair's budget is checked before anything is stored
-            space = problem_space(backend, problem, solver, f"{solver} on config {cid}").space
-            resolve_budget(options.budget, len(space))
+            # every pair's budget and objective is checked before anything is stored
+            p = problem_space(backend, problem, solver, f"{solver} on config {cid}")
+            resolve_budget(options.budget, len(p.space))
+            check_objective(aims.objective, options.strategy, backend, p, solver)
             todo.append(request)
     out.created = [create_strategy_search(db, request, out.notes) for request in todo]
     return out

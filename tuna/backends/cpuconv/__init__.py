@@ -147,6 +147,7 @@ class CpuConvBackend(Backend):
     problem_features = staticmethod(problem_features)
     candidate_features = staticmethod(candidate_features)
     parse_params = staticmethod(sv.parse_params)
+    candidate_stats = staticmethod(sv.candidate_stats)
 
     def default_params(self, problem: ConvProblem, solver: str) -> str:
         """The untuned parameters of ``solver`` on ``problem`` (``""``: it has none)."""

@@ -10,8 +10,9 @@ register tile that cannot fit in the registers, a second thread with one task to
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from tuna.backends.base import SolverInfo
 from tuna.backends.scope import fp32_nchw_reason, plain_conv_reason
@@ -323,12 +324,12 @@ def parse_params(solver: str, text: str) -> dict[str, int]:
     return dict(zip(names, values, strict=True))
 
 
-def candidate_stats(p: ConvProblem, solver: str, params: dict[str, int]) -> dict[str, float]:
+def candidate_stats(p: ConvProblem, solver: str, params: Mapping[str, Any], /) -> dict[str, float]:
     """What a candidate costs besides its time, known from its parameters without measuring
     it: the threads it runs on (``NT``; 1 for solvers without) and its workspace in bytes."""
     return {
         "threads": float(params.get("NT", 1)),
-        "workspace_bytes": float(workspace_bytes(p, solver, params)),
+        "workspace_bytes": float(workspace_bytes(p, solver, dict(params))),
     }
 
 
