@@ -16,6 +16,8 @@ from pathlib import Path
 import paramiko
 
 TEST_CLUSTER = Path(__file__).resolve().parents[2] / "bin" / "test-cluster"
+#: What ``bin/test-cluster cuda-image`` builds (its CUDA_IMAGE).
+CUDA_IMAGE = "tuna-worker-cuda:ci"
 
 
 @dataclass(frozen=True)
@@ -103,12 +105,19 @@ class Cluster:
         answers. Every open connection is lost."""
         self._test_cluster("restart-db")
 
-    def _test_cluster(self, *args: str) -> None:
+    def cuda_image(self) -> str:
+        """Build the CUDA worker image (``bin/build_docker.sh --cuda``) from this checkout and
+        load it into every host; its tag. The first build on a machine fetches NVIDIA's wheels
+        and makes the layers every later one finds cached."""
+        self._test_cluster("cuda-image", timeout=1200)
+        return CUDA_IMAGE
+
+    def _test_cluster(self, *args: str, timeout: float = 120) -> None:
         proc = subprocess.run(
             [str(TEST_CLUSTER), args[0], str(self.dir), *args[1:]],
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=timeout,
         )
         if proc.returncode != 0:
             raise RuntimeError(

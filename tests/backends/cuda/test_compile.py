@@ -152,3 +152,23 @@ def test_judge_puts_spills_before_shared_memory_before_occupancy():
         occ.occupancy(SM90, 256, 40, 8192),
         None,
     )
+
+
+def test_nvrtc_installed_without_its_library_is_named_in_the_error(monkeypatch, tmp_path):
+    """As in an image whose NVRTC wheel sits where cuda-pathfinder does not look: the error
+    says NVRTC's library did not load, not that nothing is installed."""
+    from cuda.bindings import nvrtc
+
+    def missing():
+        raise RuntimeError('Failure finding "libnvrtc.so.13": No such file\nmore detail')
+
+    monkeypatch.setattr(nvrtc, "nvrtcVersion", missing)
+    monkeypatch.setattr(cc.shutil, "which", lambda name: None)
+    monkeypatch.setattr(cc, "NVCC_FALLBACK", tmp_path / "no-nvcc")
+    with pytest.raises(cc.CompilerUnavailableError) as raised:
+        cc.find_compiler()
+    assert str(raised.value) == (
+        "no CUDA compiler: cuda-bindings is installed but NVRTC did not load (Failure finding "
+        '"libnvrtc.so.13": No such file): install nvidia-cuda-nvrtc where cuda-bindings finds '
+        "it (pip install 'tuna[cuda]' in the same environment) or put nvcc on PATH"
+    )

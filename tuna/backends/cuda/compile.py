@@ -145,10 +145,16 @@ def _nvcc_compile(nvcc: str, source: str, name: str, options: list[str]) -> Buil
         return Built(out.read_bytes(), text)
 
 
+#: Where nvcc is when it is not on PATH (CUDA's default install).
+NVCC_FALLBACK = Path("/usr/local/cuda/bin/nvcc")
+
+
 def find_compiler(prefer: str = "nvrtc") -> Compiler:
     """NVRTC when its wheels are installed (or ``prefer`` is ``nvcc`` and nvcc is absent),
-    else nvcc from PATH or /usr/local/cuda; :class:`CompilerUnavailableError` if neither."""
+    else nvcc from PATH or /usr/local/cuda; :class:`CompilerUnavailableError` if neither,
+    saying why NVRTC did not load when its Python package is there but its library is not."""
     order = ("nvrtc", "nvcc") if prefer != "nvcc" else ("nvcc", "nvrtc")
+    nvrtc_failed = ""
     for kind in order:
         if kind == "nvrtc":
             try:
@@ -157,18 +163,25 @@ def find_compiler(prefer: str = "nvrtc") -> Compiler:
                 err, major, minor = nvrtc.nvrtcVersion()
                 if err == nvrtc.nvrtcResult.NVRTC_SUCCESS:
                     return Compiler("nvrtc", (major, minor))
-            except (ImportError, RuntimeError, OSError):
+                nvrtc_failed = f"nvrtcVersion: {err}"
+            except ImportError:
                 continue
+            except (RuntimeError, OSError) as e:  # cuda-bindings is there, libnvrtc is not
+                nvrtc_failed = str(e).splitlines()[0] if str(e) else type(e).__name__
         else:
-            nvcc = shutil.which("nvcc") or next(
-                (str(p) for p in (Path("/usr/local/cuda/bin/nvcc"),) if p.exists()), None
-            )
+            nvcc = shutil.which("nvcc") or (str(NVCC_FALLBACK) if NVCC_FALLBACK.exists() else None)
             if nvcc is None:
                 continue
             out = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
             found = re.search(r"release (\d+)\.(\d+)", out)
             if found:
                 return Compiler("nvcc", (int(found[1]), int(found[2])), nvcc)
+    if nvrtc_failed:
+        raise CompilerUnavailableError(
+            f"no CUDA compiler: cuda-bindings is installed but NVRTC did not load "
+            f"({nvrtc_failed}): install nvidia-cuda-nvrtc where cuda-bindings finds it "
+            "(pip install 'tuna[cuda]' in the same environment) or put nvcc on PATH"
+        )
     raise CompilerUnavailableError(
         "no CUDA compiler: install NVRTC (pip install 'tuna[cuda]') or put nvcc on PATH"
     )
