@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from tuna.searchers.constraint import Constraint, parse_constraint
+from tuna.searchers.constraints import StatConstraint, parse_stat_constraint
 from tuna.searchers.errors import ObjectiveError
 from tuna.searchers.pareto import Target, front
 from tuna.searchers.run import Run
@@ -35,7 +35,7 @@ class Objective:
     goal: Literal["min", "max"] = "min"
     validity: str | Callable[[Run], bool] | None = None
     more: tuple[Target, ...] = ()
-    constraints: tuple[Constraint, ...] = ()
+    constraints: tuple[StatConstraint, ...] = ()
     baseline: Mapping[str, Any] | None = None
 
     @property
@@ -147,7 +147,7 @@ class Objective:
             goal=goal,
             validity=valid if isinstance(valid, str) and valid else None,
             more=tuple(targets[1:]),
-            constraints=tuple(parse_constraint(c) for c in raw.get("constraints") or []),
+            constraints=tuple(parse_stat_constraint(c) for c in raw.get("constraints") or []),
         )
 
 
@@ -173,7 +173,7 @@ def make_objective(
         raise ObjectiveError(f"objective {twice[0]!r} is given twice; give each stat once")
     if isinstance(constraints, str):
         constraints = [constraints]
-    parsed = tuple(parse_constraint(c) for c in constraints)
+    parsed = tuple(parse_stat_constraint(c) for c in constraints)
     first = targets[0]
     return Objective(first.stat, first.goal, validity, tuple(targets[1:]), parsed)
 
