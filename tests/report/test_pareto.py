@@ -7,7 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tuna.errors import TunaError
-from tuna.report.pareto import StatGoal, dominates, fronts, rank, rank_goals
+from tuna.report.pareto import dominates, fronts, parse_stat_pair, rank, rank_goals
+from tuna.searchers.pareto import Target
 
 
 def test_front_of_a_time_workspace_trade_off():
@@ -89,13 +90,13 @@ def test_goals_maximise_an_axis_and_keep_the_values_as_given():
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("throughput:max,p95_ms:min", (StatGoal("throughput", "max"), StatGoal("p95_ms", "min"))),
-        (" a:min , b:max ", (StatGoal("a", "min"), StatGoal("b", "max"))),
-        ("lat:p95:min,qps:max", (StatGoal("lat:p95", "min"), StatGoal("qps", "max"))),
+        ("throughput:max,p95_ms:min", (Target("throughput", "max"), Target("p95_ms", "min"))),
+        (" a:min , b:max ", (Target("a", "min"), Target("b", "max"))),
+        ("lat:p95:min,qps:max", (Target("lat:p95", "min"), Target("qps", "max"))),
     ],
 )
 def test_stat_goals_parse(text, expected):
-    assert StatGoal.parse_pair(text) == expected
+    assert parse_stat_pair(text) == expected
 
 
 @pytest.mark.parametrize(
@@ -111,4 +112,4 @@ def test_stat_goals_parse(text, expected):
 )
 def test_bad_stat_goals_say_what_is_expected(text, message):
     with pytest.raises(TunaError, match=re.escape(message)):
-        StatGoal.parse_pair(text)
+        parse_stat_pair(text)

@@ -14,10 +14,10 @@ from click.testing import CliRunner
 from tests.report.seed import seeded_database
 from tests.searches.seed import BISECT_P95, SERVE_BEST_SO_FAR, seed_searches
 from tuna.cli import main
-from tuna.report import ReportOptions, StatGoal, build_report
+from tuna.report import ReportOptions, build_report, parse_stat_pair
 
 NS = "{http://www.w3.org/2000/svg}"
-STATS = StatGoal.parse_pair("throughput:max,p95_ms:min")
+STATS = parse_stat_pair("throughput:max,p95_ms:min")
 
 
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("mysql", marks=pytest.mark.mysql)])

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from tuna.cli.base import TunaCommand, console, database
-from tuna.report import Baseline, ReportOptions, StatGoal, build_report
+from tuna.report import Baseline, ReportOptions, build_report, parse_stat_pair
 
 
 @click.command("report", cls=TunaCommand)
@@ -80,7 +80,7 @@ def report_cmd(
       tuna report -s 7 --pareto-stats throughput:max,p95_ms:min --take-best 3
     """
     baseline = Baseline.parse(vs)
-    stats = StatGoal.parse_pair(pareto_stats) if pareto_stats is not None else None
+    stats = parse_stat_pair(pareto_stats) if pareto_stats is not None else None
     target = out or Path(f"tuna-report-s{'-'.join(map(str, sessions))}")
     db = database()
     try:

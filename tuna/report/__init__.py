@@ -8,6 +8,6 @@ functions (``tuna.results.insight``, ``tuna.jobs.activity``), never writes, neve
 from __future__ import annotations
 
 from tuna.report.build import Baseline, Report, ReportOptions, build_report
-from tuna.report.pareto import StatGoal
+from tuna.report.pareto import parse_stat_pair
 
-__all__ = ["Baseline", "Report", "ReportOptions", "StatGoal", "build_report"]
+__all__ = ["Baseline", "Report", "ReportOptions", "build_report", "parse_stat_pair"]

@@ -14,8 +14,8 @@ from tuna.db import Database
 from tuna.errors import TunaError
 from tuna.library.stability import Spread
 from tuna.report.figures import Figure
-from tuna.report.pareto import StatGoal
 from tuna.results.insight import FindPoint
+from tuna.searchers.pareto import Target
 from tuna.searches.query import SearchSummary
 
 
@@ -56,7 +56,7 @@ class ReportOptions:
     take_best: int = 0
     problems: int = 8
     vs: Baseline = field(default_factory=Baseline)
-    pareto_stats: tuple[StatGoal, StatGoal] | None = None
+    pareto_stats: tuple[Target, Target] | None = None
     """The two stats of a benchmark search's Pareto fronts (``--pareto-stats``)."""
 
 

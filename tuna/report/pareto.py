@@ -15,12 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 from tuna.errors import TunaError
-
-Goal = Literal["min", "max"]
-GOALS: tuple[Goal, ...] = ("min", "max")
+from tuna.searchers.pareto import Goal, Target
 
 
 @dataclass(frozen=True)
@@ -38,34 +35,24 @@ class Ranked:
         return self.front == 0
 
 
-@dataclass(frozen=True)
-class StatGoal:
-    """A stat and which way is better: ``throughput:max``, ``p95_ms:min``."""
-
-    stat: str
-    goal: Goal
-
-    def __str__(self) -> str:
-        return f"{self.stat}:{self.goal}"
-
-    @classmethod
-    def parse_pair(cls, text: str) -> tuple[StatGoal, StatGoal]:
-        """Two ``STAT:min|max`` separated by a comma (``throughput:max,p95_ms:min``)."""
-        parts = [p.strip() for p in text.split(",")]
-        example = "e.g. throughput:max,p95_ms:min"
-        if len(parts) != 2:
-            raise TunaError(f"--pareto-stats {text!r}: name two stats, {example}")
-        out = []
-        for part in parts:
-            stat, sep, goal = part.rpartition(":")
-            if not sep or not stat or goal not in GOALS:
-                raise TunaError(
-                    f"--pareto-stats {text!r}: {part!r} is not STAT:min or STAT:max, {example}"
-                )
-            out.append(cls(stat, goal))
-        if out[0].stat == out[1].stat:
-            raise TunaError(f"--pareto-stats {text!r}: name two different stats, {example}")
-        return out[0], out[1]
+def parse_stat_pair(text: str) -> tuple[Target, Target]:
+    """``--pareto-stats``: two ``STAT:min|max`` separated by a comma
+    (``throughput:max,p95_ms:min``), each a search's :class:`~tuna.searchers.pareto.Target`."""
+    parts = [p.strip() for p in text.split(",")]
+    example = "e.g. throughput:max,p95_ms:min"
+    if len(parts) != 2:
+        raise TunaError(f"--pareto-stats {text!r}: name two stats, {example}")
+    out = []
+    for part in parts:
+        stat, sep, goal = part.rpartition(":")
+        if not sep or not stat or goal not in ("min", "max"):
+            raise TunaError(
+                f"--pareto-stats {text!r}: {part!r} is not STAT:min or STAT:max, {example}"
+            )
+        out.append(Target(stat, "min" if goal == "min" else "max"))
+    if out[0].stat == out[1].stat:
+        raise TunaError(f"--pareto-stats {text!r}: name two different stats, {example}")
+    return out[0], out[1]
 
 
 def dominates(a: tuple[float, float], b: tuple[float, float]) -> bool:

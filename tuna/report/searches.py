@@ -20,7 +20,8 @@ from typing import Any
 
 from tuna.report import figures
 from tuna.report.figures import Curve, Figure
-from tuna.report.pareto import StatGoal, rank_goals
+from tuna.report.pareto import rank_goals
+from tuna.searchers.pareto import Target
 from tuna.searches.query import Measured, RunRow, SearchSummary, stat_unit
 
 BETTER = {"min": "lower is better", "max": "higher is better"}
@@ -39,7 +40,7 @@ def _number(value: Any) -> float | None:
 def pareto_set(
     search: SearchSummary,
     runs: Sequence[RunRow],
-    stats: tuple[StatGoal, StatGoal],
+    stats: tuple[Target, Target],
     take_best: int,
 ) -> dict[str, Any]:
     """The search's runs that count (valid, and valid by its validity stat if it names one)
@@ -72,18 +73,18 @@ def pareto_set(
     }
 
 
-def own_stats(search: SearchSummary) -> tuple[StatGoal, StatGoal] | None:
+def own_stats(search: SearchSummary) -> tuple[Target, Target] | None:
     """A search's first two objectives (None: it has one)."""
     t = search.objective.targets
-    return (StatGoal(t[0].stat, t[0].goal), StatGoal(t[1].stat, t[1].goal)) if len(t) > 1 else None
+    return (t[0], t[1]) if len(t) > 1 else None
 
 
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "stat"
 
 
-def axis_label(stat: StatGoal | str, goal: str | None = None, prefix: str = "") -> str:
-    name, g = (stat.stat, stat.goal) if isinstance(stat, StatGoal) else (stat, goal or "min")
+def axis_label(stat: Target | str, goal: str | None = None, prefix: str = "") -> str:
+    name, g = (stat.stat, stat.goal) if isinstance(stat, Target) else (stat, goal or "min")
     return f"{prefix}{name} ({stat_unit(name)}, {BETTER[g]})"
 
 
@@ -91,7 +92,7 @@ def draw_pareto(
     out: Path,
     searches: Sequence[SearchSummary],
     runs_of: Callable[[SearchSummary], Sequence[RunRow]],
-    stats: tuple[StatGoal, StatGoal] | None,
+    stats: tuple[Target, Target] | None,
     take_best: int,
     most: int,
 ) -> tuple[Drawn, list[dict[str, Any]]]:
