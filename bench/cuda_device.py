@@ -16,7 +16,8 @@ evaluated by ``tuna worker``, the strategy search by ``go_fish``). Subcommands:
   turns (tuned, cuDNN, cuBLAS, again, ``--turns`` times; the median of each counts). Prints
   per layer: tuned ms, cuDNN ms, ratio, TFLOP/s and % of the FP32 peak (66.9 TFLOP/s, H100
   SXM). With ``--dry-run`` (no GPU) it prints the session's results and skips the timings.
-* ``compile-rate``: candidates compiled a minute on this host (CPU time and wall).
+* ``compile-rate [--solver S]``: candidates compiled a minute on this host (CPU time and
+  wall), a seeded sample of a ResNet-50 layer's space in the solver's direction.
 """
 
 from __future__ import annotations
@@ -144,17 +145,20 @@ def cmd_compile_rate(args: argparse.Namespace) -> None:
     import random
     from collections import Counter
 
-    p = next(q for q in layers() if q.fil_size == (3, 3) and q.in_channels == 64)
-    space = sv.space_params(p, sv.IGEMM)
+    solver = args.solver
+    filter_size = (1, 1) if solver == sv.GEMM1X1 else (3, 3)
+    p = next(q for q in layers() if q.fil_size == filter_size and q.in_channels == 64)
+    p = p.with_direction(sv.DIRECTION[solver])
+    space = sv.space_params(p, solver)
     sample = random.Random(args.seed).sample(space, args.count)
     compiler = cc.find_compiler()
     load = os.getloadavg()[0]
     wall, cpu = time.monotonic(), time.process_time()
-    built = cc.compile_candidates(compiler, p, sv.IGEMM, sample, "sm_90", jobs=args.jobs)
+    built = cc.compile_candidates(compiler, p, solver, sample, "sm_90", jobs=args.jobs)
     wall, cpu = time.monotonic() - wall, time.process_time() - cpu
     kinds = Counter((c.reason or "valid").split(":")[0] for c in built)
     print(
-        f"{compiler.label}, {_name(p)} (space of {len(space)}), {args.count} sampled, "
+        f"{compiler.label}, {solver} on {_name(p)} (space of {len(space)}), {args.count} sampled, "
         f"{args.jobs} threads, {os.cpu_count()} CPUs, load {load:.1f} -> {os.getloadavg()[0]:.1f}"
     )
     print(
@@ -332,6 +336,7 @@ def main() -> None:
     rp.add_argument("--count", type=int, default=60)
     rp.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     rp.add_argument("--seed", type=int, default=1)
+    rp.add_argument("--solver", choices=list(sv.BY_NAME), default=sv.IGEMM)
     sp = sub.add_parser("summary")
     sp.add_argument("--db", required=True)
     sp.add_argument("--session", type=int, required=True)
