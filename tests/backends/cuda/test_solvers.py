@@ -104,6 +104,9 @@ def test_grid_and_shared_memory_of_a_candidate():
 def test_features_describe_edges_and_waves():
     f = features.problem_features(MEDIUM, sv.IGEMM)
     assert (f["gemm_m"], f["gemm_n"], f["gemm_k"], f["batches"]) == (128, 392, 576, 1)
+    b = features.problem_features(MEDIUM_BWD_DATA, sv.BWD_DATA)
+    assert (f["direction"], b["direction"]) == (0.0, 1.0)
+    assert (b["gemm_m"], b["gemm_n"], b["gemm_k"]) == (128, 392, 576)  # M = C, N = N x H x W
     c = features.candidate_features(f, sv.parse_params(sv.IGEMM, "128,128,8,4,4,1,0,0"))
     assert c["rows_used"] == 1.0 and c["cols_used"] == 392 / 512
     assert c["threads"] == 1024 and c["blocks"] == 4 and 0 < c["occupancy_est"] <= 1

@@ -1,12 +1,13 @@
 """A problem's and a candidate's numbers for a cost model (the strategies' ``model``).
 
-The cost model knows nothing of GPUs; it is given these by name. The problem's: its shape and
-the GEMM the solver runs (M, N, K, batches), log2 of its FLOPs. A candidate's: the share of
-its tiles that does useful work at the matrix's edges (a 128-wide tile on 49 columns wastes
-most of itself), its threads and accumulators, its shared memory, the number of blocks and
-how many waves of them an H100-sized GPU runs, and its occupancy estimated from a register
-count guessed from the tile (the compile phase has the real one; the model ranks candidates
-before they are compiled).
+The cost model knows nothing of GPUs; it is given these by name. The problem's: its shape, its
+direction (0 forward, 1 backward data, 2 backward weights: the same GEMM sizes gather their
+operands differently), the GEMM the solver runs (M, N, K, batches), log2 of its FLOPs. A
+candidate's: the share of its tiles that does useful work at the matrix's edges (a 128-wide
+tile on 49 columns wastes most of itself), its threads and accumulators, its shared memory,
+the number of blocks and how many waves of them an H100-sized GPU runs, and its occupancy
+estimated from a register count guessed from the tile (the compile phase has the real one;
+the model ranks candidates before they are compiled).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ def problem_features(p: ConvProblem, solver: str) -> dict[str, float]:
         "n": p.batchsize, "c": p.in_channels, "k": p.out_channels, "g": p.group_count,
         "hi": hi, "wi": wi, "ho": ho, "wo": wo, "fy": fy, "fx": fx,
         "stride": p.stride[0], "pad": p.pad[0], "dilation": p.dilation[0],
+        "direction": "FBW".index(p.direction),
         "gemm_m": m, "gemm_n": n, "gemm_k": k, "batches": batches,
         "log2_flops": math.log2(max(1, sv.flops(p))),
     }  # fmt: skip
