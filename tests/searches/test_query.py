@@ -9,6 +9,7 @@ from tests.searches.seed import BISECT_P95, SERVE, SERVE_BEST_SO_FAR
 from tuna.db.models import SearchRun
 from tuna.errors import NotFoundError, TunaError
 from tuna.jobs.search_results import recount
+from tuna.searches import curve as curves
 from tuna.searches import query
 
 
@@ -125,7 +126,7 @@ def test_the_landing_order_is_landed_not_the_finish_times(searched):
     m = query.measured(db, summary)
     assert (m.seqs, m.values) == ([1, 2, 0, 3], [7.0, 5.0, 5.0, 4.0])
     assert m.steps == [(1, 7.0), (2, 5.0), (4, 4.0)]
-    assert query.curve(db, summary).steps == m.steps
+    assert curves.curve(db, summary).steps == m.steps
     equal = query.runs(db, summary, order="best", limit=3)
     assert [r.seq for r in equal] == [3, 2, 0]  # of the two 5.0s, seq 2 landed first
 
@@ -176,12 +177,12 @@ def test_the_curve_a_chart_draws_is_the_steps_and_the_latest_measurements(search
     for sid in (sd.serve, sd.bisect, sd.empty):
         s = query.find_search(db, sid)
         m = query.measured(db, s)
-        c = query.curve(db, s)
+        c = curves.curve(db, s)
         assert (c.measurements, c.steps) == (len(m.values), m.steps)
         everything = [(n, v) for n, v in enumerate(m.values, start=1) if v is not None]
         assert c.recent == everything
-        assert query.curve(db, s, recent=2).recent == everything[-2:] if len(m.values) else True
-    bisect = query.curve(db, query.find_search(db, sd.bisect), recent=3)
+        assert curves.curve(db, s, recent=2).recent == everything[-2:] if len(m.values) else True
+    bisect = curves.curve(db, query.find_search(db, sd.bisect), recent=3)
     assert bisect.steps == [(1, 12.0), (2, 8.0), (4, 7.0)] and bisect.best == 7.0
     assert bisect.recent == [(2, 8.0), (3, 10.0), (4, 7.0)]
 
@@ -198,7 +199,7 @@ def test_the_curve_of_a_search_without_a_validity_stat_counts_invalid_runs_as_me
     add_run(db, sd.bisect, 5, {"rate": 60})
     land(db, sd.bisect, 4, "timed out after 60 s", at=T0 + dt.timedelta(seconds=30))
     try:
-        c = query.curve(db, s)
+        c = curves.curve(db, s)
         assert c.measurements == 5 and c.steps == [(1, 12.0), (2, 8.0), (4, 7.0)]
         assert c.recent[-1] == (4, 7.0)
         assert query.measured(db, s).values[-1] is None

@@ -49,6 +49,7 @@ from tuna.fleet import joblog
 from tuna.jobs import activity, detail
 from tuna.jobs.status import JobCounts, job_counts
 from tuna.results import insight
+from tuna.searches import curve as curves
 from tuna.searches import importance
 from tuna.searches import query as searches
 from tuna.searches.query import stat_unit
@@ -270,7 +271,7 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
         # kept warm like a session's job counts, recomputed in the background when stale.
         search_id = params.path_id(request.path_params["search"], "search")
         s = cache.get(("search", search_id), lambda: searches.find_search(db, search_id))
-        curve = cache.get(("curve", search_id), lambda: searches.curve(db, s, MAX_DOTS))
+        curve = cache.get(("curve", search_id), lambda: curves.curve(db, s, MAX_DOTS))
         best = searches.best_run(db, s)
         stored = searches.stored_result(db, search_id)
         rows = searches.runs(db, s, status=status, build=build, order=order,  # type: ignore[arg-type]
@@ -480,7 +481,7 @@ def throughput_chart(recent: activity.Bucketed) -> str:
     )
 
 
-def best_so_far_series(label: str, curve: searches.Curve) -> svg.Series:
+def best_so_far_series(label: str, curve: curves.Curve) -> svg.Series:
     """A search's best-so-far curve as the chart draws it."""
     return svg.Series(
         label,

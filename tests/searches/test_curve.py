@@ -13,6 +13,7 @@ from tests.searches.seed import T0, add_search
 from tuna.db import Database
 from tuna.db.models import SearchRun
 from tuna.jobs.search_results import recount
+from tuna.searches import curve as curves
 from tuna.searches import query
 
 
@@ -64,7 +65,7 @@ def _seed_runs(
 def test_the_fast_curve_is_the_full_reads_on_random_searches(db, goal, validity, monkeypatch):
     """With a validity stat, the best valid runs often say invalid (a third of them, and
     the best ones in one search): the fast curve skips them as the full read does."""
-    monkeypatch.setattr(query, "HEAD_RUNS", 16)
+    monkeypatch.setattr(curves, "HEAD_RUNS", 16)
     sid = session(db, f"curve-{goal}-{validity}")
     rng = random.Random(f"curve-{goal}-{validity}")
     late_paths = 0
@@ -76,26 +77,26 @@ def test_the_fast_curve_is_the_full_reads_on_random_searches(db, goal, validity,
         _seed_runs(db, search, rng, n, trend, says_invalid)
         summary = query.find_search(db, search)
         for recent in (0, 5, 2000):
-            fast = query.curve(db, summary, recent)
-            full = query._full_curve(db, summary, recent)
+            fast = curves.curve(db, summary, recent)
+            full = curves._full_curve(db, summary, recent)
             assert fast == full, (n, trend, recent)
         for checks in (0, 1):  # the head's stats read in one range at once, or after one
-            monkeypatch.setattr(query, "HEAD_CHECKS", checks)
-            assert query.curve(db, summary, 5) == query._full_curve(db, summary, 5), checks
+            monkeypatch.setattr(curves, "HEAD_CHECKS", checks)
+            assert curves.curve(db, summary, 5) == curves._full_curve(db, summary, 5), checks
         monkeypatch.undo()
-        monkeypatch.setattr(query, "HEAD_RUNS", 16)
+        monkeypatch.setattr(curves, "HEAD_RUNS", 16)
         with db.transaction() as conn:
-            fast_only = query._fast_curve(conn, summary, 7)
+            fast_only = curves._fast_curve(conn, summary, 7)
         assert fast_only is not None  # no fallback here
         if fast_only is not None and fast_only.steps and fast_only.steps[-1][0] > 16:
             late_paths += 1
-            assert fast_only == query._full_curve(db, summary, 7)
+            assert fast_only == curves._full_curve(db, summary, 7)
     assert late_paths >= 2  # steps past the head were found from the end, not only read
 
 
 def test_a_fast_curve_with_too_many_late_steps_falls_back_to_the_full_read(lite, monkeypatch):
-    monkeypatch.setattr(query, "HEAD_RUNS", 4)
-    monkeypatch.setattr(query, "LATE_STEPS", 3)
+    monkeypatch.setattr(curves, "HEAD_RUNS", 4)
+    monkeypatch.setattr(curves, "LATE_STEPS", 3)
     sid = session(lite, "curve-many")
     search = add_search(lite, sid, "down", {"stat": "t", "goal": "min"})
     at = [T0 + dt.timedelta(seconds=i) for i in range(20)]
@@ -106,16 +107,16 @@ def test_a_fast_curve_with_too_many_late_steps_falls_back_to_the_full_read(lite,
         recount(s.connection(), [search])
     summary = query.find_search(lite, search)
     with lite.transaction() as conn:
-        assert query._fast_curve(conn, summary, 10) is None
-    c = query.curve(lite, summary, 10)
+        assert curves._fast_curve(conn, summary, 10) is None
+    c = curves.curve(lite, summary, 10)
     assert c.measurements == 20 and c.steps == [(i + 1, 100.0 - i) for i in range(20)]
 
 
 def test_a_fast_curve_checking_too_many_validity_stats_falls_back_to_the_full_read(
     lite, monkeypatch
 ):
-    monkeypatch.setattr(query, "HEAD_RUNS", 4)
-    monkeypatch.setattr(query, "CHECKED_RUNS", 5)
+    monkeypatch.setattr(curves, "HEAD_RUNS", 4)
+    monkeypatch.setattr(curves, "CHECKED_RUNS", 5)
     sid = session(lite, "curve-checked")
     search = add_search(lite, sid, "liars", {"stat": "t", "goal": "min", "valid": "ok"})
     at = [T0 + dt.timedelta(seconds=i) for i in range(20)]
@@ -130,9 +131,9 @@ def test_a_fast_curve_checking_too_many_validity_stats_falls_back_to_the_full_re
         recount(s.connection(), [search])
     summary = query.find_search(lite, search)
     with lite.transaction() as conn:
-        assert query._fast_curve(conn, summary, 10) is None
-    c = query.curve(lite, summary, 10)
+        assert curves._fast_curve(conn, summary, 10) is None
+    c = curves.curve(lite, summary, 10)
     assert c.measurements == 20 and c.steps == [(1, 50.0), (15, 24.0), (20, 5.0)]
-    monkeypatch.setattr(query, "CHECKED_RUNS", 50)
+    monkeypatch.setattr(curves, "CHECKED_RUNS", 50)
     with lite.transaction() as conn:
-        assert query._fast_curve(conn, summary, 10) == c
+        assert curves._fast_curve(conn, summary, 10) == c
