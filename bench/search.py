@@ -209,6 +209,8 @@ LINEUP: dict[str, tuple[str, bool]] = {
     "cmaes": ("cmaes", False),
     "gp": ("gp", False),
     "nsga2": ("nsga2", False),
+    # A model per objective, only the predicted front measured (issue #28): tuna[model]
+    "predictive": ("predictive", False),
 }
 DETERMINISTIC = {"exhaustive", "grid"}  # the same with every seed: run once
 #: Give the model cpuconv's candidate features (features.candidate_features); --no-derive: not.

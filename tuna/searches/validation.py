@@ -224,9 +224,7 @@ def _compared(
     hold, or the objective's (each objective's stat, then the constraints')."""
     held = sorted({k for _, _, st in found.front for k in st})
     if stats is None:
-        named = [t.stat for t in objective.targets]
-        named += sorted({n for c in objective.constraints for n in c.stats})
-        return tuple(dict.fromkeys(n for n in named if n in held))
+        return tuple(n for n in _modelled(objective) if n in held)
     if isinstance(stats, str) or not stats:
         raise SearchError(f"stats {stats!r}: give a list of stat names, e.g. ['accuracy']")
     for n in stats:
@@ -236,6 +234,15 @@ def _compared(
                 f"{', '.join(held)}); name one of those"
             )
     return tuple(dict.fromkeys(stats))
+
+
+def _modelled(objective: Objective) -> tuple[str, ...]:
+    """The stats compared by default: each objective's, then the constraints' (the stats
+    the predictive strategy models)."""
+    named = [t.stat for t in objective.targets]
+    return tuple(
+        dict.fromkeys([*named, *sorted({n for c in objective.constraints for n in c.stats})])
+    )
 
 
 def _predictions(
@@ -334,11 +341,8 @@ def stored_validation(db: Database, search: int, inputs: str = TEST_INPUTS) -> V
     if not runs:
         return None
     front = {r.seq for r in query.pareto(db, summary)}
-    objective = summary.objective
-    named = [t.stat for t in objective.targets]
-    named += sorted({n for c in objective.constraints for n in c.stats})
     baseline = next((r for r in runs if r.seq == BASELINE_SEQ), None)
     return Validation(
-        search, summary.name, inputs, tuple(dict.fromkeys(named)),
+        search, summary.name, inputs, _modelled(summary.objective),
         [r for r in runs if r.seq in front], baseline,
     )  # fmt: skip

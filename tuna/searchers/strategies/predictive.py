@@ -9,22 +9,32 @@ poorly stops pulling its neighbours in, and the search ends when no unmeasured c
 is predicted near the front any more (or the budget is spent).
 
 * **Near**: with each objective as a value to minimise (a maximised stat negated) and
-  scaled by its spread among the measured runs, a candidate is near the front when no
-  point of the predicted front beats it by more than ``margin`` on every objective at
-  once (additive epsilon-dominance): ``margin=0`` measures the predicted front only, a
-  larger margin forgives the model's error (and measures more). The predicted front is
-  that of the measured runs (their measured stats) and the candidates (their predicted
-  stats) together, each meeting the constraints.
+  scaled by its spread among the measured runs, a candidate's gap to a front point is what
+  it must gain to beat that point on one objective (a tie is no escape: as fast as a
+  front point and worse on the other objective is that far); it is near the front when
+  its gap to every front point is at most ``margin``: ``margin=0`` measures the predicted
+  front only, a larger margin forgives the model's error (and measures more). A stat
+  measured at few distinct values (at most a quarter as many as measurements: a thread
+  count) is predicted as the nearest of them, so that model noise makes no false ties.
+  The predicted front is that of the measured runs and the candidates together, each
+  meeting the constraints.
 * **Constraints as predicted**: a candidate whose predicted stats fail a constraint is
   not measured. A constraint naming ``baseline.NAME`` is judged when the objective carries
   the baseline's stats (``tuna.tune`` gives them); without them it is left to the
   measurement.
+* The seed set is two rounds (at least 8 candidates), but at most half the budget (at
+  least 4), so that a small budget leaves rounds for the models to choose.
 * Each round measures the nearest candidates first (those on the predicted front, then by
-  how far they are from it). With one objective the front is the predicted best, and near
+  how far they are from it; trees predict plateaus, so equal gaps go in a seeded random
+  order, not the space's). With one objective the front is the predicted best, and near
   means within ``margin`` of the spread of the measured values.
 * The models are :mod:`tuna.searchers.costmodel`'s gradient-boosted trees (LightGBM, the
-  ``model`` extra), fitted to each stat's raw values (accuracies, times, FLOPs alike).
-  Spaces larger than ``sample`` candidates have a seeded sample of ``sample`` of their
+  ``model`` extra), one per stat: of its log where every measurement of it is positive
+  (times, FLOPs: a few slow candidates would take the splits of raw values), else of its
+  raw values; nearness is judged on the same scale. A minimised stat's log is capped at
+  ``cap`` (4) times its best measurement, as the ``model`` strategy caps times: only the
+  top of the ranking matters, so hopeless candidates all look alike to the trees. Spaces
+  larger than ``sample`` candidates have a seeded sample of ``sample`` of their
   unmeasured candidates predicted each round.
 * What the model predicted for each candidate it chose, when it chose it, is kept
   (:meth:`PredictiveSearch.predicted`): the validation stage
@@ -54,7 +64,8 @@ _SETTINGS = Settings(trees=80, leaves=15, min_leaf=2)
 
 class PredictiveSearch(RoundSearcher):
     """See the module docstring. ``seed_runs``: random candidates measured before any model
-    (default: two rounds, at least 8); ``margin``: how far from the predicted front, as a
+    (default: two rounds, at least 8, but at most half the budget and at least 4);
+    ``margin``: how far from the predicted front, as a
     share of each objective's measured spread, a candidate may be and still be measured;
     ``sample``: the most unmeasured candidates predicted per round."""
 
@@ -67,6 +78,7 @@ class PredictiveSearch(RoundSearcher):
         seed_runs: int | None = None,
         margin: float = 0.05,
         sample: int = 50_000,
+        cap: float | None = 4.0,
         **kwargs: Any,
     ) -> None:
         super().__init__(space, **kwargs)
@@ -82,7 +94,8 @@ class PredictiveSearch(RoundSearcher):
             )
         if isinstance(sample, bool) or sample < 1:
             raise SearcherError(f"{self.name}: sample {sample!r}: give at least 1 candidate")
-        self.seed_runs = min(seed_runs or max(8, 2 * self.round_size), len(space), self.budget)
+        default = min(max(8, 2 * self.round_size), max(4, self.budget // 2))
+        self.seed_runs = min(seed_runs or default, len(space), self.budget)
         self.margin = float(margin)
         self.sample = sample
         self.targets: tuple[Target, ...] = self.objective.targets
@@ -92,6 +105,9 @@ class PredictiveSearch(RoundSearcher):
         self._encoder = Encoder((), space.names)
         self._rows = [self._encoder.row({}, p) for p in space.points]
         self._predicted: dict[int, dict[str, float]] = {}
+        self._logged: dict[str, bool] = {}  # stat -> its model learns log(value)
+        self.cap = cap
+        self._minimised = {t.stat for t in self.targets if t.goal == "min"}
 
     def _reset(self) -> None:
         super()._reset()
@@ -117,8 +133,18 @@ class PredictiveSearch(RoundSearcher):
         columns: dict[str, list[float]] = {}
         for n in self.stats:
             targets = [self.observed[i][n] for i in known]
+            self._logged[n] = all(v > 0 for v in targets)
+            if self._logged[n]:  # times, FLOPs: the trees learn log(value)
+                targets = [math.log(v) for v in targets]
+                if n in self._minimised and self.cap is not None:  # only the top matters
+                    limit = min(targets) + math.log(self.cap)
+                    targets = [min(v, limit) for v in targets]
             trees = Trees(replace(_SETTINGS, seed=self.seed)).fit(rows, targets)
-            columns[n] = trees.predict(wanted)
+            guesses = trees.predict(wanted)
+            columns[n] = [math.exp(g) for g in guesses] if self._logged[n] else guesses
+            levels = sorted({self.observed[i][n] for i in known})
+            if len(known) >= 8 and len(levels) <= len(known) // 4:  # a discrete stat
+                columns[n] = [min(levels, key=lambda v: abs(v - g)) for g in columns[n]]
         return {
             c: {n: columns[n][j] for n in self.stats} for j, c in enumerate(candidates)
         }  # fmt: skip
@@ -137,9 +163,13 @@ class PredictiveSearch(RoundSearcher):
             c.holds(stats, base) for c in self.objective.constraints if base or not c.baseline_stats
         )  # fmt: skip
 
+    def _scale(self, stat: str, value: float) -> float:
+        """A stat's value on the scale its model learnt: log for a stat measured positive."""
+        return math.log(value) if self._logged.get(stat) and value > 0 else value
+
     def _key(self, stats: Mapping[str, float], scale: Sequence[float]) -> tuple[float, ...]:
         return tuple(
-            (stats[t.stat] if t.goal == "min" else -stats[t.stat]) / s
+            (self._scale(t.stat, stats[t.stat]) * (1 if t.goal == "min" else -1)) / s
             for t, s in zip(self.targets, scale, strict=True)
         )
 
@@ -152,7 +182,7 @@ class PredictiveSearch(RoundSearcher):
         out of reach of every prediction), of those measured to meet the constraints."""
         scale = []
         for t in self.targets:
-            values = [s[t.stat] for s in self.observed.values()]
+            values = [self._scale(t.stat, s[t.stat]) for s in self.observed.values()]
             spread = max(values) - min(values) if values else 0.0
             scale.append(spread if spread > 0 else 1.0)
         keys = {
@@ -161,7 +191,7 @@ class PredictiveSearch(RoundSearcher):
             if self._meets(self.observed.get(c, p))
         }
         front = _front(list(keys.values()))
-        return {c: max(min(a - b for a, b in zip(k, f, strict=True)) for f in front)
+        return {c: max(_gap(k, f) for f in front)
                 for c, k in keys.items() if c not in self.measured}  # fmt: skip
 
     # -- the plan ------------------------------------------------------------------------------
@@ -170,6 +200,7 @@ class PredictiveSearch(RoundSearcher):
         rng = random.Random(self.seed)
         order = list(range(len(self.space)))
         rng.shuffle(order)
+        tie = {c: k for k, c in enumerate(order)}  # trees predict plateaus: ties go at random
         seed = order[: self.seed_runs]
         for start in range(0, len(seed), self.round_size):
             yield seed[start : start + self.round_size]
@@ -185,16 +216,28 @@ class PredictiveSearch(RoundSearcher):
                 )
                 return
             gaps = self.gaps(predictions)
-            near = sorted((g, i) for i, g in gaps.items() if g <= self.margin)
+            near = sorted((g, tie[i], i) for i, g in gaps.items() if g <= self.margin)
             if not near:
                 self.stop_reason = (
                     f"no unmeasured candidate is predicted within {self.margin:g} of the front"
                 )
                 return
-            chosen = [i for _, i in near[: self.round_size]]
+            chosen = [i for _, _, i in near[: self.round_size]]
             for i in chosen:
                 self._predicted[i] = predictions[i]
             yield chosen
+
+
+def _gap(key: Sequence[float], front: Sequence[float]) -> float:
+    """How far a candidate (``key``, to minimise, in spreads) is from escaping a front point:
+    negative when it beats the point on some objective (by how much), else the least it
+    must gain on one objective where it is worse (0: equal on all). A tie is no escape: a
+    candidate as fast as a front point and slower on the other objective is that far."""
+    diffs = [a - b for a, b in zip(key, front, strict=True)]
+    if min(diffs) < 0:
+        return min(diffs)
+    worse = [d for d in diffs if d > 0]
+    return min(worse) if worse else 0.0
 
 
 def _front(keys: Sequence[tuple[float, ...]]) -> list[tuple[float, ...]]:
