@@ -18,6 +18,7 @@ from tuna.searchers import (
     plan_schedule,
 )
 from tuna.searchers.space import parse_python_space
+from tuna.searchers.strategies import strategy_over
 
 PATHOLOGICAL = """
 audio_batch_size = [128, 256, 512]  # a runtime parameter (no rebuild)
@@ -75,6 +76,27 @@ def test_dry_run_of_a_dynamic_searcher_shows_its_first_proposal() -> None:
         "first proposal: qps=500",
         "later proposals depend on the runs' results",
     ]
+
+
+def test_dry_run_names_a_strategy_as_the_user_spelled_it() -> None:
+    """``--searcher tpe`` printed its class (SampledSpace); a strategy is shown by its name,
+    any other searcher by its class, a user's own that subclasses nothing included."""
+    space = ParameterSpace({"a": [1, 2, 3], "b": [4, 5]}, source="s.py")
+
+    def shown(searcher: Any) -> str:
+        return dry_run(space, searcher).render()[2]
+
+    assert shown(strategy_over("tpe", space)) == "searcher: tpe (dynamic)"
+    assert shown(strategy_over("hillclimb", space)) == "searcher: hillclimb (dynamic)"
+    assert shown(Random(space, 3, 1)) == "searcher: Random (static)"
+
+    class Mine:
+        is_dynamic = False
+
+        def generate(self) -> Any:
+            yield {"a": 1, "b": 4}
+
+    assert shown(Mine()) == "searcher: Mine (static)"
 
 
 spaces = st.dictionaries(

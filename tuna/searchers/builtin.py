@@ -61,6 +61,18 @@ class SearcherInterface(abc.ABC):
         """The best point found so far, for searchers that know one."""
         raise NotImplementedError(f"{type(self).__name__} does not name a best point")
 
+    @property
+    def label(self) -> str:
+        """The name a user knows this searcher by (a dry run prints it): its class's
+        (``Random``, ``Bisect``); a strategy's is the name ``--strategy`` spells (``tpe``)."""
+        return type(self).__name__
+
+
+def label_of(searcher: Any) -> str:
+    """``searcher.label``, or its class's name for one that does not subclass
+    :class:`SearcherInterface` (a user's own needs only ``generate`` and ``is_dynamic``)."""
+    return searcher.label if isinstance(searcher, SearcherInterface) else type(searcher).__name__
+
 
 def send(gen: Proposals, run: Run | None = None) -> Point | None:
     """``gen.send(run)``, with the end of the generator as None (the tool's ``do_send``)."""

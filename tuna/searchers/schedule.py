@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tuna.searchers.builtin import SearcherInterface
+from tuna.searchers.builtin import SearcherInterface, label_of
 from tuna.searchers.propose import Proposal, Proposer
 from tuna.searchers.run import Primitive, Run
 from tuna.searchers.space import ParameterSpace
@@ -140,7 +140,7 @@ def dry_run(
     configs = [p.config for p in proposals]
     return DryRun(
         space=space,
-        searcher=type(proposer.searcher).__name__,
+        searcher=label_of(proposer.searcher),
         dynamic=proposer.dynamic,
         proposals=tuple(proposals),
         refused=tuple(proposer.refused),

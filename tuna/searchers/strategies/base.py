@@ -287,6 +287,10 @@ class RoundSearcher(SearcherInterface):
     #: The strategy's name, as ``--strategy`` spells it.
     name = "base"
 
+    @property
+    def label(self) -> str:
+        return self.name
+
     def __init__(
         self,
         space: CandidateSpace,

@@ -76,6 +76,10 @@ class SampledSpace(SearcherInterface):
         self._size = space.size() if space.finite else None
         self.best: Run | None = None
 
+    @property
+    def label(self) -> str:
+        return self.name
+
     def _check(self, name: str) -> None:
         p = self.space.parameters[name]
         if isinstance(p, Categorical) and not p.choices:
