@@ -35,12 +35,15 @@ def _example() -> tuple[str, str]:
 
 
 def _runs(db_file: Path) -> list[tuple[int, str, str]]:
-    """(seq, point, finished) of every stored run, read without Tuna (no schema upgrade)."""
+    """(seq, point, finished) of every run recorded (not a trial claimed and still being
+    measured), read without Tuna (no schema upgrade)."""
     if not db_file.exists():
         return []
     conn = sqlite3.connect(f"file:{db_file}?mode=ro", uri=True, timeout=5)
     try:
-        return conn.execute("SELECT seq, point, finished FROM search_run ORDER BY seq").fetchall()
+        return conn.execute(
+            "SELECT seq, point, finished FROM search_run WHERE valid IS NOT NULL ORDER BY seq"
+        ).fetchall()
     except sqlite3.OperationalError:  # not made yet: the script is still creating it
         return []
     finally:

@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+import json
+import multiprocessing
+import socket
+import subprocess
+from pathlib import Path
+from typing import Any
+
 import pytest
 from sqlalchemy import func, select
 
@@ -19,8 +27,10 @@ def quadratic(params):
 
 
 def _rows(db: Database) -> list[SearchRun]:
+    """The runs recorded (a trial asked and not told yet is a claim, valid NULL: left out)."""
     with db.session() as s:
-        return list(s.execute(select(SearchRun).order_by(SearchRun.seq)).scalars())
+        finished = select(SearchRun).where(SearchRun.valid.is_not(None))
+        return list(s.execute(finished.order_by(SearchRun.seq)).scalars())
 
 
 def _state(db: Database) -> tuple[str, str | None]:
@@ -155,8 +165,7 @@ def test_a_wrong_tell_is_one_clear_error_and_stores_nothing(lite, how, message):
             study.tell(other.ask(), 1.0)
         else:
             study.tell({"x": 1, "y": "a"}, 1.0)
-    with lite.session() as s:
-        assert s.execute(select(func.count()).select_from(SearchRun)).scalar_one() == 0
+    assert _rows(lite) == []  # the trial stays claimed, nothing recorded
     study.tell(trial, 1.0)  # the trial still waits for its result
     assert len(_rows(lite)) == 1
 
@@ -197,16 +206,92 @@ def test_a_study_and_tune_share_one_stored_study(lite):
         assert done.ask() is None and len(done.runs) == 10
 
 
-def test_a_second_process_driving_the_same_study_gets_one_clear_error(db):
-    """Two opens of one study (two processes, say) propose the same points: the second to
-    tell a point the first recorded is told so, and its run is not stored twice."""
+def test_two_opens_of_one_study_never_ask_the_same_trial(db):
+    """Two opens of one study (two processes, say) propose the same points: a trial one
+    asked is claimed, so the other passes it over; each records its own, none twice."""
     first = tuna.study("twice", SPACE, storage=db)
     second = tuna.study("twice", SPACE, storage=db)
     mine, theirs = first.ask(), second.ask()
-    assert mine.number == theirs.number == 0
+    assert (mine.number, theirs.number) == (0, 1)
+    assert mine.params != theirs.params
+    second.tell(theirs, 2.0)
     first.tell(mine, 1.0)
-    with pytest.raises(TunaError, match="recorded meanwhile by another process driving"):
-        second.tell(theirs, 2.0)
-    assert [(r.seq, r.value) for r in _rows(db)] == [(0, 1.0)]
-    first.close()
-    second.close()
+    assert [(r.seq, r.value) for r in _rows(db)] == [(0, 1.0), (1, 2.0)]
+    again = first.ask()  # passes over what the other recorded too
+    assert again.number == 2
+    second.close()  # another process still measures: the study stays active
+    assert _state(db) == ("active", None)
+    first.close()  # the last to close stops it, and drops its claim of trial 2
+    assert _state(db)[0] == "stopped" and len(_rows(db)) == 2
+    with tuna.study("twice", SPACE, storage=db) as third:
+        assert third.ask().number == 2  # asked again
+
+
+def test_a_claim_of_a_process_gone_is_asked_again(lite, monkeypatch):
+    """A process killed while measuring leaves its trial claimed; the next process to open
+    the study on this host drops the claim (its pid is gone) and asks the trial again."""
+    from tuna.searches import studystore
+
+    with tuna.study("killed", SPACE, storage=lite) as study:
+        search = study.search
+    point = {"x": 1, "y": "a"}
+    dead = studystore.CLAIM.format(pid=_exited_pid(), host=socket.gethostname())
+    with monkeypatch.context() as m:  # the claim as that process made it
+        m.setattr(studystore, "claim_owner", lambda: dead)
+        assert studystore.claim_trial(lite, search, 0, point, point)
+    assert not studystore.claim_trial(lite, search, 0, point, point)  # held
+    with tuna.study("killed", SPACE, storage=lite) as study:
+        assert study.ask().number == 0
+
+
+def _exited_pid() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+WIDE = {"x": list(range(10)), "y": ["a", "b", "c", "d"]}  # 40 points
+
+
+def _measure_logged(log: Path, barrier: Any, params: dict[str, Any]) -> float:
+    """The objective of one process: its first call waits for the other process's first
+    (so the two overlap), each call is logged."""
+    if not log.exists():
+        barrier.wait(timeout=120)
+    with log.open("a") as f:
+        f.write(json.dumps(params, sort_keys=True) + "\n")
+    return float(params["x"]) + 0.1 * "abcd".index(params["y"])
+
+
+def _tune_in_process(url: str, log: Path, barrier: Any, strategy: str | None) -> None:
+    objective = functools.partial(_measure_logged, log, barrier)
+    budget = None if strategy is None else 12
+    tuna.tune(objective, WIDE, strategy=strategy, budget=budget, storage=url, name="shared")
+
+
+@pytest.mark.parametrize("strategy", [None, "Strategy('tpe', space, round_size=1)"])
+def test_two_processes_on_one_study_measure_every_point_once(db, tmp_path, strategy):
+    """Issue #28: tuna.tune from two processes at once, the same storage and study name:
+    every trial measured by exactly one of them, none lost; the study ends done. A
+    searcher that needs each result (tpe, one trial a round) waits for the other's."""
+    url = db.url.render_as_string(hide_password=False)
+    fork = multiprocessing.get_context("fork")
+    barrier = fork.Barrier(1 if strategy else 2)  # a dynamic searcher's second process
+    logs = [tmp_path / "first.log", tmp_path / "second.log"]  # waits: no rendezvous
+    procs = [fork.Process(target=_tune_in_process, args=(url, p, barrier, strategy))
+             for p in logs]  # fmt: skip
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=300)
+        assert p.exitcode == 0
+    calls = [line for p in logs if p.exists() for line in p.read_text().splitlines()]
+    assert len(calls) == len(set(calls))  # no point measured twice
+    rows = _rows(db)
+    assert sorted(r.seq for r in rows) == list(range(40 if strategy is None else 12))
+    assert len(calls) == len(rows)  # no trial lost, none left claimed
+    with db.session() as s:
+        assert s.execute(select(func.count()).select_from(SearchRun)).scalar_one() == len(rows)
+    assert _state(db) == ("done", None)
+    if strategy is None:  # both took part
+        assert all(p.exists() for p in logs)

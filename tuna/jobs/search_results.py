@@ -28,6 +28,11 @@ take the numbers after its ``done`` in seq order. Two writers of one search numb
 after the other, never the same number twice, and the one that numbers later also takes
 its finish time later. A run stored again (it had ended) keeps its number.
 
+A ``tuna.study`` driven by several processes at once **claims** each trial when it is asked
+(:func:`claim_run`: the run inserted pending unless another process took its seq), fills
+it when told (:func:`finish_run`) and drops the claims of trials never told
+(:func:`release_runs`).
+
 The run jobs of a stored build are inserted by :mod:`tuna.jobs.load` (the one module that
 creates jobs) from :func:`runs_awaiting`, when :mod:`tuna.jobs.recording` stores the build.
 """
@@ -47,6 +52,7 @@ from sqlalchemy import (
     Update,
     bindparam,
     case,
+    delete,
     exists,
     func,
     insert,
@@ -54,6 +60,7 @@ from sqlalchemy import (
     true,
     update,
 )
+from sqlalchemy.exc import IntegrityError
 
 from tuna.backends.base import BuildOutcome, RunOutcome
 from tuna.db import tables
@@ -269,6 +276,48 @@ def insert_runs(conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
         t[1] += 0 if row.get("valid") is None else 1
         t[2] += 1 if row.get("valid") else 0
     _count(conn, tally)
+
+
+def claim_run(conn: Connection, row: Mapping[str, Any]) -> bool:
+    """Insert a proposed run (pending) unless its ``(search, seq)`` is taken; False when
+    taken: another process driving the same study asked that trial first."""
+    try:
+        with conn.begin_nested():  # a savepoint: a taken seq leaves the transaction usable
+            insert_runs(conn, [row])
+    except IntegrityError:
+        return False
+    return True
+
+
+def finish_run(conn: Connection, search: int, seq: int, values: Mapping[str, Any]) -> bool:
+    """Write a claimed run's result (``stats``, ``value``, ``valid``, ``reason``,
+    ``intermediate``, ``pruned``); False when the run is not pending (not claimed, or
+    ended already)."""
+    ended = conn.execute(
+        _locked(SearchRun.search == search, SearchRun.seq == seq, SearchRun.valid.is_(None))
+    ).all()
+    if not ended:
+        return False
+    landed = _landing(conn, ended)
+    conn.execute(
+        update(tables.search_run)
+        .where(SearchRun.id == ended[0].id)
+        .values(**values, finished=db_now(), landed=landed[ended[0].id])
+    )
+    _count(conn, {search: [0, 1, int(bool(values["valid"]))]})
+    return True
+
+
+def release_runs(conn: Connection, search: int, seqs: Sequence[int]) -> int:
+    """Delete the pending runs ``seqs`` of ``search`` (a study's trials asked and never
+    told: asked again when it is next opened); returns how many."""
+    gone = conn.execute(
+        _locked(SearchRun.search == search, SearchRun.seq.in_(seqs), SearchRun.valid.is_(None))
+    ).all()
+    if gone:
+        conn.execute(delete(tables.search_run).where(SearchRun.id.in_([r.id for r in gone])))
+        _count(conn, {search: [-len(gone), 0, 0]})
+    return len(gone)
 
 
 def fail_runs(conn: Connection, where: ColumnElement[bool], reason: str) -> int:

@@ -5,6 +5,7 @@ keeps its rows."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -19,13 +20,19 @@ from tuna.searches.create import BASELINE_SEQ, make_searcher
 from tuna.searches.objectives import check_baseline_run
 from tuna.searches.studyspec import StudySpec, TuneResult
 from tuna.searches.studystore import (
+    claim_trial,
     end_search,
     ending,
+    finish_trial,
     open_search,
+    pending_trials,
     record_run,
     recorded,
     recorded_baseline,
+    release_stale,
+    release_trials,
     stored_runs,
+    trial_state,
 )
 from tuna.searches.trial import Trial, TrialProgress
 
@@ -41,7 +48,12 @@ class Study:
     Bisect, ...) needs each told before the next is asked. A trial asked and never told is
     not stored: the study asks it again when it is next opened. When the strategy or the
     budget has nothing left and every trial is told, the study ends (``done``, or ``failed``
-    when no run holds the stat). One process drives a study at a time.
+    when no run holds the stat).
+
+    Several processes may drive one study at once (:mod:`.studystore`): each trial is
+    claimed when asked, a trial another process claimed is passed over (a searcher that
+    needs each result waits for it), so none is measured twice or lost; the last process
+    to finish ends the study, and :meth:`result` reads every process's runs.
 
     A study with a baseline asks it first (trial ``-1``) until it is told; told, it is
     checked to print every stat the objective names. Given ``measure``, the study measures
@@ -64,6 +76,7 @@ class Study:
             measured = measure(dict(spec.baseline))  # before anything is written
             _check_baseline(spec, measured)
         self.search = open_search(db, spec)
+        release_stale(db, self.search)  # trials of a process killed while measuring them
         if measured is not None:
             self._store_baseline(measured)
         self._objective = spec.objective.with_baseline(self._baseline_stats)
@@ -106,8 +119,8 @@ class Study:
             trial = Trial(self.search, BASELINE_SEQ, dict(self._spec.baseline))
             self._pending[trial.number] = trial
             return trial
-        proposal = self._next
-        if proposal is None or self._spent(proposal.index):
+        proposal = self._claim_next()
+        if proposal is None:
             self._end_if_over()
             return None
         self._next = None if self._proposer.dynamic else self._proposer.send(None)
@@ -147,19 +160,14 @@ class Study:
             del self._pending[trial.number]
             self._start_searcher()  # no run yet: the searcher starts again, knowing the baseline
             return run
-        point = {k: trial.params[k] for k in self._spec.space.names if k in trial.params}
-        try:
-            record_run(
-                self._db, self.search, trial.number, point, run, self._objective, trial, pruned
-            )
-        except DatabaseError as e:
-            if not recorded(self._db, self.search, trial.number):
-                raise
+        if not finish_trial(
+            self._db, self.search, trial.number, run, self._objective, trial, pruned
+        ):
             raise SearchError(
-                f"study {self.name!r}: its run {trial.number} was recorded meanwhile by another "
-                "process driving the same study; drive a study from one process at a time "
-                "(give each process its own name=)"
-            ) from e
+                f"study {self.name!r}: trial {trial.number} is not this process's any more (its "
+                "claim was dropped: was the study opened elsewhere while this one was "
+                "stopped?); ask again"
+            )
         del self._pending[trial.number]
         self.runs.append(run)
         self._peers.append(Peer(dict(trial.intermediate), completed=run.valid and not pruned))
@@ -171,7 +179,9 @@ class Study:
         return run
 
     def result(self) -> TuneResult:
-        """Every run and the best that counts; a SearchError if the study failed."""
+        """Every run (every process's) and the best that counts; a SearchError if the study
+        failed."""
+        self.runs, _ = stored_runs(self._db, self.search)
         if self.state == "failed":
             raise SearchError(f"study {self.name!r} (search {self.search}): {self.reason}")
         measured = ([self.baseline] if self.baseline else []) + self.runs  # as stored: -1 first
@@ -185,10 +195,11 @@ class Study:
     def end_early(self, reason: str) -> None:
         """End the study now, ``done`` with ``reason`` (its time is up) unless it failed."""
         if self.state == "active":
-            self._pending.clear()  # asked, not told: asked again when it is opened again
+            self._release()  # asked, not told: asked again when it is opened again
             state, why = ending(self._objective, self.runs)
             self.state, self.reason = state, reason if state == "done" else why
-            end_search(self._db, self.search, self.state, self.reason)
+            if not pending_trials(self._db, self.search):  # else another process goes on
+                end_search(self._db, self.search, self.state, self.reason)
 
     def close(self) -> None:
         """Stop here: a study not over is marked stopped (open it again to resume)."""
@@ -196,8 +207,10 @@ class Study:
             return
         try:
             if self.state == "active":
+                self._release()
                 self.state, self.reason = "stopped", f"interrupted; {self._hint}"
-                end_search(self._db, self.search, self.state, self.reason)
+                if not pending_trials(self._db, self.search):  # else another process goes on
+                    end_search(self._db, self.search, self.state, self.reason)
         finally:
             self._closed = True
             self._pending.clear()
@@ -223,17 +236,61 @@ class Study:
         return None if self.baseline is None else self.baseline.stats
 
     def _store_baseline(self, run: Run) -> None:
-        record_run(self._db, self.search, BASELINE_SEQ, dict(self._spec.baseline or {}), run,
-                self._spec.objective)  # fmt: skip
+        """Record the baseline; when another process driving the study recorded it first,
+        its run is the baseline (one baseline a study)."""
+        try:
+            record_run(self._db, self.search, BASELINE_SEQ, dict(self._spec.baseline or {}),
+                       run, self._spec.objective)  # fmt: skip
+        except DatabaseError:
+            if not recorded(self._db, self.search, BASELINE_SEQ):
+                raise
+            run = recorded_baseline(self._db, self._spec) or run
         self.baseline = run
 
     def _spent(self, index: int) -> bool:
         return self._spec.budget is not None and index >= self._spec.budget
 
     def _end_if_over(self) -> None:
+        """End the study when nothing is left to ask and no process measures a trial (the
+        last one to finish ends it, judging every process's runs)."""
         if self.state == "active" and not self._pending:
+            if pending_trials(self._db, self.search):
+                self.state, self.reason = "done", None  # here; the study's row stays active
+                return
+            self.runs, _ = stored_runs(self._db, self.search)
             self.state, self.reason = ending(self._objective, self.runs)
             end_search(self._db, self.search, self.state, self.reason)
+
+    def _claim_next(self) -> Proposal | None:
+        """The next proposal, claimed for this process (None when the strategy or budget is
+        spent). A trial another process recorded is passed over (a dynamic searcher is
+        sent its Run); one it is measuring is passed over too, or, for a dynamic searcher,
+        waited for."""
+        while (proposal := self._next) is not None and not self._spent(proposal.index):
+            point = {k: proposal.config[k] for k in self._spec.space.names if k in proposal.config}
+            if claim_trial(self._db, self.search, proposal.index, point, proposal.config):
+                return proposal
+            taken = trial_state(self._db, self.search, proposal.index)
+            if not self._proposer.dynamic:
+                self._next = self._proposer.send(None)
+                continue
+            waited = 0.0
+            while isinstance(taken, str):  # its result decides what comes next: wait for it
+                if not waited:
+                    log.info("study %r: waiting for trial %d (%s)", self.name, proposal.index,
+                             taken)  # fmt: skip
+                time.sleep(0.05)
+                waited += 0.05
+                taken = trial_state(self._db, self.search, proposal.index)
+            if taken is not None:  # recorded meanwhile (None: released: claim it again)
+                self.runs.append(taken)
+                self._next = self._proposer.send(taken)
+        return None
+
+    def _release(self) -> None:
+        """Drop this process's claims of trials asked and never told."""
+        release_trials(self._db, self.search, [n for n in self._pending if n != BASELINE_SEQ])
+        self._pending.clear()
 
     def _check_waiting(self, trial: object) -> None:
         self._open_or_raise()

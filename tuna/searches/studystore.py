@@ -1,21 +1,38 @@
 """Where a study lives in the database: its session (label ``tuna.tune``, backend
 ``bench``), its ``search`` row (made, or found by name and checked to be the same study),
-its runs (written through :mod:`tuna.jobs.search_results`) and its ending."""
+its runs (written through :mod:`tuna.jobs.search_results`) and its ending.
+
+Several processes may drive one study (the same storage and name): each trial is
+**claimed** when asked, a pending run row whose ``reason`` names the process that asked it
+(:func:`claim_trial`); a process whose claim is refused passes that trial over (or, for a
+searcher that needs each result, waits for it), so no trial is measured twice, and each
+process fills only its own claims (:func:`finish_trial`). Claims of trials never told are
+dropped when their process closes the study, and by the next process to open it when the
+process that made them (on this host) is gone (:func:`release_stale`)."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import socket
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
 from tuna.backends.base import SessionSpec
 from tuna.db import Database
 from tuna.db.clock import db_now
 from tuna.db.models import Search, SearchRun, TuningSession
 from tuna.jobs.pruning import peers, stored_curve
-from tuna.jobs.search_results import insert_runs, objective_value
+from tuna.jobs.search_results import (
+    claim_run,
+    finish_run,
+    insert_runs,
+    objective_value,
+    release_runs,
+)
 from tuna.searchers import Objective, Run
 from tuna.searchers.errors import ObjectiveError, SearchError
 from tuna.searchers.prune import Peer
@@ -52,7 +69,11 @@ def stored_runs(db: Database, search: int) -> tuple[list[Run], list[Peer]]:
     with db.session() as s:
         rows = s.execute(
             select(SearchRun)
-            .where(SearchRun.search == search, SearchRun.seq > BASELINE_SEQ)
+            .where(
+                SearchRun.search == search,
+                SearchRun.seq > BASELINE_SEQ,
+                SearchRun.valid.is_not(None),  # not the trials other processes measure now
+            )
             .order_by(SearchRun.seq)
         ).scalars()
         return [run_of(r) for r in rows], peers(s.connection(), search)
@@ -142,6 +163,105 @@ def record_run(
                 }
             ],
         )
+
+
+#: A claim's ``reason``: which process asked the trial (:func:`release_stale` reads it).
+CLAIM = "asked by pid {pid} on {host}"
+_CLAIM = re.compile(r"^asked by pid (\d+) on (.+)$")
+
+
+def claim_owner() -> str:
+    return CLAIM.format(pid=os.getpid(), host=socket.gethostname())
+
+
+def claim_trial(db: Database, search: int, seq: int, point: Mapping[str, Any],
+                config: Mapping[str, Any]) -> bool:  # fmt: skip
+    """Claim trial ``seq`` for this process; False when another process has it (asked, or
+    recorded)."""
+    row = {"search": search, "seq": seq, "point": dict(point), "config": dict(config),
+           "reason": claim_owner()}  # fmt: skip
+    with db.transaction(immediate=True) as conn:
+        return claim_run(conn, row)
+
+
+def finish_trial(
+    db: Database,
+    search: int,
+    seq: int,
+    run: Run,
+    objective: Objective,
+    trial: Trial | None = None,
+    pruned: bool = False,
+) -> bool:
+    """Fill this process's claim of trial ``seq`` with ``run``; False when it holds none."""
+    stats = dict(run.stats)
+    values = {
+        "stats": stats if run.valid else None,
+        "value": objective_value({"stat": objective.stat}, stats),
+        "valid": run.valid,
+        "reason": run.reason,
+        "intermediate": stored_curve(trial.intermediate) if trial else None,
+        "pruned": pruned,
+    }
+    with db.transaction(immediate=True) as conn:
+        return finish_run(conn, search, seq, values)
+
+
+def trial_state(db: Database, search: int, seq: int) -> Run | str | None:
+    """Trial ``seq`` as stored: its Run when recorded, the claim (who asked it) while
+    another process measures it, None when no process has it."""
+    with db.session() as s:
+        row = s.execute(
+            select(SearchRun).where(SearchRun.search == search, SearchRun.seq == seq)
+        ).scalar_one_or_none()
+        if row is None:
+            return None
+        return run_of(row) if row.valid is not None else str(row.reason or "claimed")
+
+
+def pending_trials(db: Database, search: int) -> int:
+    """Trials claimed and not told yet, by any process."""
+    with db.session() as s:
+        return int(
+            s.execute(
+                select(func.count()).where(SearchRun.search == search, SearchRun.valid.is_(None))
+            ).scalar_one()
+        )
+
+
+def release_trials(db: Database, search: int, seqs: Sequence[int]) -> None:
+    if seqs:
+        with db.transaction(immediate=True) as conn:
+            release_runs(conn, search, seqs)
+
+
+def release_stale(db: Database, search: int) -> int:
+    """Drop the claims of processes on this host that are gone (killed while measuring);
+    returns how many. A claim of another host's process is left alone."""
+    here = socket.gethostname()
+    with db.session() as s:
+        claims = s.execute(
+            select(SearchRun.seq, SearchRun.reason).where(
+                SearchRun.search == search, SearchRun.valid.is_(None)
+            )
+        ).all()
+    stale = []
+    for seq, reason in claims:
+        found = _CLAIM.match(reason or "")
+        if found and found.group(2) == here and not _alive(int(found.group(1))):
+            stale.append(int(seq))
+    release_trials(db, search, stale)
+    return len(stale)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def recorded(db: Database, search: int, seq: int) -> bool:
