@@ -36,8 +36,8 @@ from tuna.searches.strategy import (
     StrategyRequest,
     create_strategy_search,
     load_strategy_searches,
-    strategy_history,
 )
+from tuna.searches.strategy_history import strategy_history
 from tuna.worker import run_worker
 
 pytestmark = pytest.mark.usefixtures("own_lock_dir")
@@ -193,7 +193,8 @@ def test_bad_requests_say_what_is_wrong_and_write_nothing(lite: Database) -> Non
             create_strategy_search(lite, request)
 
 
-def _measure(db: Database, session: int, config: int, rows: list[tuple[str, float]]) -> None:
+def measure_rows(db: Database, session: int, config: int, rows: list[tuple[str, float]]) -> None:
+    """Valid measurements of SOLVER on the config, (params, time) each, as workers record."""
     with db.transaction() as conn:
         solver = conn.execute(select(Solver.id).where(Solver.name == SOLVER)).scalar_one()
         platform = conn.execute(select(Platform.id)).scalar()
@@ -210,33 +211,6 @@ def _measure(db: Database, session: int, config: int, rows: list[tuple[str, floa
                 for p, t in rows
             ],
         )  # fmt: skip
-
-
-def test_the_models_history_is_the_measurements_that_count(db: Database) -> None:
-    session, config = cpuconv_session(db)
-    # another session of the same target measured another problem
-    elsewhere, other = other_problem_session(db)
-    # the first row as written before LO and PB existed: it counts as the kernel it named
-    _measure(db, session, config, [("1,1,4,64,1", 2.0)])
-    _measure(db, elsewhere, other, [("1,1,4,64,1,0,0", 5.0), ("2,1,4,64,1,0,1", 4.0)])
-    with db.session() as s:
-        own = strategy_history(s, session, config, SOLVER, transfer=False, until=None)
-        every = strategy_history(s, session, config, SOLVER, transfer=True, until=None)
-        first = s.scalar(select(func.min(Measurement.id)))
-        before = strategy_history(s, session, config, SOLVER, transfer=True, until=first)
-    assert [(p, t) for _, p, t in own] == [
-        ({"MR": 1, "NV": 1, "VW": 4, "KC": 64, "NT": 1, "LO": 0, "PB": 0}, 2.0)
-    ]
-    assert sorted(t for _, _, t in every) == [2.0, 4.0, 5.0]
-    assert len({tuple(sorted(f.items())) for f, _, _ in every}) == 2  # two problems' features
-    assert len(before) == 1  # a snapshot: what a resumed search reads again
-    # a retired session's rows leave the history (the same rules as every other decision)
-    from tuna.sessions.history import retire
-
-    retire(db, elsewhere)
-    with db.session() as s:
-        left = strategy_history(s, session, config, SOLVER, transfer=True, until=None)
-    assert [t for _, _, t in left] == [2.0]
 
 
 def test_a_model_search_with_transfer_and_no_history_falls_back(lite: Database) -> None:
@@ -299,7 +273,7 @@ def test_a_resumed_search_reads_the_history_it_was_created_with(lite: Database) 
     session, config = cpuconv_session(lite)
     elsewhere, other = other_problem_session(lite)
     times = [(f"{mr},{nv},4,64,1,0,0", 1.0 + mr + 0.5 * nv) for mr in (1, 2, 4) for nv in (1, 2, 3)]
-    _measure(lite, elsewhere, other, times)
+    measure_rows(lite, elsewhere, other, times)
     search = create_strategy_search(
         lite,
         StrategyRequest(
@@ -429,7 +403,7 @@ def test_a_candidate_measured_where_history_counts_is_not_timed_again_unless_ask
     (proposed,) = _round_jobs(db, first)
     assert len(proposed) == 8
     # another session measured half of them (one of those failed to verify)
-    _measure(db, elsewhere, config, [(p, 0.5 + i) for i, p in enumerate(proposed[:3])])
+    measure_rows(db, elsewhere, config, [(p, 0.5 + i) for i, p in enumerate(proposed[:3])])
     with db.transaction() as conn:
         solver, platform = conn.execute(select(Measurement.solver, Measurement.platform)).first()
         conn.execute(
@@ -465,7 +439,7 @@ def test_a_round_measured_whole_needs_no_job_and_the_strategy_goes_on(lite: Data
     )
     SearchDriver(lite, first).tick()
     (proposed,) = _round_jobs(lite, first)
-    _measure(lite, elsewhere, config, [(p, 1.0 + i) for i, p in enumerate(proposed)])
+    measure_rows(lite, elsewhere, config, [(p, 1.0 + i) for i, p in enumerate(proposed)])
     request = StrategyRequest(
         session, config, SOLVER, StrategyOptions("random", budget=16, seed=5), "again"
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.searches.helpers import runs, search_state
-from tests.searches.test_strategy import CPUCONV, SOLVER, _measure, _round_jobs, cpuconv_session
+from tests.searches.test_strategy import CPUCONV, SOLVER, _round_jobs, cpuconv_session, measure_rows
 from tests.support.seed import make_session
 from tuna.db import Database
 from tuna.searchers import SearchError
@@ -123,7 +123,7 @@ def test_a_candidate_measured_in_history_carries_its_computed_stats_too(lite: Da
     )
     SearchDriver(lite, first).tick()
     (proposed,) = _round_jobs(lite, first)
-    _measure(lite, elsewhere, config, [(proposed[0], 0.5)])
+    measure_rows(lite, elsewhere, config, [(proposed[0], 0.5)])
     second = create_strategy_search(
         lite, StrategyRequest(session, config, SOLVER, options, "second", StrategyAims(TWO))
     )

@@ -6,7 +6,7 @@ search do no harm); for a search whose backend builds, one ``search_build`` and 
 job per distinct build tuple (hashed as :func:`build_key_hash`) and each run's job once its
 build is stored; for a strategy, the whole round as one build row and one job
 (:meth:`Enqueuer.insert_round`), its candidates measured already where the session's
-history counts them recorded ended instead (:func:`tuna.searches.strategy.measured_runs`).
+history counts them recorded ended instead (:func:`tuna.searches.strategy_history.measured_runs`).
 Jobs are created by :mod:`tuna.jobs.load`, run rows written by
 :mod:`tuna.jobs.search_results`.
 """
@@ -28,7 +28,7 @@ from tuna.jobs.load import insert_build_jobs, insert_round_jobs, insert_run_jobs
 from tuna.jobs.search_results import fail_runs, insert_runs
 from tuna.searchers import Proposal, build_key
 from tuna.searchers.space import ParameterSpace
-from tuna.searches.strategy import measured_runs, session_history
+from tuna.searches.strategy_history import measured_runs, session_history
 from tuna.sessions.history import Eligibility
 
 
