@@ -112,6 +112,17 @@ def test_the_backward_reference_kernels_compile(nvrtc, direction):
     assert built.cubin is not None, built.log
 
 
+def test_a_candidate_outside_the_space_is_refused_with_the_reason_before_compiling(nvrtc):
+    # VW 4 parses, but backward data's kernel reads the weights one float at a time: compiled,
+    # it would leave three of every four A values unset
+    c = cc.compile_candidate(nvrtc, MEDIUM_BWD_DATA, sv.BWD_DATA, "64,64,8,4,4,4,1,1", "sm_90")
+    assert not c.valid and c.report is None and c.seconds == 0.0
+    assert c.reason == (
+        "not in CudaImplicitGemmBwdData's space for this problem: VW over 1: backward data "
+        "reads the weights transposed, one float at a time"
+    )
+
+
 def test_another_arch_is_compiled_for_it(nvrtc):
     c = cc.compile_candidate(nvrtc, MEDIUM, sv.IGEMM, "16,16,4,1,1,1,0,0", "sm_80")
     assert c.valid

@@ -12,8 +12,11 @@ recorded invalid, with the reason, when it
   48 KB), or
 * cannot have one block resident on an SM (:mod:`~tuna.backends.cuda.occupancy`).
 
-Such a candidate never reaches the GPU. NVRTC releases Python's lock while it compiles, so
-``jobs`` threads compile in parallel.
+Such a candidate never reaches the GPU, nor does one outside the solver's space for the
+problem (:func:`~tuna.backends.cuda.solvers.invalid_reason`: a tile the kernel cannot run
+right there, such as vector loads backward data cannot make), which is not compiled.
+
+NVRTC releases Python's lock while it compiles, so ``jobs`` threads compile in parallel.
 """
 
 from __future__ import annotations
@@ -253,6 +256,11 @@ def compile_candidate(
     v = sv.parse_params(solver, params)
     limits = occ.limits(arch)
     threads = sv.threads(v)
+    outside = sv.invalid_reason(p, solver, v)
+    if outside is not None:  # a strategy proposes from the space; anything else is refused here
+        return Candidate(
+            params, None, None, threads, 0, f"not in {solver}'s space for this problem: {outside}"
+        )
     smem = sv.static_smem_bytes(v)
     if smem > limits.static_smem_per_block:  # ptxas would say so after a second or more
         return Candidate(params, None, None, threads, 0, _smem_reason(smem, limits))

@@ -111,8 +111,9 @@ def program(
     runs = []
     for i, params in enumerate(candidates):
         v = sv.parse_params(solver, params)
-        if not sv.valid(p, solver, v):
-            raise ValueError(f"{params} is not a valid {solver} candidate for this problem")
+        outside = sv.invalid_reason(p, solver, v)
+        if outside is not None:
+            raise ValueError(f"{params} is not a valid {solver} candidate here: {outside}")
         macros = sv.candidate_macros(solver, v)
         lines.append(f"namespace cand{i} {{")
         lines += [f"#define {k} {val}" for k, val in macros.items()]

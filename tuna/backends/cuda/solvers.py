@@ -176,20 +176,32 @@ def _pow2_ceil(n: int) -> int:
 
 def valid(p: ConvProblem, solver: str, v: dict[str, int]) -> bool:
     """Whether the kernel can run candidate ``v`` on ``p`` and it is not pointless."""
+    return invalid_reason(p, solver, v) is None
+
+
+def invalid_reason(p: ConvProblem, solver: str, v: dict[str, int]) -> str | None:
+    """Why candidate ``v`` is not in ``solver``'s space on ``p`` (None: it is). Constant
+    texts: the space is filtered through this for every one of its 19,200 combinations."""
     m, n, k, batches = gemm_shape(p, solver)
     t = threads(v)
-    if t % 32 or t > MAX_THREADS or v["TM"] * v["TN"] > MAX_ACCUMULATORS:
-        return False
+    if t % 32 or t > MAX_THREADS:
+        return "(BM/TM) x (BN/TN) threads must be a multiple of 32 and at most 1024"
+    if v["TM"] * v["TN"] > MAX_ACCUMULATORS:
+        return f"TM x TN over {MAX_ACCUMULATORS} accumulators always spills"
     if v["TM"] > v["BM"] or v["TN"] > v["BN"] or v["VW"] > v["BK"]:
-        return False
+        return "TM over BM, TN over BN or VW over BK"
     if v["VW"] > 1 and not _vectors_fit(p, solver, v["VW"]):
-        return False
+        if solver == BWD_DATA:
+            return "VW over 1: backward data reads the weights transposed, one float at a time"
+        return "VW does not divide the rows it loads: a vector would start off its boundary"
     if v["BM"] > max(16, _pow2_ceil(m)) or v["BN"] > max(16, _pow2_ceil(n)):
-        return False
+        return "BM or BN far wider than the GEMM's M or N"
     if v["BK"] > max(4, _pow2_ceil(k)):
-        return False
+        return "BK far deeper than the GEMM's reduction"
     _, gy, gz = grid(p, solver, v)
-    return gy <= _GRID_YZ and gz <= _GRID_YZ
+    if gy > _GRID_YZ or gz > _GRID_YZ:
+        return "a grid over 65,535 blocks in y or z"
+    return None
 
 
 def _vectors_fit(p: ConvProblem, solver: str, vw: int) -> bool:
