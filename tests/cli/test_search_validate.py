@@ -47,6 +47,23 @@ def test_json_holds_both_values_for_every_run(runner, search) -> None:
     assert all(set(f["measured"]) == {"mflop", "accuracy"} for f in doc["front"])
 
 
+def test_search_show_says_where_the_front_was_validated(runner, search) -> None:
+    for inputs in ("test", "holdout"):
+        r = runner.invoke(main, ["search", "validate", str(search), "--objective-fn", FN,
+                                 "--inputs", inputs])  # fmt: skip
+        assert r.exit_code == 0, r.output
+    shown = runner.invoke(main, ["search", "show", str(search), "--limit", "1"])
+    assert shown.exit_code == 0, shown.output
+    lines = [x.strip() for x in shown.output.splitlines()]
+    assert "validated on 'holdout': 11 runs (the front and the baseline), 11 kept (tuna search " \
+        "validate)" in lines  # fmt: skip
+    assert "validated on 'test': 11 runs (the front and the baseline), 10 kept (tuna search " \
+        "validate)" in lines  # fmt: skip
+    doc = json.loads(runner.invoke(main, ["search", "show", str(search), "--json"]).output)
+    assert doc["validations"] == [{"inputs": "holdout", "runs": 11, "kept": 11},
+                                  {"inputs": "test", "runs": 11, "kept": 10}]  # fmt: skip
+
+
 def test_png_draws_predicted_against_measured(runner, search, tmp_path) -> None:
     out = tmp_path / "val.png"
     r = runner.invoke(main, ["search", "validate", str(search), "--objective-fn", FN,

@@ -14,6 +14,7 @@ from tuna.searchers.prune import pruner_from_json
 from tuna.searchers.timebudget import format_duration
 from tuna.searches import query
 from tuna.searches.query import RUN_STATUSES, RunRow, SearchSummary, StoredResult
+from tuna.searches.validation import validations
 
 
 def _compact(values: dict[str, Any] | None) -> str:
@@ -193,7 +194,9 @@ def show_cmd(
     build-time and run-time parameters, its stats, whether it is valid (or why not, or
     why it does not count: a constraint it fails), the machine it ran on and when it
     finished. A search of several objectives shows its Pareto front: the runs that count
-    and that no other beats on every objective, best by the first objective first.
+    and that no other beats on every objective, best by the first objective first; a
+    search whose front was validated (tuna search validate) says on which input sets and
+    how many runs were kept there.
     --csv prints the runs with one column per parameter and stat; --json the search, its
     best run, its front ("pareto") and its runs.
 
@@ -216,6 +219,7 @@ def show_cmd(
         front = query.pareto(db, s)
         baseline = query.baseline_run(db, s)
         stored = query.stored_result(db, s.id)
+        validated = validations(db, s.id)
     finally:
         db.dispose()
     if output == "csv":
@@ -228,6 +232,7 @@ def show_cmd(
         "baseline": run_row(baseline) if baseline else None,
         "pareto": [run_row(r) for r in front],
         "stored": stored_row(stored),
+        "validations": [{"inputs": v.inputs, "runs": v.runs, "kept": v.kept} for v in validated],
         "runs": [run_row(r) for r in rows],
     }
     if emit([], output, document):
@@ -263,6 +268,12 @@ def show_cmd(
         )
     if s.objective.more:
         _print_front(s, front)
+    for v in validated:
+        console.print(
+            f"  validated on '{v.inputs}': {v.runs} runs (the front and the baseline), "
+            f"{v.kept} kept (tuna search validate)",
+            markup=False,
+        )
     if stored is not None:
         console.print(f"  stored: {_stored(stored, s.session)}", markup=False)
     if not rows:

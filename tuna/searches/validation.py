@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import case, delete, func, insert, select
 from sqlalchemy.engine import URL
 
 from tuna.backends import get_backend
@@ -316,6 +316,29 @@ def _store(db: Database, search: int, inputs: str, runs: Sequence[ValidatedRun])
                 for r in runs
             ],
         )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ValidationSummary:
+    """One input set a search's front was validated on: how many runs, how many kept."""
+
+    inputs: str
+    runs: int
+    kept: int
+
+
+def validations(db: Database, search: int) -> list[ValidationSummary]:
+    """Each input set the search was validated on (by name), as ``tuna search show`` says:
+    the runs measured there (the baseline's row included) and those kept."""
+    table = SearchValidation.__table__
+    with db.session() as s:
+        rows = s.execute(
+            select(table.c.inputs, func.count(), func.sum(case((table.c.kept, 1), else_=0)))
+            .where(table.c.search == search)
+            .group_by(table.c.inputs)
+            .order_by(table.c.inputs)
+        ).all()
+    return [ValidationSummary(str(i), int(n), int(k or 0)) for i, n, k in rows]
 
 
 def stored_validation(db: Database, search: int, inputs: str = TEST_INPUTS) -> Validation | None:
