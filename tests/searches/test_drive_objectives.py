@@ -82,3 +82,30 @@ def test_bad_objectives_are_refused_before_anything_is_stored(lite: Database):
         with pytest.raises(TunaError, match=message):
             new_search(lite, session, spec=SPEC, objective="t", **kw)
     assert query.list_searches(lite, session) == []
+
+
+CURVE = '{"a": [1, 2, 3, 4, 5, 6, 7, 8], "b": [1, 2, 3, 4, 5, 6, 7, 8]}'
+CURVE_SPEC = {
+    "run": 'echo "cost: $(( {a} + {b} ))"; '
+    'echo "acc: $(( 20 * {a} - 2 * {a} * {a} + 12 * {b} - 2 * {b} * {b} ))"',
+    "owns": "nothing",
+    "run_timeout_s": 30,
+}
+
+
+def test_the_predictive_strategy_over_the_queue_finds_the_front_with_part_of_the_space(lite):
+    """A bench search with --searcher predictive, drained by workers: at most three quarters
+    of the 64 points, and the front of what it measured is the exhaustive one (9 points)."""
+    session = bench_session(lite)
+    search = new_search(lite, session, space=CURVE, space_file="params.json", spec=CURVE_SPEC,
+                        objective="cost", more=(Target("acc", "max"),),
+                        searcher="Strategy('predictive', space, seed=1, margin=0.1)")  # fmt: skip
+    with driving(lite, session):
+        drain(lite, session, claim_batch=4)
+    assert search_state(lite, search) == ("done", None)
+    measured = runs(lite, search)
+    assert 16 < len(measured) <= 48  # seeds, then only what is predicted near the front
+    front = query.pareto(lite, query.find_search(lite, search))
+    assert sorted((r.point["a"], r.point["b"]) for r in front) == [
+        (1, 1), (2, 1), (3, 1), (3, 2), (4, 1), (4, 2), (4, 3), (5, 2), (5, 3),
+    ]  # fmt: skip
