@@ -107,7 +107,9 @@ def test_pareto_json_marks_the_front_and_take_best(seeded, tmp_path):
 
 def test_fleet_section_counts_failures_and_lost_leases(seeded, tmp_path):
     db, sd = seeded
-    build_report(db, ReportOptions((sd.tuned, sd.failing, sd.leases), tmp_path))
+    # problems=0: no Pareto figures (eight per report, most of its drawing); this test reads
+    # the fleet's CSVs, which are drawn whatever --problems says
+    build_report(db, ReportOptions((sd.tuned, sd.failing, sd.leases), tmp_path, problems=0))
     reasons = read_csv(tmp_path / "figures" / "failure_reasons.csv")
     errored = count(db, Job.session == sd.failing, Job.state == JobState.ERRORED)
     assert errored == count(db, Job.session == sd.failing) > 0
@@ -120,15 +122,23 @@ def test_fleet_section_counts_failures_and_lost_leases(seeded, tmp_path):
 
 def test_speedups_against_a_solver_and_against_another_session(seeded, tmp_path):
     db, sd = seeded
-    build_report(db, ReportOptions((sd.tuned,), tmp_path / "a", vs=Baseline(solver="NoopDirect")))
+    # problems=0: no Pareto figures; the speed-ups are drawn whatever --problems says
+    build_report(
+        db,
+        ReportOptions((sd.tuned,), tmp_path / "a", vs=Baseline(solver="NoopDirect"), problems=0),
+    )
     ups = read_csv(tmp_path / "a" / "figures" / "speedups.csv")
     assert ups and all(u["baseline"] == "NoopDirect" for u in ups)
     assert all(float(u["speedup"]) >= 1.0 for u in ups)
-    build_report(db, ReportOptions((sd.tuned,), tmp_path / "b", vs=Baseline(session=sd.tuned)))
+    build_report(
+        db, ReportOptions((sd.tuned,), tmp_path / "b", vs=Baseline(session=sd.tuned), problems=0)
+    )
     ups = read_csv(tmp_path / "b" / "figures" / "speedups.csv")
     assert ups and all(float(u["speedup"]) == 1.0 for u in ups)
     with pytest.raises(NotFoundError, match="has no find results to compare"):
-        build_report(db, ReportOptions((sd.tuned,), tmp_path / "c", vs=Baseline(golden=7)))
+        build_report(
+            db, ReportOptions((sd.tuned,), tmp_path / "c", vs=Baseline(golden=7), problems=0)
+        )
 
 
 def test_unknown_and_empty_sessions_are_refused_and_nothing_is_written(lite_seeded, tmp_path):
@@ -207,7 +217,9 @@ def test_family_names_parse_back(direction, y, x, groups, name):
 def test_the_winners_parameters_are_in_the_page_its_csvs_and_pareto_json(seeded, tmp_path):
     """A tuner's first question, "which config won, with which parameters", had no answer."""
     db, sd = seeded
-    build_report(db, ReportOptions((sd.tuned,), tmp_path))
+    # problems=0: no Pareto figures; pareto.json, the tables and the CSVs are written whatever
+    # --problems says
+    build_report(db, ReportOptions((sd.tuned,), tmp_path, problems=0))
     with db.session() as s:
         rows = s.execute(select(FindDb.config, FindDb.time_ms, FindDb.params)
                          .where(FindDb.session == sd.tuned)).all()  # fmt: skip
@@ -249,7 +261,7 @@ def test_the_winners_timings_and_whether_they_were_stable_are_beside_their_times
     add_measurements(lite, a, h.configs[1], solver, [2.0], platform=on)  # p0 timed once
     add_find(lite, a, h.configs[1], solver, 2.0, params="p0")
     add_find(lite, a, h.configs[1], h.solvers["NoopDirect"], 4.0)  # a slower solver
-    build_report(lite, ReportOptions((a,), tmp_path))
+    build_report(lite, ReportOptions((a,), tmp_path, problems=0))  # no Pareto figures: not read
     winners = {int(r["config"]): r for r in read_csv(tmp_path / "winners.csv")}
     assert [(winners[c]["timings"], winners[c]["spread"], winners[c]["unstable"])
             for c in h.configs[:2]] == [("2", "1.6", "1"), ("1", "1.0", "0")]  # fmt: skip

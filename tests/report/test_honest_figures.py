@@ -64,7 +64,7 @@ def test_two_sessions_bars_are_labelled_by_session_and_wins_count_each_problem_o
     for s in (sd.empty, other):
         for k in (0, 1):
             add_find_rows(db, s, k, rows)
-    rep = build_report(db, ReportOptions((sd.empty, other), tmp_path))
+    rep = build_report(db, ReportOptions((sd.empty, other), tmp_path, problems=0))  # no Pareto
     (ups,) = [f for s in rep.sections if s.id == "speedups" for f in s.figures]
     labels = [t for t in ups.ticks[0]]
     assert len(labels) == 4 and len(set(labels)) == 4
@@ -87,7 +87,10 @@ def test_report_vs_a_session_agrees_with_the_quick_start(lite_seeded, tmp_path):
         s.execute(insert(ConfigTag), [{"config": c, "tag": TAG} for c in (c1, c2)])
     quick = [r.vs_default for r in compare(db, tuned, default)]
     assert sorted(quick) == [2.0, 4.0]
-    rep = build_report(db, ReportOptions((tuned,), tmp_path, vs=Baseline(session=default)))
+    # problems=0: no Pareto figures (not read here); the speed-ups are drawn whatever it says
+    rep = build_report(
+        db, ReportOptions((tuned,), tmp_path, vs=Baseline(session=default), problems=0)
+    )
     ups = read_csv(tmp_path / "figures" / "speedups.csv")
     assert sorted(float(u["speedup"]) for u in ups) == [2.0, 4.0]
     (note,) = [n for s in rep.sections if s.id == "speedups" for n in s.notes if "geometric" in n]
@@ -126,7 +129,7 @@ def test_jobs_per_machine_buckets_fit_the_span_and_local_workers_are_named(lite_
     (series,) = over.counts.values()
     assert sum(series) == 36 and over.bucket_s in activity.NICE_BUCKETS_S
     assert series[0] > 0 and series[-1] > 0  # the series ends where the jobs did: no padding
-    rep = build_report(db, ReportOptions((local,), tmp_path))
+    rep = build_report(db, ReportOptions((local,), tmp_path, problems=0))  # no Pareto: not read
     (fig,) = [f for s in rep.sections if s.id == "fleet" for f in s.figures
               if f.name == "jobs_per_machine"]  # fmt: skip
     assert fig.ylabel.startswith("jobs finished per ") and "per minute" not in fig.ylabel
