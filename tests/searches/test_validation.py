@@ -93,6 +93,16 @@ def test_a_study_by_name_and_its_objective_as_module_function(db, tmp_path, monk
                                              for r in v.runs)  # fmt: skip
 
 
+def test_a_study_of_another_strategy_is_validated_without_predictions(db) -> None:
+    space = {"layer0": [0, 1, 5], "layer1": [0, 5], "layer2": [0]}
+    two = {"mflop": "min", "accuracy": "max"}
+    result = tuna.tune(net, space, directions=two, storage=db, name="every point")
+    v = tuna.validate(result, net, storage=db)
+    assert len(v.runs) == len(result.pareto) > 1 and v.notes == []
+    assert all(r.predicted is None and r.measured is not None for r in v.runs)
+    assert v.baseline is None and all(r.kept for r in v.runs)  # no constraint to fail
+
+
 def fails_on_test(params: dict[str, Any], trial: Trial) -> dict[str, float]:
     if trial.inputs == "test" and params["layer0"] == 0:
         raise RuntimeError("no test inputs for the exact layer")
