@@ -45,7 +45,7 @@ def _speedups(data: ReportData) -> Section:
         same = insight.solver_times(data.db, vs.session)
         ups = insight.speedups_vs_same_solver(points, baseline, same)
         compares = (f"each problem's fastest solver against the same solver in {baseline}: "
-                    "what tuning gained, as tuna quickstart reports it")  # fmt: skip
+                    "what tuning gained, each side timed in its own session")  # fmt: skip
         if not ups:
             sec.notes.append(f"{baseline} has results on none of these problems.")
             return sec

@@ -420,7 +420,8 @@ def speedups_vs_same_solver(
     points: Sequence[FindPoint], name: str, times: dict[tuple[int, str], float]
 ) -> list[Speedup]:
     """Each problem's best time against the same solver's time on it in a base session
-    (what tuning gained: ``tuna quickstart``'s "vs default params"), where it has one."""
+    (what tuning gained, each side timed in its own session; ``tuna quickstart``'s "vs
+    default params" times the two side by side in one), where it has one."""
     return [
         Speedup(
             b.config,
