@@ -12,7 +12,7 @@ and how far the runs stray from it (issue #30's target: five back-to-back runs w
 before/after): the runs then alternate, DIR first, so both meet the same stretch of load.
 
     .venv/bin/python bench/quickstart_repeat.py --runs 5
-    .venv/bin/python bench/quickstart_repeat.py --runs 3 --code /tmp/qs-before
+    .venv/bin/python bench/quickstart_repeat.py --runs 3 --code /tmp/qs-before --out /tmp/qs-out
 """
 
 from __future__ import annotations
@@ -49,8 +49,9 @@ class Run:
     unstable: bool
 
 
-def quickstart(code: Path | None) -> Run:
-    """One quick start of ``code`` (this checkout when None) on a scratch database."""
+def quickstart(code: Path | None, keep: Path | None = None) -> Run:
+    """One quick start of ``code`` (this checkout when None) on a scratch database; its
+    output is written to ``keep`` when given."""
     env = dict(os.environ, TTY_COMPATIBLE="0", NO_COLOR="1", COLUMNS="250")
     if code:
         env["PYTHONPATH"] = str(code)
@@ -69,6 +70,8 @@ def quickstart(code: Path | None) -> Run:
         )
         wall = time.monotonic() - t0
         after = os.getloadavg()[0]
+    if keep:
+        keep.write_text(out.stdout)
     m = _GEOMEAN.search(out.stdout)
     if out.returncode or not m:
         sys.exit(f"quickstart failed ({out.returncode}):\n{out.stdout[-2000:]}{out.stderr[-2000:]}")
@@ -93,15 +96,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=5, help="quick starts of each code (5)")
     ap.add_argument("--code", type=Path, help="a Tuna tree to run, alternating with this one")
+    ap.add_argument("--out", type=Path, help="a folder for each run's output (run-N-WHICH.txt)")
     args = ap.parse_args()
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
     codes: list[Path | None] = [args.code, None] if args.code else [None]
     done: dict[Path | None, list[Run]] = {c: [] for c in codes}
     print(f"{dt.date.today()}, {os.cpu_count()} CPUs; one-minute load average before -> after")
     print("| code | UTC | load | wall | geomean | turns | per layer vs default | unstable |")
     print("|---|---|---|---|---|---|---|---|")
-    for _ in range(args.runs):
+    for n in range(1, args.runs + 1):
         for code in codes:
-            r = quickstart(code)
+            which = "before" if code else "this"
+            r = quickstart(code, args.out / f"run-{n}-{which}.txt" if args.out else None)
             done[code].append(r)
             print(
                 f"| {r.code} | {r.started} | {r.load[0]:.1f} -> {r.load[1]:.1f} | "
