@@ -6,8 +6,8 @@ evaluated by ``tuna worker``, the strategy search by ``go_fish``). Subcommands:
 * ``versions``: Python, the driver and GPU (read in a child process, as the evaluate phase
   does), cuda-bindings, NVRTC, PyTorch with cuDNN, CuPy.
 * ``layers``: ResNet-50's distinct forward layers at batch 32, as MIOpenDriver lines, and
-  with ``--backward N`` N of its 3x3 layers in each backward direction (backward data and
-  backward weights: the solvers CudaImplicitGemmBwdData and CudaImplicitGemmBwdWeights).
+  with ``--backward N`` N of its layers (3x3 and 1x1 in turn) in each backward direction
+  (the solvers CudaImplicitGemmBwdData, CudaGemm1x1BwdData and CudaImplicitGemmBwdWeights).
 * ``compare --db URL --session N``: per layer, the fastest candidate the session's search
   found (its fastest valid measurement, the search finished or not), recompiled and timed
   again on the GPU beside the solver's default parameters, cuDNN (PyTorch, FP32:
@@ -59,10 +59,9 @@ def layers(batch: int = BATCH) -> list[ConvProblem]:
 
 
 def backward_layers(count: int, batch: int = BATCH) -> list[ConvProblem]:
-    """``count`` of ResNet-50's distinct 3x3 layers at ``batch``, the smallest first, each in
-    the two backward directions (data, then weights)."""
-    threes = sorted((p for p in layers(batch) if p.fil_size == (3, 3)), key=sv.flops)
-    return [p.with_direction(d) for p in threes[:count] for d in "BW"]
+    """``count`` of ResNet-50's distinct layers at ``batch``, 3x3 and 1x1 in turn (as
+    :func:`pick`), each in the two backward directions (data, then weights)."""
+    return [p.with_direction(d) for p in pick(layers(batch), count) for d in "BW"]
 
 
 def cmd_layers(args: argparse.Namespace) -> None:
@@ -146,7 +145,7 @@ def cmd_compile_rate(args: argparse.Namespace) -> None:
     from collections import Counter
 
     solver = args.solver
-    filter_size = (1, 1) if solver == sv.GEMM1X1 else (3, 3)
+    filter_size = (1, 1) if solver in sv.ONE_BY_ONE else (3, 3)
     p = next(q for q in layers() if q.fil_size == filter_size and q.in_channels == 64)
     p = p.with_direction(sv.DIRECTION[solver])
     space = sv.space_params(p, solver)
@@ -330,7 +329,7 @@ def main() -> None:
     lp.add_argument("--batch", type=int, default=BATCH)
     lp.add_argument("--count", type=int, default=0, help="only this many (1x1 and 3x3 in turn)")
     lp.add_argument(
-        "--backward", type=int, default=0, help="this many 3x3 layers in each backward direction"
+        "--backward", type=int, default=0, help="this many layers in each backward direction"
     )
     rp = sub.add_parser("compile-rate")
     rp.add_argument("--count", type=int, default=60)

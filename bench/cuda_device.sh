@@ -14,8 +14,8 @@
 #      PyTorch with cuDNN, CuPy;
 #   2. the cross-host test: the carried session's cubins, compiled on the CPU host by `prepare`, are
 #      loaded, verified and timed there by `tuna worker --phase eval` on the carried SQLite database;
-#   3. ResNet-50's 20 distinct forward layers at batch 32, and BACKWARD (default 2) of its 3x3 layers in
-#      each backward direction (data, weights), tuned on the GPU host: one strategy search
+#   3. ResNet-50's 20 distinct forward layers at batch 32, and BACKWARD (default 2) of its layers (3x3
+#      and 1x1 in turn) in each backward direction (data, weights), tuned on the GPU host: one strategy search
 #      per (layer, solver) (STRATEGY, default genetic; BUDGET measurements each, default 24), queued by
 #      `load_jobs --strategy` and drained by `go_fish --local` (compiles on every core, one evaluation
 #      worker: it owns the GPU), on SQLite, at most SEARCH_LIMIT_S seconds (default 120);
@@ -107,7 +107,7 @@ run() { # [COUNT] [ENV...]
     bench summary --db "$TUNA_DB_URL" --session 1
     printf 'evaluated in %ss\n' "$((SECONDS - t))"
 
-    step "3. ResNet-50 at batch 32 (forward, and $BACKWARD 3x3 layers backward): $STRATEGY," \
+    step "3. ResNet-50 at batch 32 (forward, and $BACKWARD layers backward): $STRATEGY," \
         "budget $BUDGET per layer and solver"
     bench layers --count "$count" --backward "$BACKWARD" >"$WORK/layers.txt"
     new_db "$WORK/tuned.sqlite"
@@ -146,7 +146,7 @@ dry-run)
     CARRIED=$WORK/carried-dry.sqlite
     BUDGET=${BUDGET_DRY:-4}
     CARRIED_CANDIDATES=3
-    BACKWARD=1
+    BACKWARD=2 # a 3x3 and a 1x1 layer: every backward solver
     prepare 2 CUDA_FAKE_GPU=1
     run 2 CUDA_FAKE_GPU=1
     ;;

@@ -37,6 +37,11 @@ ODD_WIDE_INPUT = conv(
     batchsize=1, in_channels=70, out_channels=20, in_size=(11, 13), fil_size=(3, 3), pad=(1, 1),
     direction="B",
 )  # fmt: skip
+# Backward data through a 1x1 filter in 2 groups: M = C/G = 20, N = 36 (dy's rows), K = 6.
+GROUPED_1X1_BWD_DATA = conv(
+    batchsize=2, in_channels=40, out_channels=12, in_size=(6, 6), fil_size=(1, 1),
+    group_count=2, direction="B",
+)  # fmt: skip
 # Large enough for the compile phase's sample to hold every kind of candidate.
 MEDIUM = conv(
     batchsize=2, in_channels=64, out_channels=128, in_size=(14, 14), fil_size=(3, 3), pad=(1, 1)

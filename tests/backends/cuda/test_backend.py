@@ -40,7 +40,13 @@ def evaluate(compiled, env=None, **kw):
 def test_registered_as_cuda():
     b = get_backend("cuda")
     assert isinstance(b, CudaBackend) and b.evaluation_owns is Owns.DEVICE
-    assert [s.name for s in b.solvers()] == [sv.IGEMM, sv.GEMM1X1, sv.BWD_DATA, sv.BWD_WEIGHTS]
+    assert [s.name for s in b.solvers()] == [
+        sv.IGEMM,
+        sv.GEMM1X1,
+        sv.BWD_DATA,
+        sv.BWD_WEIGHTS,
+        sv.GEMM1X1_BWD_DATA,
+    ]
     assert all(s.tunable for s in b.solvers())
     space = b.tuning_space(MEDIUM, sv.IGEMM)
     assert list(space.candidates) == sv.space_params(MEDIUM, sv.IGEMM)
@@ -213,6 +219,7 @@ def test_the_1x1_solver_compiles_and_evaluates():
     [
         ("B", sv.BWD_DATA, "miopenConvolutionBwdDataAlgoImplicitGEMM"),
         ("W", sv.BWD_WEIGHTS, "miopenConvolutionBwdWeightsAlgoImplicitGEMM"),
+        ("B", sv.GEMM1X1_BWD_DATA, "miopenConvolutionBwdDataAlgoGEMM"),
     ],
 )
 def test_the_backward_solvers_compile_and_evaluate(direction, solver, algorithm):

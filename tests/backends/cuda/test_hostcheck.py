@@ -8,6 +8,7 @@ import pytest
 
 from tests.backends.cuda.cases import (
     EVEN_1X1,
+    GROUPED_1X1_BWD_DATA,
     ODD_1X1,
     ODD_3X3_STRIDE_2,
     ODD_GROUPED_DILATED,
@@ -51,6 +52,13 @@ CASES = [
     (sv.BWD_WEIGHTS, W(ODD_3X3_STRIDE_2), ["16,16,4,1,1,1,0,0", "32,16,8,2,1,1,1,1"]),
     (sv.BWD_WEIGHTS, W(ODD_GROUPED_DILATED), ["16,16,8,2,2,4,1,1", "16,16,16,1,2,2,0,1"]),
     (sv.BWD_WEIGHTS, W(ODD_LARGE_TILES), ["64,64,32,8,8,1,1,1", "128,32,16,8,4,1,0,1"]),
+    # Backward data through a 1x1 filter, one GEMM per image: dy's rows in vectors
+    (sv.GEMM1X1_BWD_DATA, B(ODD_1X1), ["16,16,4,1,1,1,0,0", "16,32,16,2,4,1,0,1"]),
+    (
+        sv.GEMM1X1_BWD_DATA,
+        GROUPED_1X1_BWD_DATA,
+        ["32,16,4,2,1,4,0,1", "16,32,8,1,4,2,0,0", "32,32,4,2,2,4,1,1"],
+    ),
 ]
 
 
@@ -58,6 +66,7 @@ IDS = [
     "igemm-3x3-stride2", "igemm-grouped-dilated", "igemm-large-tiles", "1x1-odd", "1x1-even",
     "bwd-data-3x3-stride2", "bwd-data-grouped-dilated", "bwd-data-large-tiles",
     "bwd-weights-3x3-stride2", "bwd-weights-grouped-dilated-vectors", "bwd-weights-large-tiles",
+    "1x1-bwd-data-odd", "1x1-bwd-data-grouped-vectors",
 ]  # fmt: skip
 
 
@@ -93,33 +102,44 @@ def test_an_invalid_tile_is_refused_before_building():
         hostcheck.program(ODD_1X1, sv.GEMM1X1, ["16,16,4,1,1,2,0,0"])  # C=7: no 2-float rows
 
 
-# An index one off in each backward direction's own gather: backward data's row of dy,
-# backward weights' filter position. NVRTC compiles either without complaint.
+# An index one off in each backward solver's own loads: backward data's row of dy, backward
+# weights' filter position, the 1x1 backward data's channel of dy. NVRTC compiles each
+# without complaint.
 PLANTED_BACKWARD = [
     (
         sv.BWD_DATA,
+        B(ODD_3X3_STRIDE_2),
         "const int hp = hw / W_ + PH - r * DH;",
         "const int hp = hw / W_ + PH - r * DH + 1;",
         ["16,16,4,1,1,1,0,0", "16,32,16,2,4,1,0,1"],
     ),
     (
         sv.BWD_WEIGHTS,
+        W(ODD_3X3_STRIDE_2),
         "const int c = col / RS, rs = col % RS;",
         "const int c = col / RS, rs = (col + 1) % RS;",
         ["16,16,4,1,1,1,0,0", "32,16,8,2,1,1,1,1"],
+    ),
+    (
+        sv.GEMM1X1_BWD_DATA,
+        GROUPED_1X1_BWD_DATA,
+        "(long long)img * K_ + g * KG + row) * PQ + col",
+        "(long long)img * K_ + g * KG + (row + 1) % KG) * PQ + col",
+        ["16,16,4,1,1,1,0,0", "32,16,4,2,1,4,0,1"],
     ),
 ]
 
 
 @pytest.mark.parametrize(
-    ("solver", "line", "planted_line", "tiles"), PLANTED_BACKWARD, ids=["data", "weights"]
+    ("solver", "problem", "line", "planted_line", "tiles"),
+    PLANTED_BACKWARD,
+    ids=["data", "weights", "1x1-data"],
 )
-def test_a_planted_off_by_one_fails_the_backward_check(solver, line, planted_line, tiles):
+def test_a_planted_off_by_one_fails_the_backward_check(solver, problem, line, planted_line, tiles):
     source = hostcheck.kernel_source()
     planted = source.replace(line, planted_line)
     assert planted != source
-    p = ODD_3X3_STRIDE_2.with_direction(sv.DIRECTION[solver])
-    errors = hostcheck.check(p, solver, tiles, source=planted)
+    errors = hostcheck.check(problem, solver, tiles, source=planted)
     assert all(e > 0.1 for e in errors.values()), errors
 
 

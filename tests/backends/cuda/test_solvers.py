@@ -23,7 +23,8 @@ def test_the_default_is_valid_wherever_a_solver_applies():
                 applied += 1
                 assert sv.default_params(p, solver) == "16,16,4,1,1,1,0,0"
                 assert sv.default_params(p, solver) in sv.space_params(p, solver)
-    assert applied == 11  # each direction's implicit GEMM on all three, the 1x1 on two
+    assert applied == 13  # each direction's implicit GEMM on all three; the 1x1 solvers forward
+    # and backward data on the two 1x1 problems
 
 
 def test_each_solver_computes_one_direction_and_says_so():
@@ -39,6 +40,14 @@ def test_each_solver_computes_one_direction_and_says_so():
     assert sv.algorithm_name(sv.BWD_DATA) == "miopenConvolutionBwdDataAlgoImplicitGEMM"
     assert sv.algorithm_name(sv.BWD_WEIGHTS) == "miopenConvolutionBwdWeightsAlgoImplicitGEMM"
     assert sv.problem_macros(MEDIUM_BWD_DATA)["DIR_"] == 1
+    assert sv.applicability(MEDIUM_BWD_DATA, sv.GEMM1X1_BWD_DATA) == (
+        "CudaGemm1x1BwdData needs a 1x1 filter, stride 1 and no padding"
+    )
+    b = EVEN_1X1.with_direction("B")  # 6 x 6 positions: dy's rows in vectors of up to 4
+    space = sv.tuning_space(b, sv.GEMM1X1_BWD_DATA)
+    vws = {sv.parse_params(sv.GEMM1X1_BWD_DATA, t)["VW"] for t in space}
+    assert vws == {1, 2, 4}
+    assert sv.gemm_shape(b, sv.GEMM1X1_BWD_DATA) == (12, 36, 40, 2)  # C, H x W, K, images
 
 
 def test_the_backward_gemms_and_their_vectors():

@@ -1,8 +1,8 @@
 """``cuda``: CUDA convolution kernels, compiled to cubins on any host, timed on an NVIDIA GPU.
 
-Four tunable solvers (:mod:`~tuna.backends.cuda.solvers`), NCHW, FP32: forward, an implicit
-GEMM and a batched GEMM for 1x1 filters; backward data and backward weights, implicit GEMMs;
-all ``kernels/conv.cu`` with the problem's direction and the candidate's tile as
+Five tunable solvers (:mod:`~tuna.backends.cuda.solvers`), NCHW, FP32: forward and backward
+data, an implicit GEMM and a batched GEMM for 1x1 filters each; backward weights, an implicit
+GEMM; all ``kernels/conv.cu`` with the problem's direction and the candidate's tile as
 compile-time constants. A session's ``arch`` is the GPU architecture (``sm_90`` for
 H100/H200) and its ``num_cu`` the GPU's SM count.
 

@@ -4,9 +4,10 @@ Pure: values in, values out. Every solver runs ``kernels/conv.cu`` (NCHW, FP32):
 :data:`IGEMM` as an implicit GEMM for any 2D convolution and :data:`GEMM1X1` as one GEMM per
 image for a 1x1 filter with stride 1 and no padding (its input rows are contiguous, so they
 are read in vectors); backward, :data:`BWD_DATA` and :data:`BWD_WEIGHTS` as implicit GEMMs
-(the kernel's comment says which tensor is which matrix). A candidate's parameters are
-written comma-separated in the order of :data:`NAMES`, as cpuconv writes them
-(``"64,64,8,4,4,4,1,1"``), in every solver:
+(the kernel's comment says which tensor is which matrix) and :data:`GEMM1X1_BWD_DATA` as one
+GEMM per image for backward data through a 1x1 filter (dy's rows read in vectors). A
+candidate's parameters are written comma-separated in the order of :data:`NAMES`, as cpuconv
+writes them (``"64,64,8,4,4,4,1,1"``), in every solver:
 
 ====  ============================================================================
 BM    output channels per block (the GEMM's M tile)
@@ -14,8 +15,9 @@ BN    output positions per block (the GEMM's N tile)
 BK    reduction step through shared memory
 TM    rows per thread (registers)
 TN    columns per thread (registers)
-VW    floats per global load of A (forward: the weights, and the 1x1 solver's input
-      too; backward weights: dy); backward data reads the weights transposed: 1
+VW    floats per global load: of A (forward: the weights; backward weights: dy) and of
+      the 1x1 solvers' B rows (x's forward, dy's backward data); the implicit GEMM of
+      backward data reads the weights transposed and gathers dy: 1
 PAD   floats of padding per shared-memory row (bank conflicts)
 DB    1: two shared-memory buffers, the next step's loads overlap this step's FMAs
 ====  ============================================================================
@@ -39,16 +41,20 @@ IGEMM = "CudaImplicitGemmFwd"
 GEMM1X1 = "CudaGemm1x1Fwd"
 BWD_DATA = "CudaImplicitGemmBwdData"
 BWD_WEIGHTS = "CudaImplicitGemmBwdWeights"
+GEMM1X1_BWD_DATA = "CudaGemm1x1BwdData"
 
 SOLVERS: tuple[SolverInfo, ...] = (
     SolverInfo(IGEMM, tunable=True, numeric_id=101, algorithm="ImplicitGEMM"),
     SolverInfo(GEMM1X1, tunable=True, numeric_id=102, algorithm="GEMM"),
     SolverInfo(BWD_DATA, tunable=True, numeric_id=103, algorithm="ImplicitGEMM"),
     SolverInfo(BWD_WEIGHTS, tunable=True, numeric_id=104, algorithm="ImplicitGEMM"),
+    SolverInfo(GEMM1X1_BWD_DATA, tunable=True, numeric_id=105, algorithm="GEMM"),
 )
 BY_NAME: dict[str, SolverInfo] = {s.name: s for s in SOLVERS}
 #: The direction each solver computes (a problem's ``direction``).
-DIRECTION = {IGEMM: "F", GEMM1X1: "F", BWD_DATA: "B", BWD_WEIGHTS: "W"}
+DIRECTION = {IGEMM: "F", GEMM1X1: "F", BWD_DATA: "B", BWD_WEIGHTS: "W", GEMM1X1_BWD_DATA: "B"}
+#: The solvers that run one GEMM per image (1x1 filter, stride 1, no padding).
+ONE_BY_ONE = (GEMM1X1, GEMM1X1_BWD_DATA)
 _DIRECTION_NAMES = {"F": "Fwd", "B": "BwdData", "W": "BwdWeights"}
 _DIRECTION_WORDS = {"F": "forward", "B": "backward data", "W": "backward weights"}
 
@@ -114,8 +120,8 @@ def applicability(p: ConvProblem, solver: str) -> str | None:
             f"{solver} computes {_DIRECTION_WORDS[wanted]} (direction {wanted}), the problem "
             f"is {_DIRECTION_WORDS.get(p.direction, p.direction)} (direction {p.direction})"
         )
-    if solver == GEMM1X1 and (p.fil_size != (1, 1) or p.stride != (1, 1) or p.pad != (0, 0)):
-        return f"{GEMM1X1} needs a 1x1 filter, stride 1 and no padding"
+    if solver in ONE_BY_ONE and (p.fil_size != (1, 1) or p.stride != (1, 1) or p.pad != (0, 0)):
+        return f"{solver} needs a 1x1 filter, stride 1 and no padding"
     if not space_params(p, solver):
         return f"{solver} has no valid parameters for this problem"
     return None
@@ -135,6 +141,8 @@ def gemm_shape(p: ConvProblem, solver: str) -> tuple[int, int, int, int]:
     rs = p.fil_size[0] * p.fil_size[1]
     if solver == GEMM1X1:
         return kg, ho * wo, cg * rs, p.batchsize * p.group_count
+    if solver == GEMM1X1_BWD_DATA:
+        return cg, hi * wi, kg * rs, p.batchsize * p.group_count
     if solver == BWD_DATA:
         return cg, p.batchsize * hi * wi, kg * rs, p.group_count
     if solver == BWD_WEIGHTS:
@@ -208,6 +216,8 @@ def _vectors_fit(p: ConvProblem, solver: str, vw: int) -> bool:
     """Whether A's rows (and the 1x1 solver's B rows) start on a ``vw``-float boundary and
     a vector never crosses into the next row (or, backward weights, the next image)."""
     _, n, k, _ = gemm_shape(p, solver)
+    if solver == GEMM1X1_BWD_DATA:
+        return n % vw == 0  # dy's rows of H x W positions; the weights read one at a time
     if solver == BWD_DATA:
         return False  # the weights are read transposed: no contiguous run along a row
     if solver == BWD_WEIGHTS:
@@ -237,7 +247,7 @@ def tuning_space(p: ConvProblem, solver: str) -> list[str]:
         return []
     if p.direction != DIRECTION[solver]:
         return []
-    if solver == GEMM1X1 and applicability(p, solver) is not None:
+    if solver in ONE_BY_ONE and applicability(p, solver) is not None:
         return []
     return space_params(p, solver)
 
@@ -295,4 +305,4 @@ def problem_macros(p: ConvProblem) -> dict[str, int]:
 
 def candidate_macros(solver: str, v: dict[str, int]) -> dict[str, int]:
     """A candidate's compile-time constants (its parameters and the solver's variant)."""
-    return {**v, "ONE_BY_ONE": int(solver == GEMM1X1)}
+    return {**v, "ONE_BY_ONE": int(solver in ONE_BY_ONE)}

@@ -1,5 +1,5 @@
-// 2D convolution, NCHW, FP32, in each direction, as an implicit GEMM; for a forward 1x1 filter
-// with stride 1 and no padding, as one GEMM per image.
+// 2D convolution, NCHW, FP32, in each direction, as an implicit GEMM; forward and backward data
+// with a 1x1 filter, stride 1 and no padding also as one GEMM per image (ONE_BY_ONE).
 //
 // y[n][k][p][q] = sum over c, r, s of w[k][c][r][s] * x[n][c][p*SH-PH+r*DH][q*SW-PW+s*DW]
 //
@@ -13,20 +13,21 @@
 //
 // A (M x GEMM_K) is read VW floats at a time along its rows, where they are contiguous: the
 // weights' rows forward, dy's rows of P*Q positions for backward weights; backward data reads
-// the weights transposed, one float at a time (VW is 1). B is gathered one float at a time
-// (the forward 1x1 solver reads its contiguous rows in vectors too). Backward data gathers dy
-// at the positions p = (h + PH - r*DH) / SH where that divides; elsewhere zero.
+// the weights transposed, one float at a time (A_VW is 1). B is gathered one float at a time,
+// except by the 1x1 solvers, which read its contiguous rows (x's, dy's) VW floats at a time.
+// Backward data gathers dy at the positions p = (h + PH - r*DH) / SH where that divides;
+// elsewhere zero.
 //
 // A block computes a BM x BN tile of the output in steps of BK along the reduction, each of its
 // (BM/TM) * (BN/TN) threads a TM x TN tile in registers; the A and B tiles of a step go through
 // shared memory (rows padded by PAD floats; two buffers when DB is 1, so that the next step's
-// loads overlap this step's arithmetic). blockIdx.z is the group (the forward 1x1 solver:
+// loads overlap this step's arithmetic). blockIdx.z is the group (the 1x1 solvers:
 // n * G_ + g).
 //
 // Everything is a compile-time constant, one cubin per candidate and problem:
 //   problem  N_ C_ H_ W_ K_ R_ S_ P_ Q_ SH SW PH PW DH DW G_ DIR_
 //   tile     BM BN BK TM TN VW PAD DB
-//   solver   ONE_BY_ONE (0: implicit GEMM, 1: batched GEMM; forward only)
+//   solver   ONE_BY_ONE (0: implicit GEMM, 1: batched GEMM; forward and backward data)
 // The same source compiles as host C++ (kernels/host.h: a GPU thread is a host thread), which
 // is how its correctness is tested without a GPU.
 
@@ -42,7 +43,11 @@ constexpr int RS = R_ * S_;
 #if DIR_ == 1
 constexpr int GEMM_M = CG;
 constexpr int GEMM_K = KG * RS;
+#if ONE_BY_ONE
+constexpr int GEMM_N = HW;  // per image: blockIdx.z is n * G_ + g
+#else
 constexpr int GEMM_N = N_ * HW;
+#endif
 #elif DIR_ == 2
 constexpr int GEMM_M = KG;
 constexpr int GEMM_K = N_ * PQ;
@@ -58,7 +63,12 @@ constexpr int GEMM_N = N_ * PQ;  // every image: blockIdx.z is g
 #endif
 constexpr int THREADS_N = BN / TN;
 constexpr int THREADS = (BM / TM) * THREADS_N;
-constexpr int A_VECS = BM * BK / VW;  // vectors of VW floats in an A tile
+#if DIR_ == 1
+constexpr int A_VW = 1;  // the weights transposed: no contiguous run along A's rows
+#else
+constexpr int A_VW = VW;
+#endif
+constexpr int A_VECS = BM * BK / A_VW;  // vectors of A_VW floats in an A tile
 constexpr int A_LOADS = (A_VECS + THREADS - 1) / THREADS;
 #if ONE_BY_ONE
 constexpr int B_VW = VW;
@@ -85,11 +95,11 @@ __device__ __forceinline__ void load_vec(const float* __restrict__ p, float* v) 
 
 // Step t's A tile (rows m0.., reduction k0..) into registers: zero outside the matrix.
 __device__ __forceinline__ void load_a(const float* __restrict__ mat, int g, int m0, int k0,
-                                       float (&ra)[A_LOADS][VW]) {
+                                       float (&ra)[A_LOADS][A_VW]) {
 #pragma unroll
     for (int i = 0; i < A_LOADS; ++i) {
         const int e = threadIdx.x + i * THREADS;
-        const int m = e / (BK / VW), kv = (e % (BK / VW)) * VW;
+        const int m = e / (BK / A_VW), kv = (e % (BK / A_VW)) * A_VW;
         const int row = m0 + m, col = k0 + kv;
         if (e < A_VECS && row < GEMM_M && col < GEMM_K) {
 #if DIR_ == 1  // w[k][c][r][s] read as A[c][k * RS + rs]
@@ -97,13 +107,13 @@ __device__ __forceinline__ void load_a(const float* __restrict__ mat, int g, int
             ra[i][0] = mat[((long long)(g * KG + k) * CG + row) * RS + rs];
 #elif DIR_ == 2  // dy[n][k][pq] as A[k][n * PQ + pq]: VW divides PQ, a vector stays in an image
             const int n = col / PQ, pq = col % PQ;
-            load_vec<VW>(mat + ((long long)n * K_ + g * KG + row) * PQ + pq, ra[i]);
+            load_vec<A_VW>(mat + ((long long)n * K_ + g * KG + row) * PQ + pq, ra[i]);
 #else
-            load_vec<VW>(mat + (long long)(g * KG + row) * GEMM_K + col, ra[i]);
+            load_vec<A_VW>(mat + (long long)(g * KG + row) * GEMM_K + col, ra[i]);
 #endif
         } else {
 #pragma unroll
-            for (int j = 0; j < VW; ++j) ra[i][j] = 0.0f;
+            for (int j = 0; j < A_VW; ++j) ra[i][j] = 0.0f;
         }
     }
 }
@@ -119,7 +129,11 @@ __device__ __forceinline__ void load_b(const float* __restrict__ src, int img, i
         const int row = k0 + kk, col = n0 + nv;
 #if ONE_BY_ONE
         if (e < B_VECS && row < GEMM_K && col < GEMM_N) {
+#if DIR_ == 1  // dy's rows: a 1x1 filter, stride 1 and no padding make P x Q = H x W
+            load_vec<B_VW>(src + ((long long)img * K_ + g * KG + row) * PQ + col, rb[i]);
+#else
             load_vec<B_VW>(src + ((long long)img * C_ + g * CG + row) * PQ + col, rb[i]);
+#endif
         } else {
 #pragma unroll
             for (int j = 0; j < B_VW; ++j) rb[i][j] = 0.0f;
@@ -160,14 +174,15 @@ __device__ __forceinline__ void load_b(const float* __restrict__ src, int img, i
     }
 }
 
-__device__ __forceinline__ void store_a(float (*as)[BM + PAD], const float (&ra)[A_LOADS][VW]) {
+__device__ __forceinline__ void store_a(float (*as)[BM + PAD],
+                                        const float (&ra)[A_LOADS][A_VW]) {
 #pragma unroll
     for (int i = 0; i < A_LOADS; ++i) {
         const int e = threadIdx.x + i * THREADS;
         if (e < A_VECS) {
-            const int m = e / (BK / VW), kv = (e % (BK / VW)) * VW;
+            const int m = e / (BK / A_VW), kv = (e % (BK / A_VW)) * A_VW;
 #pragma unroll
-            for (int j = 0; j < VW; ++j) as[kv + j][m] = ra[i][j];
+            for (int j = 0; j < A_VW; ++j) as[kv + j][m] = ra[i][j];
         }
     }
 }
@@ -204,7 +219,7 @@ TUNA_EXTERN_C __global__ void conv(const float* __restrict__ src, const float* _
 #pragma unroll
         for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
 
-    float ra[A_LOADS][VW];
+    float ra[A_LOADS][A_VW];
     float rb[B_LOADS][B_VW];
     load_a(mat, g, m0, 0, ra);
     load_b(src, img, g, n0, 0, rb);
@@ -255,7 +270,9 @@ TUNA_EXTERN_C __global__ void conv(const float* __restrict__ src, const float* _
         for (int j = 0; j < TN; ++j) {
             const int col = n0 + tx + j * THREADS_N;
             if (col >= GEMM_N) continue;
-#if DIR_ == 1
+#if DIR_ == 1 && ONE_BY_ONE
+            out[((long long)img * C_ + g * CG + row) * HW + col] = acc[i][j];
+#elif DIR_ == 1
             const int n = col / HW, hw = col % HW;
             out[((long long)n * C_ + g * CG + row) * HW + hw] = acc[i][j];
 #elif DIR_ == 2
