@@ -57,8 +57,10 @@ def test_a_kernel_that_skips_a_filter_tap_fails_verification(direction):
 
 
 # Problems whose GEMMs have edge tiles both ways (M = 26 rows: 6-row tiles leave 2, 4-row
-# tiles 2; N columns not a multiple of 12 or 16) and, for the 3x3, a reduction of 72 deep:
-# two cache blocks of KC = 64, so the packed panel is refilled and C accumulated.
+# tiles 2; N columns not a multiple of 12 or 16) and, for the 3x3s, a reduction of 72 deep:
+# two cache blocks of KC = 64, so the packed panel is refilled and C accumulated. The 7x7
+# output's 49th column is a panel of its own (gemm.h's dot-product edge, mk_dot), and its
+# second cache block (8 deep) is shorter than a 16-float vector.
 LOOP_ORDER_SHAPES = {
     "1x1 stride 1": conv(
         batchsize=2, in_channels=16, out_channels=26, in_size=(7, 7), fil_size=(1, 1)
@@ -69,6 +71,10 @@ LOOP_ORDER_SHAPES = {
     ),
     "3x3 pad 1": conv(
         batchsize=1, in_channels=8, out_channels=26, in_size=(7, 6), fil_size=(3, 3),
+        pad=(1, 1),
+    ),
+    "3x3 pad 1, 7x7": conv(
+        batchsize=1, in_channels=8, out_channels=26, in_size=(7, 7), fil_size=(3, 3),
         pad=(1, 1),
     ),
 }  # fmt: skip

@@ -136,6 +136,44 @@ static inline __attribute__((always_inline)) void FN(tile_nn)(
     }
 }
 
+/* Columns that fill at most a quarter of a packed panel (GM_NR / 4: the 49th column of a 7x7
+ * output in panels of 16) are cheaper as dot products along the reduction than as a whole
+ * register tile: MR x nr x kc / VW vector FMAs instead of MR x kc x NV. */
+#define GM_DOT_COLS (GM_NR / 4)
+
+/* Columns [0, nr) of panel bp (rows NR apart) as nr rows of kc floats at e (e[q kc + p]). */
+CV_UNUSED static void FN(edge_cols)(long kc, long nr, const float *restrict bp,
+                                    float *restrict e) {
+    for (long q = 0; q < nr; q++)
+        for (long p = 0; p < kc; p++) e[q * kc + p] = bp[p * GM_NR + q];
+}
+
+/* C(mr x nr at c) = (first ? 0 : C) + A(mr x kc, rows sam apart, contiguous along the
+ * reduction) times the columns e (edge_cols), each a dot product in vectors. */
+static void FN(mk_dot)(long kc, const float *restrict a, long sam, const float *restrict e,
+                       long nr, float *restrict c, long ldc, long mr, int first) {
+    const long kv = kc - kc % GM_VW;
+    for (long i = 0; i < mr; i++) {
+        const float *ai = a + i * sam;
+        FN(vf) acc[GM_DOT_COLS > 0 ? GM_DOT_COLS : 1];
+        for (long q = 0; q < nr; q++) acc[q] = (FN(vf)){0};
+        for (long p = 0; p < kv; p += GM_VW) {
+            FN(vf) av, ev;
+            memcpy(&av, ai + p, sizeof av);
+            for (long q = 0; q < nr; q++) {
+                memcpy(&ev, e + q * kc + p, sizeof ev);
+                acc[q] += av * ev;
+            }
+        }
+        for (long q = 0; q < nr; q++) {
+            float sum = 0;
+            for (int l = 0; l < GM_VW; l++) sum += acc[q][l];
+            for (long p = kv; p < kc; p++) sum += ai[p] * e[q * kc + p];
+            c[i * ldc + q] = (first ? 0.0f : c[i * ldc + q]) + sum;
+        }
+    }
+}
+
 /* C[i0:i1, :N] = (accumulate ? C : 0) + A B with A(i, p) at A[i sam + p sak], B(p, j) at
  * B[p ldb + j]; tiles in the order GM_LO, B packed per cache block when GM_PB (unpacked
  * if the panel cannot be allocated). ldb == 0: B is packed already, each cache block as
@@ -155,6 +193,12 @@ CV_UNUSED static void FN(gemm_nn)(long i0, long i1, long N, long Kd, const float
 #endif
     const int packed = pk != NULL || ldb == 0;
     const long npad = (N + GM_NR - 1) / GM_NR * GM_NR;
+    /* The last panel as dot products when it holds a few columns and A's rows are
+     * contiguous along the reduction (mk_dot); e holds its columns, once per cache block. */
+    const long jlast = npad - GM_NR, nlast = N - jlast;
+    float *e = NULL;
+    if (packed && sak == 1 && nlast <= GM_DOT_COLS)
+        e = aligned_alloc(64, ((size_t)nlast * CV_MIN(GM_KC, Kd) * sizeof(float) + 63) / 64 * 64);
     for (long pc = 0; pc < Kd; pc += GM_KC) {
         const long kc = CV_MIN(GM_KC, Kd - pc);
         const int first = pc == 0 && !accumulate;
@@ -162,13 +206,19 @@ CV_UNUSED static void FN(gemm_nn)(long i0, long i1, long N, long Kd, const float
         /* Column j's panel of this cache block: packed here, packed already, or B itself. */
 #define GM_NN_B(j) (pk ? pk + (j) * kc : ldb == 0 ? B + pc * npad + (j) * kc : B + pc * ldb + (j))
 #define GM_NN_TILE(i, j)                                                                      \
-    FN(tile_nn)(kc, A + (i) * sam + pc * sak, sam, sak, GM_NN_B(j), packed ? GM_NR : ldb,      \
-                C + (i) * ldc + (j), ldc, CV_MIN(GM_MR, i1 - (i)), CV_MIN(GM_NR, N - (j)),    \
-                first, packed)
+    if (e && (j) == jlast)                                                                    \
+        FN(mk_dot)(kc, A + (i) * sam + pc, sam, e, nlast, C + (i) * ldc + (j), ldc,           \
+                   CV_MIN(GM_MR, i1 - (i)), first);                                          \
+    else                                                                                      \
+        FN(tile_nn)(kc, A + (i) * sam + pc * sak, sam, sak, GM_NN_B(j), packed ? GM_NR : ldb,  \
+                    C + (i) * ldc + (j), ldc, CV_MIN(GM_MR, i1 - (i)), CV_MIN(GM_NR, N - (j)), \
+                    first, packed)
+        if (e) FN(edge_cols)(kc, nlast, GM_NN_B(jlast), e);
         GM_FOR_TILES(i, j, i0, i1, N, GM_NR) GM_NN_TILE(i, j);
 #undef GM_NN_TILE
 #undef GM_NN_B
     }
+    free(e);
     free(pk);
 }
 
