@@ -42,6 +42,17 @@ def layers(path: Path) -> list[ConvProblem]:
     return list(seen)
 
 
+def layer_name(p: ConvProblem) -> str:
+    """How the tables and --layers name a layer: ``"256x14x14 -> 256, 3x3/1"``."""
+    (hi, wi), (fy, fx) = p.in_size, p.fil_size
+    return f"{p.in_channels}x{hi}x{wi} -> {p.out_channels}, {fy}x{fx}/{p.stride[0]}"
+
+
+def named_layers(names: list[str]) -> list[ConvProblem]:
+    """The ResNet-50 layers (batch 1) of ``names`` (:func:`layer_name`), in the driver's order."""
+    return [p for p in layers(DRIVER) if layer_name(p) in names]
+
+
 def peak_gflops() -> tuple[float, str]:
     """cores x GHz x FP32 FLOPs per cycle, from lscpu; the assumption spelled out."""
     text = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
@@ -167,6 +178,15 @@ class OneDnn:
         return times[0], times[2], impl.value.decode()
 
 
+def load_onednn() -> OneDnn | None:
+    """oneDNN for the comparison, or None after printing why it is not there."""
+    onednn = OneDnn.load()
+    if isinstance(onednn, str):
+        print(onednn)
+        return None
+    return onednn
+
+
 def head_to_head(
     p: ConvProblem,
     finalists: list[tuple[str, str]],
@@ -290,8 +310,7 @@ def head_to_head_table(
             ratios.append(full / t)
             ratios_alone.append(alone / t)
             theirs = f"| {full:.3f} | {alone:.3f} | {full / t:.2f} "
-        (hi, wi), (fy, fx) = p.in_size, p.fil_size
-        name = f"{p.in_channels}x{hi}x{wi} -> {p.out_channels}, {fy}x{fx}/{p.stride[0]}"
+        name = layer_name(p)
         print(
             f"| {name} | {gflop:.3f} | {t:.3f} "
             f"| {gflop / t * 1e3:.1f} ({gflop / t * 1e5 / peak:.0f}%) | {solver}: {params} "
@@ -385,8 +404,7 @@ def main() -> None:
             tuned = times[solver, params]
             onednn_over_tuned.append(full / tuned)
             versus = f"| {tuned:.3f} | {full:.3f} | {full / tuned:.2f} | {alone:.3f} | {impl} "
-        (hi, wi), (fy, fx) = p.in_size, p.fil_size
-        name = f"{p.in_channels}x{hi}x{wi} -> {p.out_channels}, {fy}x{fx}/{p.stride[0]}"
+        name = layer_name(p)
         print(
             f"| {name} | {gflop:.3f} | {naive:.2f} | {solver} | {d_ms:.3f} | {t_ms:.3f} "
             f"| {d_ms / t_ms:.2f}x | {naive / t_ms:.1f}x "

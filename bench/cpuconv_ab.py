@@ -22,7 +22,7 @@ import os
 import subprocess
 from collections.abc import Iterator
 
-from bench.cpuconv import DRIVER, OneDnn, layers
+from bench.cpuconv import OneDnn, layer_name, load_onednn, named_layers
 from tuna.backends.cpuconv import build, run
 from tuna.backends.cpuconv import solvers as sv
 from tuna.problems.conv import ConvProblem
@@ -51,11 +51,6 @@ def built(p: ConvProblem, solver: str, params: list[str]) -> tuple[list, dict]:
     return build.build_units(units), {prm: (u.name, sym) for u in units for prm, sym in u.symbols}
 
 
-def layer_name(p: ConvProblem) -> str:
-    (hi, wi), (fy, fx) = p.in_size, p.fil_size
-    return f"{p.in_channels}x{hi}x{wi} -> {p.out_channels}, {fy}x{fx}/{p.stride[0]}"
-
-
 def ab(p: ConvProblem, cands: list[tuple[str, str]], before: str, passes: int,
        onednn: OneDnn | None) -> None:  # fmt: skip
     ref = run.Reference.get()
@@ -71,6 +66,11 @@ def ab(p: ConvProblem, cands: list[tuple[str, str]], before: str, passes: int,
                 ks, table = built(p, solver, mine)
                 kernels += ks
                 tables[side, solver] = table
+    if len({k.name for k in kernels}) < len(kernels):  # the same source builds the same .so
+        raise SystemExit(
+            f"{layer_name(p)}: the kernels of {before} are the working tree's for these "
+            "candidates: nothing to compare; give an older revision with --before"
+        )
     ws_floats = max(sv.workspace_bytes(p, s, sv.parse_params(s, prm)) for s, prm in cands) // 4
     ws = run.aligned_floats(ws_floats) if ws_floats else None
     with run.loaded(kernels, "cpuconv-ab-") as libs:
@@ -108,20 +108,16 @@ def main() -> None:
     ap.add_argument("--candidates", nargs="+", required=True, help="SOLVER:PARAMS each")
     ap.add_argument("--passes", type=int, default=5, help="turns each")
     args = ap.parse_args()
-    onednn = OneDnn.load()
-    if isinstance(onednn, str):
-        print(onednn)
+    onednn = load_onednn()
     cands = [tuple(c.split(":", 1)) for c in args.candidates]
-    for p in layers(DRIVER):
-        if layer_name(p) not in args.layers:
-            continue
+    for p in named_layers(args.layers):
         mine = [
             (s, prm)
             for s, prm in cands
             if sv.applicability(p, s) is None and prm in sv.tuning_space(p, s)
         ]
         if mine:
-            ab(p, mine, args.before, args.passes, None if isinstance(onednn, str) else onednn)
+            ab(p, mine, args.before, args.passes, onednn)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from bench.cpuconv import DRIVER, OneDnn, head_to_head, layers
+from bench.cpuconv import head_to_head, layer_name, load_onednn, named_layers
 from tuna.backends.cpuconv import solvers as sv
 
 
@@ -24,14 +24,9 @@ def main() -> None:
     ap.add_argument("--tiles", nargs="+", required=True, help="MR,NV,VW,KC,NT each")
     ap.add_argument("--passes", type=int, default=5, help="turns each")
     args = ap.parse_args()
-    onednn = OneDnn.load()
-    if isinstance(onednn, str):
-        print(onednn)
-    for p in layers(DRIVER):
-        (hi, wi), (fy, fx) = p.in_size, p.fil_size
-        name = f"{p.in_channels}x{hi}x{wi} -> {p.out_channels}, {fy}x{fx}/{p.stride[0]}"
-        if name not in args.layers:
-            continue
+    onednn = load_onednn()
+    for p in named_layers(args.layers):
+        name = layer_name(p)
         space = set(sv.tuning_space(p, sv.IM2COL))
         finalists = [
             (sv.IM2COL, c)
@@ -40,8 +35,7 @@ def main() -> None:
             for pb in (0, 1)
             if (c := f"{tile},{lo},{pb}") in space
         ]
-        ours = None if isinstance(onednn, str) else onednn
-        times, full, _, impl = head_to_head(p, finalists, ours, 2, args.passes)
+        times, full, _, impl = head_to_head(p, finalists, onednn, 2, args.passes)
         gflop = sv.flops(p) / 1e9
         print(f"{name}: load {os.getloadavg()[0]:.2f}, oneDNN {full:.3f} ms ({impl})")
         for (_, params), t in sorted(times.items(), key=lambda kv: kv[1]):
