@@ -25,6 +25,7 @@ from tuna.backends.base import SessionSpec
 from tuna.db import Database
 from tuna.db.clock import db_now
 from tuna.db.models import Search, SearchRun, TuningSession
+from tuna.errors import DatabaseError
 from tuna.jobs.pruning import peers, stored_curve
 from tuna.jobs.search_results import (
     claim_run,
@@ -79,25 +80,45 @@ def stored_runs(db: Database, search: int) -> tuple[list[Run], list[Peer]]:
         return [run_of(r) for r in rows], peers(s.connection(), search)
 
 
-def _session(s: Any) -> int:
-    """The session studies live in (label ``tuna.tune``), made on first use."""
+def _first_session(s: Any) -> int | None:
     found = s.execute(
         select(TuningSession.id)
         .where(TuningSession.label == LABEL, TuningSession.backend == "bench")
         .order_by(TuningSession.id)
         .limit(1)
     ).scalar()
-    if found is not None:
-        return int(found)
-    spec = SessionSpec(arch="python", num_cu=1, backend="bench", label=LABEL)
-    return add_session(s, spec).id
+    return None if found is None else int(found)
+
+
+def _session(db: Database) -> int:
+    """The session studies live in (label ``tuna.tune``), made on first use. Two processes
+    making it at once (MySQL takes no lock on a row not found) make two; both use the
+    first, and the other stays empty."""
+    with db.session(immediate=True) as s:
+        found = _first_session(s)
+        if found is not None:
+            return found
+        add_session(s, SessionSpec(arch="python", num_cu=1, backend="bench", label=LABEL))
+    with db.session() as s:
+        first = _first_session(s)
+        assert first is not None
+        return first
 
 
 def open_search(db: Database, study: StudySpec) -> int:
-    """The study's search: made, or found (same name) and checked to be the same study."""
+    """The study's search: made, or found (same name) and checked to be the same study.
+    A process that loses the race to make it (the other's row is unique by session and
+    name) finds it instead."""
+    try:
+        return _open_search(db, study)
+    except DatabaseError:
+        return _open_search(db, study)  # made meanwhile by another process: found now
+
+
+def _open_search(db: Database, study: StudySpec) -> int:
     objective = study.stored_objective
+    session = _session(db)
     with db.session(immediate=True) as s:
-        session = _session(s)
         row = s.execute(
             select(Search).where(Search.session == session, Search.name == study.name)
         ).scalar_one_or_none()
