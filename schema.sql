@@ -775,3 +775,11 @@ CREATE TABLE search_validation (
 
 UPDATE alembic_version SET version_num='0024' WHERE alembic_version.version_num = '0023';
 
+-- Running upgrade 0024 -> 0025
+
+ALTER TABLE search_tally ADD COLUMN pruned BIGINT NOT NULL DEFAULT '0';
+
+UPDATE search_tally SET pruned = (SELECT COUNT(*) FROM search_run WHERE search_run.search = search_tally.search AND search_run.pruned = 1);
+
+UPDATE alembic_version SET version_num='0025' WHERE alembic_version.version_num = '0024';
+

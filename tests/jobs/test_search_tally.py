@@ -1,6 +1,7 @@
-"""A search's ``search_tally`` counters equal a full count of its runs after any sequence
-of driver inserts, claims, recorded builds and runs, failures, expired leases, operator
-resets and resumed drivers (hypothesis picks the sequences), on SQLite and MariaDB."""
+"""A search's ``search_tally`` counters (pruned runs too) equal a full count of its runs
+after any sequence of driver inserts, claims, recorded builds and runs, failures, expired
+leases, operator resets and resumed drivers (hypothesis picks the sequences), on SQLite
+and MariaDB."""
 
 from __future__ import annotations
 
@@ -36,19 +37,20 @@ def _tallies(db: Database, searches: list[int]) -> tuple[dict[int, tuple], dict[
     """(the counters, a full count of the runs) of ``searches``."""
     with db.session() as s:
         kept = {
-            r.search: (r.runs, r.done, r.valid)
+            r.search: (r.runs, r.done, r.valid, r.pruned)
             for r in s.execute(select(SearchTally).where(SearchTally.search.in_(searches)))
             .scalars()
             .all()
         }
         counted = {
-            int(r[0]): (int(r[1]), int(r[2]), int(r[3] or 0))
+            int(r[0]): (int(r[1]), int(r[2]), int(r[3] or 0), int(r[4] or 0))
             for r in s.execute(
                 select(
                     SearchRun.search,
                     func.count(),
                     func.count(SearchRun.valid),
                     func.sum(case((SearchRun.valid == true(), 1), else_=0)),
+                    func.sum(case((SearchRun.pruned == true(), 1), else_=0)),
                 )
                 .where(SearchRun.search.in_(searches))
                 .group_by(SearchRun.search)
@@ -66,7 +68,9 @@ def _outcome(job: ClaimedJob, k: int) -> BuildOutcome | RunOutcome | None:
         return kind.failed("OSError: disk full")  # retried, or the job gives up
     if job.search_build is not None:
         return BuildOutcome(artifact=b"tar") if k % 4 == 2 else BuildOutcome(failure="exit 2")
-    return RunOutcome(stats={"t": 20 * k}) if k % 4 == 2 else RunOutcome(valid=False, failure="x")
+    if k % 4 == 2:
+        return RunOutcome(stats={"t": 20 * k})
+    return RunOutcome(valid=False, failure="x", pruned=k % 8 == 3)  # its pruner stopped it
 
 
 @settings(
@@ -116,10 +120,10 @@ def test_the_counters_equal_a_full_count_after_any_sequence(db: Database, steps)
         elif action == "reset":
             reset_jobs(db, JobFilter(session=session))
         kept, counted = _tallies(db, searches)
-        assert kept == {s: counted.get(s, (0, 0, 0)) for s in kept}, (action, k)
+        assert kept == {s: counted.get(s, (0, 0, 0, 0)) for s in kept}, (action, k)
         _assert_landed_one_to_done(db, searches, kept)
     kept, counted = _tallies(db, searches)
-    assert kept == {s: counted.get(s, (0, 0, 0)) for s in searches}
+    assert kept == {s: counted.get(s, (0, 0, 0, 0)) for s in searches}
     _assert_landed_one_to_done(db, searches, kept)
 
 
@@ -134,7 +138,7 @@ def _assert_landed_one_to_done(db: Database, searches: list[int], kept: dict[int
                 .order_by(SearchRun.landed)
             ).all()
             landed = [r.landed for r in rows if r.valid is not None]
-            assert landed == list(range(1, kept.get(search, (0, 0, 0))[1] + 1)), search
+            assert landed == list(range(1, kept.get(search, (0, 0, 0, 0))[1] + 1)), search
             assert all(r.landed is None for r in rows if r.valid is None)
 
 

@@ -20,6 +20,7 @@ from tests.searches.helpers import (
 )
 from tuna.cli.search_drive import summary_line
 from tuna.db import Database
+from tuna.jobs.search_results import recount
 from tuna.searchers.errors import SearchError
 from tuna.searches import SearchDriver, query
 from tuna.searches.create import SearchRequest, check_request
@@ -72,6 +73,12 @@ def test_a_median_pruner_kills_hopeless_command_runs(db: Database, time_limit: f
     assert [r.status for r in query.runs(db, summary)] == [
         "valid", "valid", "pruned", "valid", "pruned",
     ]  # fmt: skip
+    # and counts them apart (search show, the dashboard): pruned, not invalid
+    assert (summary.done, summary.valid, summary.invalid, summary.pruned) == (5, 3, 0, 2)
+    assert "(0 invalid, 2 pruned)" in summary_line(summary, best)
+    with db.transaction() as conn:  # a full count agrees with the one kept as runs land
+        recount(conn, [search])
+    assert query.find_search(db, search).pruned == 2
 
 
 def test_without_a_pruner_the_values_are_stored_and_nothing_is_stopped(db: Database):

@@ -306,6 +306,8 @@ def test_successive_halving_judges_against_every_run_pruned_ones_included(db):
     # of four, pruned ones included
     assert pruned == [(3, False), (1, False), (2, True), (4, True)]
     assert result.best_params == {"x": 1}
+    summary = find_search(db, result.search)  # counted pruned, not invalid
+    assert (summary.valid, summary.invalid, summary.pruned) == (2, 0, 2)
 
 
 def test_an_objective_may_prune_itself_without_a_pruner(db):

@@ -405,7 +405,8 @@ def summary_line(s: SearchSummary, best: RunRow | None) -> str:
         found = f"best {s.stat}={value} at {point} (run {best.seq})"
     line = (
         f"search {s.id} {s.name!r}: {s.state}; {s.done}/{s.runs} runs finished "
-        f"({s.done - s.valid} invalid), {s.builds} builds; {found}"
+        f"({s.invalid} invalid{f', {s.pruned} pruned' if s.pruned else ''}), "
+        f"{s.builds} builds; {found}"
     )
     return line + (f"; {s.reason}" if s.reason else "")
 

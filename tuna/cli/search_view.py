@@ -52,6 +52,7 @@ def summary_row(s: SearchSummary) -> dict[str, Any]:
         "done": s.done,
         "in_flight": s.in_flight,
         "valid": s.valid,
+        "pruned": s.pruned,
         "builds": s.builds,
         "builds_done": s.builds_done,
         "best": s.best,
@@ -63,9 +64,15 @@ def summary_row(s: SearchSummary) -> dict[str, Any]:
 
 SUMMARY_COLUMNS = ("id", "session", "name", "state", "backend", "searcher", "objective",
                    "constraints", "budget",
-                   "parallelism", "runs", "done", "in_flight", "valid", "builds", "builds_done",
+                   "parallelism", "runs", "done", "in_flight", "valid", "pruned", "builds",
+                   "builds_done",
                    "best", "created", "finished", "reason")  # fmt: skip
 """The keys of :func:`summary_row`: a CSV listing of no searches is this header."""
+
+
+def _pruned(s: SearchSummary) -> str:
+    """``, 3 pruned`` for a search that can prune (a pruner) or pruned a run."""
+    return f", {s.pruned} pruned" if s.pruner is not None or s.pruned else ""
 
 
 def run_row(r: RunRow) -> dict[str, Any]:
@@ -251,7 +258,7 @@ def show_cmd(
     if s.reason:
         console.print(f"  reason: {s.reason}", markup=False)
     console.print(
-        f"  runs: {s.done} done ({s.valid} valid, {s.done - s.valid} invalid), "
+        f"  runs: {s.done} done ({s.valid} valid, {s.invalid} invalid{_pruned(s)}), "
         f"{s.in_flight} in flight, budget {_total(s)}, parallelism {s.parallelism}; "
         f"builds: {s.builds_done} of {s.builds} built",
         markup=False,

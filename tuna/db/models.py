@@ -440,3 +440,4 @@ class SearchTally(Base):
     runs: Mapped[int]
     done: Mapped[int]
     valid: Mapped[int]
+    pruned: Mapped[int]

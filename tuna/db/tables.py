@@ -736,5 +736,6 @@ search_tally = Table(
     Column("runs", BigInteger, nullable=False),
     Column("done", BigInteger, nullable=False),
     Column("valid", BigInteger, nullable=False),
+    Column("pruned", BigInteger, nullable=False, server_default="0"),
     **TABLE_OPTIONS,
 )

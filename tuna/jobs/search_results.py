@@ -190,7 +190,7 @@ def store_runs(conn: Connection, done: Sequence[tuple[ClaimedJob, RunOutcome]]) 
         for r in conn.execute(select(Search.id, Search.objective).where(Search.id.in_(searches)))
     }
     rows = []
-    tally: _Tally = defaultdict(lambda: [0, 0, 0])
+    tally: _Tally = defaultdict(lambda: [0, 0, 0, 0])
     for job, outcome in sorted(done, key=lambda d: d[0].search_run or 0):
         assert job.search_run is not None
         was = before.get(job.search_run)
@@ -212,6 +212,7 @@ def store_runs(conn: Connection, done: Sequence[tuple[ClaimedJob, RunOutcome]]) 
         t = tally[was.search]
         t[1] += 1 if was.valid is None else 0
         t[2] += int(bool(outcome.valid)) - int(bool(was.valid))
+        t[3] += int(bool(outcome.pruned)) - int(bool(was.pruned))
     if rows:
         conn.execute(_store_run(), rows)
     _count(conn, tally)
@@ -249,7 +250,7 @@ def store_gave_up(conn: Connection, gave_up: Sequence[GaveUp]) -> None:
 
 
 _Tally = defaultdict[int, list[int]]
-"""search id -> [runs, done, valid] added."""
+"""search id -> [runs, done, valid] added, and [..., pruned] where runs were pruned."""
 
 
 def insert_runs(conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
@@ -269,12 +270,13 @@ def insert_runs(conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
             for r in rows
         ],
     )
-    tally: _Tally = defaultdict(lambda: [0, 0, 0])
+    tally: _Tally = defaultdict(lambda: [0, 0, 0, 0])
     for row in rows:
         t = tally[int(row["search"])]
         t[0] += 1
         t[1] += 0 if row.get("valid") is None else 1
         t[2] += 1 if row.get("valid") else 0
+        t[3] += 1 if row.get("pruned") else 0
     _count(conn, tally)
 
 
@@ -304,7 +306,7 @@ def finish_run(conn: Connection, search: int, seq: int, values: Mapping[str, Any
         .where(SearchRun.id == ended[0].id)
         .values(**values, finished=db_now(), landed=landed[ended[0].id])
     )
-    _count(conn, {search: [0, 1, int(bool(values["valid"]))]})
+    _count(conn, {search: [0, 1, int(bool(values["valid"])), int(bool(values.get("pruned")))]})
     return True
 
 
@@ -402,7 +404,7 @@ def _locked(*where: ColumnElement[bool]) -> Any:
     ends: their counts are taken from what they were just before this transaction changes
     them."""
     return (
-        select(SearchRun.id, SearchRun.search, SearchRun.seq, SearchRun.valid)
+        select(SearchRun.id, SearchRun.search, SearchRun.seq, SearchRun.valid, SearchRun.pruned)
         .where(*where)
         .order_by(SearchRun.id)
         .with_for_update()
@@ -413,14 +415,22 @@ def _count(conn: Connection, tally: Mapping[int, Sequence[int]]) -> None:
     """Add ``tally``'s changes to the searches' counters (in id order: no deadlock between
     two writers); a search without a counter row yet gets one counted from its runs."""
     for search in sorted(tally):
-        runs, done, valid = tally[search]
-        if not (runs or done or valid):
+        runs, done, valid, *more = tally[search]
+        pruned = more[0] if more else 0
+        if not (runs or done or valid or pruned):
             continue
         c = tables.search_tally.c
         changed = conn.execute(
             update(tables.search_tally)
             .where(c.search == search)
-            .values({c.runs: c.runs + runs, c.done: c.done + done, c.valid: c.valid + valid})
+            .values(
+                {
+                    c.runs: c.runs + runs,
+                    c.done: c.done + done,
+                    c.valid: c.valid + valid,
+                    c.pruned: c.pruned + pruned,
+                }
+            )  # fmt: skip
         ).rowcount
         if not changed:
             recount(conn, [search])
@@ -435,13 +445,14 @@ def recount(conn: Connection, searches: Iterable[int]) -> None:
     if not ids:
         return
     counted = {
-        int(r[0]): (int(r[1]), int(r[2]), int(r[3] or 0))
+        int(r[0]): (int(r[1]), int(r[2]), int(r[3] or 0), int(r[4] or 0))
         for r in conn.execute(
             select(
                 SearchRun.search,
                 func.count(),
                 func.count(SearchRun.valid),
                 func.sum(case((SearchRun.valid == true(), 1), else_=0)),
+                func.sum(case((SearchRun.pruned == true(), 1), else_=0)),
             )
             .where(SearchRun.search.in_(ids))
             .group_by(SearchRun.search)
@@ -451,8 +462,8 @@ def recount(conn: Connection, searches: Iterable[int]) -> None:
         _number_unlanded(conn, search)
     c = tables.search_tally.c
     for search in ids:
-        runs, done, valid = counted.get(search, (0, 0, 0))
-        values = {c.runs: runs, c.done: done, c.valid: valid}
+        runs, done, valid, pruned = counted.get(search, (0, 0, 0, 0))
+        values = {c.runs: runs, c.done: done, c.valid: valid, c.pruned: pruned}
         if not conn.execute(
             update(tables.search_tally).where(c.search == search).values(values)
         ).rowcount:

@@ -93,10 +93,15 @@ class SearchSummary:
     pruner: dict[str, Any] | None = None
     """How hopeless runs are stopped (:mod:`tuna.searchers.prune`'s JSON; None: never)."""
     time_budget_s: float | None = None
+    pruned: int = 0  # ended stopped by its pruner (or objective): not valid, not invalid
 
     @property
     def in_flight(self) -> int:
         return self.runs - self.done
+
+    @property
+    def invalid(self) -> int:  # failed or refused, the pruned left out
+        return self.done - self.valid - self.pruned
 
     @property
     def objective(self) -> Objective:
@@ -254,6 +259,7 @@ class _Counts:
     runs: int = 0
     done: int = 0
     valid: int = 0
+    pruned: int = 0
 
 
 def _summaries(conn: Connection, rows: Sequence[Any]) -> list[SearchSummary]:
@@ -267,7 +273,7 @@ def _summaries(conn: Connection, rows: Sequence[Any]) -> list[SearchSummary]:
     baselines: dict[int, Any] = {}
     if ids:
         tallied = {
-            t.search: _Counts(int(t.runs), int(t.done), int(t.valid))
+            t.search: _Counts(int(t.runs), int(t.done), int(t.valid), int(t.pruned))
             for t in conn.execute(select(SearchTally).where(SearchTally.search.in_(ids)))
         }
         runs.update(tallied)
@@ -283,6 +289,10 @@ def _summaries(conn: Connection, rows: Sequence[Any]) -> list[SearchSummary]:
             if status is not None:
                 c.done += int(n)
                 c.valid += int(n) if status else 0
+        invalid = [SearchRun.search.in_(untallied), SearchRun.valid == false()]  # the index's
+        pruned = select(SearchRun.search, func.count()).where(*invalid, SearchRun.pruned == true())
+        for sid, n in conn.execute(pruned.group_by(SearchRun.search)) if untallied else ():
+            runs[sid].pruned += int(n)
         for sid, lo, hi in conn.execute(
             select(SearchRun.search, func.min(SearchRun.value), func.max(SearchRun.value))
             .where(SearchRun.search.in_(ids), SearchRun.valid == true())
@@ -344,6 +354,7 @@ def _summaries(conn: Connection, rows: Sequence[Any]) -> list[SearchSummary]:
                 full_objective=objective,
                 pruner=r.pruner,
                 time_budget_s=r.time_budget_s,
+                pruned=agg.pruned,
             )
         )
     return out
