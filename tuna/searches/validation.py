@@ -194,7 +194,6 @@ def validate_search(
 class _Found:
     front: list[tuple[int, dict[str, Any], dict[str, Any]]]  # seq, config, tuning stats
     baseline: tuple[int, dict[str, Any], dict[str, Any]] | None
-    base_stats: dict[str, Any] | None
 
 
 def _front(db: Database, summary: query.SearchSummary) -> _Found:
@@ -210,11 +209,7 @@ def _front(db: Database, summary: query.SearchSummary) -> _Found:
         ).all()
     by_seq = {int(r.seq): (int(r.seq), dict(r.config), dict(r.stats or {})) for r in rows}
     baseline = by_seq.get(BASELINE_SEQ) if base is not None else None
-    return _Found(
-        [by_seq[r.seq] for r in front],
-        baseline,
-        dict(base.stats or {}) if base is not None and base.valid else None,
-    )
+    return _Found([by_seq[r.seq] for r in front], baseline)
 
 
 def _compared(
