@@ -7,7 +7,11 @@ Each only chooses candidates; budget, early stopping, rounds and the best are th
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
+from typing import Any
 
+from tuna.searchers.pareto import front
+from tuna.searchers.run import Run
 from tuna.searchers.strategies.base import Plan, RoundSearcher
 
 
@@ -82,11 +86,31 @@ class HillClimb(RoundSearcher):
     neighbours of the current candidate (one step along one axis); it moves to the best
     neighbour when that is better, else the current candidate is a local optimum and it
     restarts from the best of a new random round.
+
+    With several objectives it is a **Pareto local search**: it measures the unmeasured
+    neighbours of every candidate on the front of those measured so far, each front point's
+    once, until no point of the front has any left, then restarts from a new random round.
     """
 
     name = "hillclimb"
 
+    def _reset(self) -> None:
+        super()._reset()
+        #: candidate index -> its stats, for the runs that count (several objectives).
+        self.counted: dict[int, Mapping[str, Any]] = {}
+
+    def _note(self, i: int, run: Run) -> None:
+        super()._note(i, run)
+        if self.objective.counts(run):
+            self.counted[i] = run.stats
+
+    def _front(self) -> list[int]:
+        return front(sorted(self.counted), self.objective.targets, lambda i: self.counted[i])
+
     def _plan(self) -> Plan:
+        if len(self.objective.targets) > 1:
+            yield from self._pareto_plan()
+            return
         rng = random.Random(self.seed)
         while True:
             left = self.unmeasured()
@@ -104,6 +128,22 @@ class HillClimb(RoundSearcher):
                 if best is None or not self.score(best) < self.score(current):
                     break  # a local optimum: restart
                 current = best
+
+    def _pareto_plan(self) -> Plan:
+        rng = random.Random(self.seed)
+        climbed: set[int] = set()  # front points whose neighbours were all proposed
+        while True:
+            left = self.unmeasured()
+            if not left:
+                return
+            yield rng.sample(left, min(self.round_size, len(left)))
+            while todo := [i for i in self._front() if i not in climbed]:
+                wanted: list[int] = []
+                for i in todo:
+                    climbed.add(i)
+                    wanted += [n for n in self.space.neighbours(i) if n not in self.measured]
+                for start in range(0, len(wanted), self.round_size):
+                    yield wanted[start : start + self.round_size]
 
 
 class Genetic(RoundSearcher):
