@@ -7,8 +7,8 @@ Objectives ``time_ms`` and the candidate's threads (``NT``) or workspace, both t
 the second is computed from the candidate's parameters (``cpuconv.solvers.candidate_stats``),
 not measured. Each strategy gets a share of each space (``--budget``, default a quarter);
 ``nsga2``, ``tpe`` and ``predictive`` are told both objectives, ``hillclimb`` climbs the
-front of what it measured, the others optimise time, and each is judged by the Pareto front of what it measured against the layer's exhaustive
-front.
+front of what it measured, the others optimise time, and each is judged by the Pareto
+front of what it measured against the layer's exhaustive front.
 Figures go in bench/search.md.
 """
 
