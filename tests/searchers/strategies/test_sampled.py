@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.searchers.strategies.test_sampled_space import drive as drive_runs
 from tests.searchers.test_strategies import bowl, drive, flat, space, to_reach
 from tuna.searchers import Run, SearchError, replay
 from tuna.searchers.objective import make_objective
@@ -209,13 +210,4 @@ def test_cmaes_with_two_objectives_is_one_line() -> None:
 
 def drive_stats(searcher: Any, stats: Any) -> list[list[Point]]:
     """The rounds ``searcher`` proposes when each point's stats are ``stats(point)``."""
-    gen = searcher.rounds()
-    rounds: list[list[Point]] = []
-    try:
-        batch = next(gen)
-        while True:
-            rounds.append(batch)
-            batch = gen.send([Run(p, stats(p)) for p in batch])
-    except StopIteration:
-        pass
-    return rounds
+    return drive_runs(searcher, runs_of=lambda p: Run(p, stats(p)))
