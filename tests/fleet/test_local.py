@@ -315,7 +315,10 @@ def test_local_workers_get_the_database_url_in_a_private_file_not_their_environm
     workers = LocalWorkers(db, [(sid, Task.COMPILE)], workers=1, log_dir=tmp_path, db_url=url)
     try:
         workers.start(lambda _text: None)
-        environ = Path(f"/proc/{workers.procs[0].pid}/environ").read_bytes().split(b"\0")
+        proc = Path(f"/proc/{workers.procs[0].pid}")
+        # until the child has exec'd the stand-in, /proc shows the environment it forked with
+        wait_until(lambda: b"time.sleep(60)" in (proc / "cmdline").read_bytes(), "the exec")
+        environ = (proc / "environ").read_bytes().split(b"\0")
         env = dict(e.decode().partition("=")[::2] for e in environ if e)
         assert "TUNA_DB_URL" not in env and "TUNA_DB_USER_PASSWORD" not in env
         assert b"s3cret" not in b"\0".join(environ)
