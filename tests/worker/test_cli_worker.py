@@ -123,20 +123,24 @@ def test_a_worker_started_while_the_database_is_down_waits_for_it(mysql_url, tmp
         text=True,
     )
     stop = threading.Event()
+    forwarder: threading.Thread | None = None
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline()
         assert "database unreachable" in first and "MySQL error 2003" in first, first
         assert proc.poll() is None
         listener.listen()  # the database is back
-        threading.Thread(
+        forwarder = threading.Thread(
             target=_forward, args=(listener, (real.host, real.port), stop), daemon=True
-        ).start()
+        )
+        forwarder.start()
         out, _ = proc.communicate(timeout=120)
     finally:
         stop.set()
         if proc.poll() is None:
             proc.kill()
+        if forwarder is not None:  # out of accept() (0.2 s timeouts) before its socket closes
+            forwarder.join(timeout=5)
         listener.close()
     assert proc.returncode == 0, first + out
     assert "stopped: drained; 8 claimed" in out and "Traceback" not in out
