@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tuna.searchers.pareto import Target, dominates, front
+from tuna.searchers.pareto import Target, dominates, front, nondominated
 
 TARGETS = (Target("time_ms", "min"), Target("accuracy", "max"))
 
@@ -45,3 +45,10 @@ def test_front_is_exactly_the_undominated(points: list[dict[str, int]], g: tuple
     got = front(points, targets, dict)
     expected = [p for p in points if not any(dominates(q, p, targets) for q in points)]
     assert sorted(map(id, got)) == sorted(map(id, expected))
+
+
+def test_nondominated_keys_are_front_of_the_same_values_once_each() -> None:
+    keys = [(2.0, 1.0), (1.0, 3.0), (2.0, 1.0), (3.0, 3.0), (1.0, 4.0), (0.5, 5.0)]
+    targets = [Target("a"), Target("b")]
+    by_front = front(keys, targets, lambda k: {"a": k[0], "b": k[1]})
+    assert nondominated(keys) == sorted(set(by_front)) == [(0.5, 5.0), (1.0, 3.0), (2.0, 1.0)]

@@ -11,7 +11,7 @@ so on (then by the order given), so its first run is the best by the first objec
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
@@ -61,6 +61,16 @@ def front(
         if not any(_dominated(key, k) for k, _, _ in kept):
             kept.append((key, i, item))
     return [item for _, _, item in kept]
+
+
+def nondominated(keys: Iterable[tuple[float, ...]]) -> list[tuple[float, ...]]:
+    """The distinct keys (values to minimise, as :func:`_key` makes them) that no other key
+    dominates, sorted: :func:`front`'s rule for values already keyed."""
+    kept: list[tuple[float, ...]] = []
+    for key in sorted(set(keys)):
+        if not any(_dominated(key, k) for k in kept):
+            kept.append(key)
+    return kept
 
 
 def _dominated(key: tuple[float, ...], by: tuple[float, ...]) -> bool:

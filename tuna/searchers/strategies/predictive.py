@@ -54,7 +54,7 @@ from typing import Any
 
 from tuna.searchers.costmodel import Encoder, Settings, Trees, lightgbm
 from tuna.searchers.errors import SearcherError
-from tuna.searchers.pareto import Target
+from tuna.searchers.pareto import Target, nondominated
 from tuna.searchers.run import Run
 from tuna.searchers.strategies.base import CandidateSpace, Plan, RoundSearcher
 
@@ -190,7 +190,7 @@ class PredictiveSearch(RoundSearcher):
             for c, p in predictions.items()
             if self._meets(self.observed.get(c, p))
         }
-        front = _front(list(keys.values()))
+        front = nondominated(keys.values())
         return {c: max(_gap(k, f) for f in front)
                 for c, k in keys.items() if c not in self.measured}  # fmt: skip
 
@@ -238,15 +238,6 @@ def _gap(key: Sequence[float], front: Sequence[float]) -> float:
         return min(diffs)
     worse = [d for d in diffs if d > 0]
     return min(worse) if worse else 0.0
-
-
-def _front(keys: Sequence[tuple[float, ...]]) -> list[tuple[float, ...]]:
-    """The keys (to minimise) that no other key dominates."""
-    out: list[tuple[float, ...]] = []
-    for k in sorted(set(keys)):
-        if not any(all(b <= a for a, b in zip(k, f, strict=True)) for f in out):
-            out.append(k)
-    return out
 
 
 def _number(value: object) -> bool:
