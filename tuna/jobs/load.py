@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection, exists, insert, select
 
 from tuna.backends import Backend, LibraryQueries, get_backend
 from tuna.backends.base import SolverInfo
@@ -281,6 +281,26 @@ def _insert_job() -> Any:
 def _new_job(step: JobStep) -> dict[str, Any]:
     """A new job's step and the state it enters (the state machine's)."""
     return {"step": step, **entered(step)}
+
+
+def runs_awaiting(conn: Connection, build_ids: Sequence[int]) -> list[tuple[int, int]]:
+    """``(session, search_run id)`` of the unfinished runs of ``build_ids`` that have no job
+    yet, locked (a driver adding a run to one of these builds waits, then sees it built)."""
+    if not build_ids:
+        return []
+    run = tables.search_run.c
+    rows = conn.execute(
+        select(tables.search.c.session, run.id)
+        .join(tables.search, tables.search.c.id == run.search)
+        .where(
+            run.build.in_(sorted(build_ids)),
+            run.valid.is_(None),
+            ~exists().where(tables.job.c.search_run == run.id),
+        )
+        .order_by(run.build, run.seq)
+        .with_for_update()
+    ).all()
+    return [(int(r[0]), int(r[1])) for r in rows]
 
 
 def insert_run_jobs(conn: Connection, runs: Sequence[tuple[int, int]]) -> int:

@@ -23,10 +23,10 @@ from typing import Any
 from sqlalchemy import Connection, select
 
 from tuna.db import Database, tables
-from tuna.jobs.search_results import store_intermediate, stored_curve
+from tuna.jobs.search_results import store_intermediate
 from tuna.searchers.prune import Goal, Peer, Pruner
 
-__all__ = ["RunReports", "curve_of", "peers", "stored_curve"]
+__all__ = ["RunReports", "curve_of", "peers"]
 
 log = logging.getLogger(__name__)
 

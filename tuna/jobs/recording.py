@@ -26,12 +26,11 @@ from tuna.db.retry import with_retry
 from tuna.errors import DatabaseError
 from tuna.jobs.claims import claim_in_transaction, claim_jobs
 from tuna.jobs.errors import LostLease
-from tuna.jobs.load import insert_run_jobs
+from tuna.jobs.load import insert_run_jobs, runs_awaiting
 from tuna.jobs.measurements import MeasuredOn, measured_here, measurement_rows, write_measurements
 from tuna.jobs.results import write_compile_results, write_eval_results
 from tuna.jobs.search_results import (
     GaveUp,
-    runs_awaiting,
     store_builds,
     store_gave_up,
     store_rounds,

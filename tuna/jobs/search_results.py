@@ -34,7 +34,9 @@ it when told (:func:`finish_run`) and drops the claims of trials never told
 (:func:`release_runs`).
 
 The run jobs of a stored build are inserted by :mod:`tuna.jobs.load` (the one module that
-creates jobs) from :func:`runs_awaiting`, when :mod:`tuna.jobs.recording` stores the build.
+creates jobs, and finds the runs awaiting one), when :mod:`tuna.jobs.recording` stores the
+build. What the columns hold (a curve, the objective's value, a round's candidates) is
+read by the pure translations of :mod:`tuna.jobs.search_values`.
 """
 
 from __future__ import annotations
@@ -53,7 +55,6 @@ from sqlalchemy import (
     bindparam,
     case,
     delete,
-    exists,
     func,
     insert,
     select,
@@ -65,6 +66,7 @@ from sqlalchemy.exc import IntegrityError
 from tuna.backends.base import BuildOutcome, RunOutcome
 from tuna.db import tables
 from tuna.db.clock import db_now
+from tuna.jobs.search_values import objective_value, round_candidates, round_stats, stored_curve
 from tuna.jobs.values import ClaimedJob, stands_for
 
 # The tables' columns, named as the ORM classes: statements here are Core (tuna.db.tables),
@@ -85,11 +87,6 @@ class GaveUp:
     search_build: int | None
     search_run: int | None
     reason: str
-
-
-def stored_curve(curve: Mapping[int, float]) -> list[list[float]] | None:
-    """A curve as ``search_run.intermediate`` holds it (None for an empty one)."""
-    return [[int(s), float(v)] for s, v in sorted(curve.items())] or None
 
 
 def store_intermediate(conn: Connection, run: int, curve: Mapping[int, float]) -> None:
@@ -148,33 +145,6 @@ def fail_builds(conn: Connection, failed: Sequence[tuple[int, str]]) -> None:
             .values(valid=False, reason=reason, finished=db_now())
         )
         fail_runs(conn, SearchRun.build == build_id, f"not run: {reason}")
-
-
-def runs_awaiting(conn: Connection, build_ids: Sequence[int]) -> list[tuple[int, int]]:
-    """``(session, search_run id)`` of the unfinished runs of ``build_ids`` that have no job
-    yet, locked (a driver adding a run to one of these builds waits, then sees it built)."""
-    if not build_ids:
-        return []
-    rows = conn.execute(
-        select(Search.session, SearchRun.id)
-        .join(tables.search, Search.id == SearchRun.search)
-        .where(
-            SearchRun.build.in_(sorted(build_ids)),
-            SearchRun.valid.is_(None),
-            ~exists().where(Job.search_run == SearchRun.id),
-        )
-        .order_by(SearchRun.build, SearchRun.seq)
-        .with_for_update()
-    ).all()
-    return [(int(r[0]), int(r[1])) for r in rows]
-
-
-def objective_value(objective: Mapping[str, Any], stats: Mapping[str, Any]) -> float | None:
-    """The objective's stat in ``stats`` as a number, or None."""
-    value = stats.get(str(objective.get("stat")))
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
 
 
 def store_runs(conn: Connection, done: Sequence[tuple[ClaimedJob, RunOutcome]]) -> None:
@@ -556,28 +526,6 @@ def store_rounds(
             .where(SearchBuild.id == job.search_build)
             .values(valid=True, reason=None, finished=db_now())
         )
-
-
-def round_candidates(params: Mapping[str, Any]) -> dict[int, str]:
-    """A round's ``search_build.params`` as run seq -> candidate text: the ``seqs`` stored
-    beside the ``candidates``, one each. A round stored before the seqs were (no ``seqs``)
-    took consecutive seqs from its ``round``."""
-    candidates = list(params.get("candidates") or [])
-    seqs = params.get("seqs")
-    if seqs is None:
-        first = int(params.get("round") or 0)
-        seqs = range(first, first + len(candidates))
-    return {int(seq): str(text) for seq, text in zip(seqs, candidates, strict=True)}
-
-
-def round_stats(params: Mapping[str, Any]) -> dict[int, dict[str, Any]]:
-    """A round's stats computed from each candidate (``search_build.params["stats"]``,
-    beside the ``candidates``: what a strategy's objective reads besides the time), as run
-    seq -> stats; empty for a round stored without them."""
-    stats = params.get("stats")
-    if not stats:
-        return {}
-    return dict(zip(round_candidates(params), (dict(s) for s in stats), strict=True))
 
 
 def _machine(conn: Connection, job: int) -> Any:

@@ -26,14 +26,14 @@ from tuna.db import Database
 from tuna.db.clock import db_now
 from tuna.db.models import Search, SearchRun, TuningSession
 from tuna.errors import DatabaseError
-from tuna.jobs.pruning import peers, stored_curve
+from tuna.jobs.pruning import peers
 from tuna.jobs.search_results import (
     claim_run,
     finish_run,
     insert_runs,
-    objective_value,
     release_runs,
 )
+from tuna.jobs.search_values import objective_value, stored_curve
 from tuna.searchers import Objective, Run
 from tuna.searchers.errors import ObjectiveError, SearchError
 from tuna.searchers.prune import Peer
