@@ -783,3 +783,9 @@ UPDATE search_tally SET pruned = (SELECT COUNT(*) FROM search_run WHERE search_r
 
 UPDATE alembic_version SET version_num='0025' WHERE alembic_version.version_num = '0024';
 
+-- Running upgrade 0025 -> 0026
+
+ALTER TABLE search_run ADD COLUMN lease_expires DATETIME(6);
+
+UPDATE alembic_version SET version_num='0026' WHERE alembic_version.version_num = '0025';
+

@@ -5,17 +5,25 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select
 
-from tuna.db.models import Search, TuningSession
+import tuna
+from tests.support.wait import wait_until
+from tuna.db.models import Search, SearchRun, TuningSession
 from tuna.searchers import Run
 from tuna.searchers.errors import SearchError
+from tuna.searches import studystore
 from tuna.searches.studyspec import check_study
 from tuna.searches.studystore import (
     LABEL,
+    ClaimHeartbeat,
+    claim_trial,
     end_search,
+    extend_trials,
+    finish_trial,
     open_search,
     record_run,
     recorded,
     stored_runs,
+    trial_state,
 )
 
 
@@ -55,3 +63,82 @@ def test_recorded_runs_read_back_and_an_ended_search_is_reopened_active(lite):
     assert open_search(lite, spec) == search
     with lite.session() as s:
         assert s.get(Search, search).state == "active"
+
+
+ELSEWHERE = "asked by pid 4242 on another-host"  # a process this host cannot see
+POINT = {"x": 1}
+
+
+def _as(monkeypatch, owner):
+    """Act as the process ``owner`` names (its claims carry that name)."""
+    monkeypatch.setattr(studystore, "claim_owner", lambda: owner)
+
+
+def _claims(db, search):
+    with db.session() as s:
+        rows = s.execute(
+            select(SearchRun.seq, SearchRun.reason).where(
+                SearchRun.search == search, SearchRun.valid.is_(None)
+            )
+        )
+        return {int(seq): reason for seq, reason in rows}
+
+
+def test_a_claim_whose_lease_lapsed_is_taken_over_and_a_live_one_is_not(db, monkeypatch):
+    """A process on another host that died holding trials: its claims are never released by
+    the pid check (this host cannot see it). The one whose lease lapsed (no heartbeat for a
+    minute) is taken over by the next process that asks it; the one still on its lease is
+    not, and the process that lost its claim cannot fill it any more."""
+    search = open_search(db, _spec())
+    mine = studystore.claim_owner()
+    with monkeypatch.context() as m:
+        _as(m, ELSEWHERE)
+        assert claim_trial(db, search, 0, POINT, POINT, lease_seconds=-60)  # lapsed
+        assert claim_trial(db, search, 1, POINT, POINT, lease_seconds=3600)  # alive
+    assert trial_state(db, search, 0) is None  # nobody's: the next to ask takes it
+    assert trial_state(db, search, 1) == ELSEWHERE
+    assert claim_trial(db, search, 0, POINT, POINT)
+    assert not claim_trial(db, search, 1, POINT, POINT)
+    assert _claims(db, search) == {0: mine, 1: ELSEWHERE}
+    assert trial_state(db, search, 0) == mine
+    objective = _spec().objective
+    with monkeypatch.context() as m:
+        _as(m, ELSEWHERE)  # the first owner comes back: trial 0 is not its own any more
+        assert not finish_trial(db, search, 0, Run(POINT, {"value": 9.0}), objective)
+    assert finish_trial(db, search, 0, Run(POINT, {"value": 1.0}), objective)
+    runs, _ = stored_runs(db, search)
+    assert [(r.config, r.stats) for r in runs] == [(POINT, {"value": 1.0})]
+
+
+def test_opening_a_study_drops_lapsed_claims_and_keeps_live_ones(db, monkeypatch):
+    space = {"x": [1, 2, 3]}
+    with tuna.study("held", space, storage=db) as study:
+        search = study.search
+    with monkeypatch.context() as m:
+        _as(m, ELSEWHERE)
+        assert claim_trial(db, search, 0, POINT, POINT, lease_seconds=-60)
+        assert claim_trial(db, search, 1, {"x": 2}, {"x": 2}, lease_seconds=3600)
+    with tuna.study("held", space, storage=db) as study:
+        assert _claims(db, search) == {1: ELSEWHERE}  # the lapsed claim dropped on open
+        assert [study.ask().number, study.ask().number] == [0, 2]  # 1 is the other's
+
+
+def test_the_heartbeat_keeps_a_claim_alive(db, monkeypatch):
+    """A claim near its end (here past it) is extended by its own process's heartbeat, and
+    then no other process can take it; another process's claim is not extended."""
+    search = open_search(db, _spec())
+    assert claim_trial(db, search, 0, POINT, POINT, lease_seconds=-60)
+    with monkeypatch.context() as m:
+        _as(m, ELSEWHERE)
+        assert claim_trial(db, search, 1, POINT, POINT, lease_seconds=-60)
+    beat = ClaimHeartbeat(db, search, lease_seconds=3600, interval=0.01)
+    beat.start()
+    try:
+        wait_until(lambda: trial_state(db, search, 0) is not None, "the heartbeat's extension")
+    finally:
+        beat.stop()
+    assert trial_state(db, search, 1) is None  # not this process's: left to lapse
+    assert extend_trials(db, search, 3600) == 1  # holds one claim
+    with monkeypatch.context() as m:
+        _as(m, ELSEWHERE)
+        assert not claim_trial(db, search, 0, POINT, POINT)

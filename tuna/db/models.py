@@ -416,6 +416,7 @@ class SearchRun(Base):
     landed: Mapped[int | None]
     intermediate: Mapped[list[list[float]] | None]
     pruned: Mapped[bool]
+    lease_expires: Mapped[dt.datetime | None]
 
 
 class SearchValidation(Base):

@@ -686,6 +686,9 @@ search_run = Table(
     # the search has a pruner), and whether the pruner stopped it (then ``valid`` false).
     Column("intermediate", JSON),
     Column("pruned", Boolean, server_default="0", nullable=False),
+    # A study's claim of a pending run (tuna.searches.studystore): when the claim lapses
+    # unless its process's heartbeat extends it (the database clock); NULL for other runs.
+    Column("lease_expires", Timestamp),
     UniqueConstraint("search", "seq"),
     # The read side (tuna.searches.query): runs by status, the best run (the earliest
     # landed of equal values), the best-so-far curve's first and latest runs.

@@ -29,9 +29,10 @@ after the other, never the same number twice, and the one that numbers later als
 its finish time later. A run stored again (it had ended) keeps its number.
 
 A ``tuna.study`` driven by several processes at once **claims** each trial when it is asked
-(:func:`claim_run`: the run inserted pending unless another process took its seq), fills
-it when told (:func:`finish_run`) and drops the claims of trials never told
-(:func:`release_runs`).
+(:func:`claim_run`: the run inserted pending unless another process took its seq), keeps
+the claim's lease alive from a heartbeat (:func:`extend_claims`; a claim whose lease
+expired is taken over by the next process that asks it), fills it when told
+(:func:`finish_run`) and drops the claims of trials never told (:func:`release_runs`).
 
 The run jobs of a stored build are inserted by :mod:`tuna.jobs.load` (the one module that
 creates jobs, and finds the runs awaiting one), when :mod:`tuna.jobs.recording` stores the
@@ -250,23 +251,63 @@ def insert_runs(conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
     _count(conn, tally)
 
 
-def claim_run(conn: Connection, row: Mapping[str, Any]) -> bool:
-    """Insert a proposed run (pending) unless its ``(search, seq)`` is taken; False when
-    taken: another process driving the same study asked that trial first."""
+def claim_run(conn: Connection, row: Mapping[str, Any], lease_seconds: float) -> bool:
+    """Insert a proposed run, pending and claimed by ``row["reason"]`` for ``lease_seconds``
+    (on the database clock), unless its ``(search, seq)`` is taken. A pending run whose
+    claim's lease expired (its process stopped beating: :func:`extend_claims`) is taken
+    over, in one compare-and-set. False when another process holds the trial (asked first,
+    lease alive) or recorded it."""
+    expires = conn.execute(select(db_now(lease_seconds))).scalar_one()
     try:
         with conn.begin_nested():  # a savepoint: a taken seq leaves the transaction usable
-            insert_runs(conn, [row])
+            insert_runs(conn, [{**row, "lease_expires": expires}])
     except IntegrityError:
-        return False
+        taken = conn.execute(
+            update(tables.search_run)
+            .where(
+                SearchRun.search == row["search"],
+                SearchRun.seq == row["seq"],
+                SearchRun.valid.is_(None),
+                SearchRun.lease_expires < db_now(),
+            )
+            .values(
+                point=row["point"],
+                config=row["config"],
+                reason=row["reason"],
+                intermediate=None,
+                lease_expires=expires,
+            )  # fmt: skip
+        )
+        return bool(taken.rowcount)
     return True
 
 
-def finish_run(conn: Connection, search: int, seq: int, values: Mapping[str, Any]) -> bool:
+def extend_claims(conn: Connection, search: int, owner: str, lease_seconds: float) -> int:
+    """Extend the leases of ``owner``'s claims of pending runs of ``search`` to now +
+    ``lease_seconds`` (the study's heartbeat); returns how many it holds."""
+    return int(
+        conn.execute(
+            update(tables.search_run)
+            .where(
+                SearchRun.search == search,
+                SearchRun.valid.is_(None),
+                SearchRun.reason == owner,
+                SearchRun.lease_expires.is_not(None),
+            )
+            .values(lease_expires=db_now(lease_seconds))
+        ).rowcount
+    )
+
+
+def finish_run(
+    conn: Connection, search: int, seq: int, values: Mapping[str, Any], owner: str | None = None
+) -> bool:
     """Write a claimed run's result (``stats``, ``value``, ``valid``, ``reason``,
     ``intermediate``, ``pruned``); False when the run is not pending (not claimed, or
-    ended already)."""
+    ended already) or, given ``owner``, not claimed by it (taken over meanwhile)."""
+    mine = [] if owner is None else [SearchRun.reason == owner]
     ended = conn.execute(
-        _locked(SearchRun.search == search, SearchRun.seq == seq, SearchRun.valid.is_(None))
+        _locked(SearchRun.search == search, SearchRun.seq == seq, SearchRun.valid.is_(None), *mine)
     ).all()
     if not ended:
         return False
@@ -274,17 +315,26 @@ def finish_run(conn: Connection, search: int, seq: int, values: Mapping[str, Any
     conn.execute(
         update(tables.search_run)
         .where(SearchRun.id == ended[0].id)
-        .values(**values, finished=db_now(), landed=landed[ended[0].id])
+        .values(**values, finished=db_now(), landed=landed[ended[0].id], lease_expires=None)
     )
     _count(conn, {search: [0, 1, int(bool(values["valid"])), int(bool(values.get("pruned")))]})
     return True
 
 
-def release_runs(conn: Connection, search: int, seqs: Sequence[int]) -> int:
+def release_runs(
+    conn: Connection, search: int, seqs: Sequence[int], owner: str | None = None,
+    lapsed: bool = False,
+) -> int:  # fmt: skip
     """Delete the pending runs ``seqs`` of ``search`` (a study's trials asked and never
-    told: asked again when it is next opened); returns how many."""
+    told: asked again when it is next opened): given ``owner``, only those it claims; with
+    ``lapsed``, only those whose claim's lease expired. Returns how many."""
+    mine = [] if owner is None else [SearchRun.reason == owner]
+    if lapsed:
+        mine.append(SearchRun.lease_expires < db_now())
     gone = conn.execute(
-        _locked(SearchRun.search == search, SearchRun.seq.in_(seqs), SearchRun.valid.is_(None))
+        _locked(
+            SearchRun.search == search, SearchRun.seq.in_(seqs), SearchRun.valid.is_(None), *mine
+        )
     ).all()
     if gone:
         conn.execute(delete(tables.search_run).where(SearchRun.id.in_([r.id for r in gone])))

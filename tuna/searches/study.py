@@ -20,6 +20,7 @@ from tuna.searches.create import BASELINE_SEQ, make_searcher
 from tuna.searches.objectives import check_baseline_run
 from tuna.searches.studyspec import StudySpec, TuneResult
 from tuna.searches.studystore import (
+    ClaimHeartbeat,
     claim_trial,
     end_search,
     ending,
@@ -53,7 +54,9 @@ class Study:
     Several processes may drive one study at once (:mod:`.studystore`): each trial is
     claimed when asked, a trial another process claimed is passed over (a searcher that
     needs each result waits for it), so none is measured twice or lost; the last process
-    to finish ends the study, and :meth:`result` reads every process's runs.
+    to finish ends the study, and :meth:`result` reads every process's runs. A claim is
+    kept alive by the process's heartbeat while the study is open; the claim of a process
+    that died (on any host) lapses and is taken over.
 
     A study with a baseline asks it first (trial ``-1``) until it is told; told, it is
     checked to print every stat the objective names. Given ``measure``, the study measures
@@ -89,6 +92,8 @@ class Study:
         self.state: str = "active"
         self.reason: str | None = None
         self._closed = False
+        self._heartbeat = ClaimHeartbeat(db, self.search)  # keeps this process's claims
+        self._heartbeat.start()
         if self.runs:
             log.info(
                 "study %r: search %d resumed after %d run(s)",
@@ -212,6 +217,7 @@ class Study:
                 if not pending_trials(self._db, self.search):  # else another process goes on
                     end_search(self._db, self.search, self.state, self.reason)
         finally:
+            self._heartbeat.stop()
             self._closed = True
             self._pending.clear()
             if self._owns_db:

@@ -6,16 +6,21 @@ Several processes may drive one study (the same storage and name): each trial is
 **claimed** when asked, a pending run row whose ``reason`` names the process that asked it
 (:func:`claim_trial`); a process whose claim is refused passes that trial over (or, for a
 searcher that needs each result, waits for it), so no trial is measured twice, and each
-process fills only its own claims (:func:`finish_trial`). Claims of trials never told are
-dropped when their process closes the study, and by the next process to open it when the
+process fills only its own claims (:func:`finish_trial`). A claim is held on a lease (the
+database clock) that its process's heartbeat extends (:class:`ClaimHeartbeat`); a claim
+whose lease expired (its process died or hung, on any host) is taken over by the next
+process that asks its trial. Claims of trials never told are dropped when their process
+closes the study, and by the next process to open it when their lease expired or the
 process that made them (on this host) is gone (:func:`release_stale`)."""
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import socket
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -24,16 +29,19 @@ from sqlalchemy import func, select, update
 from tuna.backends.base import SessionSpec
 from tuna.db import Database
 from tuna.db.clock import db_now
+from tuna.db.engine import one_line_error
 from tuna.db.models import Search, SearchRun, TuningSession
 from tuna.errors import DatabaseError
 from tuna.jobs.pruning import peers
 from tuna.jobs.search_results import (
     claim_run,
+    extend_claims,
     finish_run,
     insert_runs,
     release_runs,
 )
 from tuna.jobs.search_values import objective_value, stored_curve
+from tuna.jobs.values import DEFAULT_LEASE_SECONDS
 from tuna.searchers import Objective, Run
 from tuna.searchers.errors import ObjectiveError, SearchError
 from tuna.searchers.prune import Peer
@@ -43,7 +51,11 @@ from tuna.searches.studyspec import StudySpec
 from tuna.searches.trial import Trial
 from tuna.sessions.session import add_session
 
+log = logging.getLogger(__name__)
+
 LABEL = "tuna.tune"  # the label of the session studies are stored in
+#: How long a claim holds without a heartbeat (as a worker's job lease); beats come at a third.
+CLAIM_LEASE_SECONDS = DEFAULT_LEASE_SECONDS
 
 
 def recorded_baseline(db: Database, study: StudySpec) -> Run | None:
@@ -196,13 +208,50 @@ def claim_owner() -> str:
 
 
 def claim_trial(db: Database, search: int, seq: int, point: Mapping[str, Any],
-                config: Mapping[str, Any]) -> bool:  # fmt: skip
-    """Claim trial ``seq`` for this process; False when another process has it (asked, or
-    recorded)."""
+                config: Mapping[str, Any],
+                lease_seconds: float = CLAIM_LEASE_SECONDS) -> bool:  # fmt: skip
+    """Claim trial ``seq`` for this process, on a lease of ``lease_seconds``; False when
+    another process has it (asked, its lease alive, or recorded). A claim whose lease
+    expired is taken over."""
     row = {"search": search, "seq": seq, "point": dict(point), "config": dict(config),
            "reason": claim_owner()}  # fmt: skip
     with db.transaction(immediate=True) as conn:
-        return claim_run(conn, row)
+        return claim_run(conn, row, lease_seconds)
+
+
+def extend_trials(db: Database, search: int, lease_seconds: float = CLAIM_LEASE_SECONDS) -> int:
+    """Extend the leases of this process's claims in ``search``; returns how many it holds."""
+    with db.transaction(immediate=True) as conn:
+        return extend_claims(conn, search, claim_owner(), lease_seconds)
+
+
+class ClaimHeartbeat:
+    """Extends this process's claims of a study's trials from a thread of its own, each
+    ``interval`` seconds, while the process lives (a dead or hung one stops beating and its
+    claims lapse). A failed beat is retried at the next one: the lease has slack for it."""
+
+    def __init__(self, db: Database, search: int, lease_seconds: float = CLAIM_LEASE_SECONDS,
+                 interval: float | None = None) -> None:  # fmt: skip
+        self.db, self.search, self.lease_seconds = db, search, lease_seconds
+        self.interval = lease_seconds / 3 if interval is None else interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tuna-study-beat", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                extend_trials(self.db, self.search, self.lease_seconds)
+            except Exception as e:  # the database may be back by the next beat
+                log.warning("search %d: claim heartbeat failed (%s)", self.search,
+                            one_line_error(e))  # fmt: skip
 
 
 def finish_trial(
@@ -214,7 +263,8 @@ def finish_trial(
     trial: Trial | None = None,
     pruned: bool = False,
 ) -> bool:
-    """Fill this process's claim of trial ``seq`` with ``run``; False when it holds none."""
+    """Fill this process's claim of trial ``seq`` with ``run``; False when it holds none
+    (never claimed, or its lease lapsed and another process took it over)."""
     stats = dict(run.stats)
     values = {
         "stats": stats if run.valid else None,
@@ -225,19 +275,25 @@ def finish_trial(
         "pruned": pruned,
     }
     with db.transaction(immediate=True) as conn:
-        return finish_run(conn, search, seq, values)
+        return finish_run(conn, search, seq, values, claim_owner())
 
 
 def trial_state(db: Database, search: int, seq: int) -> Run | str | None:
     """Trial ``seq`` as stored: its Run when recorded, the claim (who asked it) while
-    another process measures it, None when no process has it."""
+    another process measures it, None when no process has it (none asked it, or its
+    claim's lease expired: the next to ask takes it over)."""
     with db.session() as s:
-        row = s.execute(
-            select(SearchRun).where(SearchRun.search == search, SearchRun.seq == seq)
-        ).scalar_one_or_none()
-        if row is None:
+        found = s.execute(
+            select(SearchRun, SearchRun.lease_expires < db_now()).where(
+                SearchRun.search == search, SearchRun.seq == seq
+            )
+        ).one_or_none()
+        if found is None:
             return None
-        return run_of(row) if row.valid is not None else str(row.reason or "claimed")
+        row, lapsed = found
+        if row.valid is not None:
+            return run_of(row)
+        return None if lapsed else str(row.reason or "claimed")
 
 
 def pending_trials(db: Database, search: int) -> int:
@@ -251,28 +307,36 @@ def pending_trials(db: Database, search: int) -> int:
 
 
 def release_trials(db: Database, search: int, seqs: Sequence[int]) -> None:
+    """Drop this process's claims of ``seqs`` (one taken over by another is left alone)."""
     if seqs:
         with db.transaction(immediate=True) as conn:
-            release_runs(conn, search, seqs)
+            release_runs(conn, search, seqs, claim_owner())
 
 
 def release_stale(db: Database, search: int) -> int:
-    """Drop the claims of processes on this host that are gone (killed while measuring);
-    returns how many. A claim of another host's process is left alone."""
+    """Drop the claims whose lease expired (their process stopped beating, on any host) and
+    those of processes on this host that are gone (killed while measuring); returns how
+    many. A live claim of another host's process is left alone."""
     here = socket.gethostname()
     with db.session() as s:
         claims = s.execute(
-            select(SearchRun.seq, SearchRun.reason).where(
+            select(SearchRun.seq, SearchRun.reason, SearchRun.lease_expires < db_now()).where(
                 SearchRun.search == search, SearchRun.valid.is_(None)
             )
         ).all()
-    stale = []
-    for seq, reason in claims:
+    lapsed = [int(seq) for seq, _, late in claims if late]
+    gone: dict[str, list[int]] = {}
+    for seq, reason, late in claims:
         found = _CLAIM.match(reason or "")
-        if found and found.group(2) == here and not _alive(int(found.group(1))):
-            stale.append(int(seq))
-    release_trials(db, search, stale)
-    return len(stale)
+        if not late and found and found.group(2) == here and not _alive(int(found.group(1))):
+            gone.setdefault(str(reason), []).append(int(seq))
+    if not (lapsed or gone):
+        return 0
+    with db.transaction(immediate=True) as conn:  # each still as read: none taken over since
+        dropped = release_runs(conn, search, lapsed, lapsed=True) if lapsed else 0
+        for owner, seqs in gone.items():
+            dropped += release_runs(conn, search, seqs, owner)
+    return dropped
 
 
 def _alive(pid: int) -> bool:
