@@ -20,7 +20,6 @@ import logging
 import os
 import re
 import socket
-import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -29,9 +28,9 @@ from sqlalchemy import func, select, update
 from tuna.backends.base import SessionSpec
 from tuna.db import Database
 from tuna.db.clock import db_now
-from tuna.db.engine import one_line_error
 from tuna.db.models import Search, SearchRun, TuningSession
 from tuna.errors import DatabaseError
+from tuna.jobs.beat import Beat
 from tuna.jobs.pruning import peers
 from tuna.jobs.search_results import (
     claim_run,
@@ -227,31 +226,23 @@ def extend_trials(db: Database, search: int, lease_seconds: float = CLAIM_LEASE_
 
 class ClaimHeartbeat:
     """Extends this process's claims of a study's trials from a thread of its own, each
-    ``interval`` seconds, while the process lives (a dead or hung one stops beating and its
-    claims lapse). A failed beat is retried at the next one: the lease has slack for it."""
+    ``interval`` seconds (a third of the lease), while the process lives: a dead or hung
+    one stops beating and its claims lapse."""
 
     def __init__(self, db: Database, search: int, lease_seconds: float = CLAIM_LEASE_SECONDS,
                  interval: float | None = None) -> None:  # fmt: skip
         self.db, self.search, self.lease_seconds = db, search, lease_seconds
-        self.interval = lease_seconds / 3 if interval is None else interval
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="tuna-study-beat", daemon=True)
+        every = lease_seconds / 3 if interval is None else interval
+        self._beat = Beat(self._extend, every, f"search {search}", log, "tuna-study-beat")
 
     def start(self) -> None:
-        self._thread.start()
+        self._beat.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join()
+        self._beat.stop()
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                extend_trials(self.db, self.search, self.lease_seconds)
-            except Exception as e:  # the database may be back by the next beat
-                log.warning("search %d: claim heartbeat failed (%s)", self.search,
-                            one_line_error(e))  # fmt: skip
+    def _extend(self) -> None:
+        extend_trials(self.db, self.search, self.lease_seconds)
 
 
 def finish_trial(

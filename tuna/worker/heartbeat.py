@@ -13,8 +13,8 @@ import threading
 from collections.abc import Sequence
 
 from tuna.db import Database
-from tuna.db.engine import one_line_error
 from tuna.jobs import claims
+from tuna.jobs.beat import Beat
 from tuna.jobs.values import ClaimedJob
 
 log = logging.getLogger(__name__)
@@ -29,8 +29,7 @@ class Heartbeat:
         self._held: dict[int, ClaimedJob] = {}
         self._lost: set[int] = set()
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="tuna-heartbeat", daemon=True)
+        self._beat = Beat(self._extend, interval, owner, log)
 
     def hold(self, jobs: Sequence[ClaimedJob]) -> None:
         with self._lock:
@@ -51,29 +50,20 @@ class Heartbeat:
             return job_id in self._lost
 
     def start(self) -> None:
-        self._thread.start()
+        self._beat.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join()
+        self._beat.stop()
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            jobs = self.held()
-            if not jobs:
-                continue
-            try:
-                lost = claims.extend_leases(self.db, self.owner, jobs, self.lease_seconds)
-            except Exception as e:  # the database may be back by the next beat; the lease has slack
-                # One line per beat (an outage fails every beat); the traceback at debug level.
-                log.warning("%s: heartbeat failed (%s)", self.owner, one_line_error(e))
-                log.debug("%s: heartbeat failed", self.owner, exc_info=True)
-                continue
-            with self._lock:
-                # A job recorded (or released) by this worker since the list was taken is
-                # gone from the running state too, but it was forgotten before that write.
-                really = [i for i in lost if i in self._held]
-                self._lost.update(really)
-            for job_id in really:
-                log.warning("job %d: lease lost by %s", job_id, self.owner)
+    def _extend(self) -> None:
+        jobs = self.held()
+        if not jobs:
+            return
+        lost = claims.extend_leases(self.db, self.owner, jobs, self.lease_seconds)
+        with self._lock:
+            # A job recorded (or released) by this worker since the list was taken is
+            # gone from the running state too, but it was forgotten before that write.
+            really = [i for i in lost if i in self._held]
+            self._lost.update(really)
+        for job_id in really:
+            log.warning("job %d: lease lost by %s", job_id, self.owner)
