@@ -1,6 +1,7 @@
 """A bench search of two objectives, a constraint and a baseline, driven through the queue:
-the baseline is enqueued first as run -1 (never replayed to the searcher), runs failing
-the constraint are recorded but do not count, and the answer is the Pareto front."""
+the baseline is measured first as run -1 (never replayed to the searcher, which starts once
+it has landed), runs failing the constraint are recorded but do not count, and the answer
+is the Pareto front."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from tuna.errors import TunaError
 from tuna.searchers.pareto import Target
 from tuna.searches import query
 from tuna.searches.drive import SearchDriver
+from tuna.worker import run_worker
 
 SPEC = {
     "build": "echo {b} > built.txt",
@@ -109,3 +111,39 @@ def test_the_predictive_strategy_over_the_queue_finds_the_front_with_part_of_the
     assert sorted((r.point["a"], r.point["b"]) for r in front) == [
         (1, 1), (2, 1), (3, 1), (3, 2), (4, 1), (4, 2), (4, 3), (5, 2), (5, 3),
     ]  # fmt: skip
+
+
+def test_the_searcher_starts_once_the_baseline_has_landed_and_judges_by_it(lite: Database):
+    """A constraint over the baseline is judged only once the baseline is known: the
+    driver enqueues run -1 alone, and its searcher (here one that is told which runs count)
+    starts with the baseline's stats; a second driver resumes the same way."""
+    session = bench_session(lite)
+    search = new_search(lite, session, spec=SPEC, constraints=("acc >= baseline.acc - 4",),
+                        baseline=EXACT, searcher="Strategy('hillclimb', space, seed=1)",
+                        **OBJECTIVES)  # fmt: skip
+    driver = SearchDriver(lite, search)
+    assert driver.tick() and driver.waiting
+    assert [r.seq for r in runs(lite, search)] == [-1]
+    assert driver.objective.baseline is None
+    run_worker(lite, session, "eval", until_empty=True, handle_signals=False)
+    assert driver.tick()
+    assert driver.objective.baseline == {"t": 60, "acc": 91}
+    assert len(runs(lite, search)) > 1  # the searcher's first proposals
+    again = SearchDriver(lite, search)
+    again.start()  # the baseline has landed: it replays the recorded runs at once
+    assert not again.awaiting_baseline and again.objective.baseline == {"t": 60, "acc": 91}
+
+
+def test_a_baseline_without_a_stat_the_constraint_reads_fails_the_search_in_one_line(lite):
+    session = bench_session(lite)
+    search = new_search(lite, session, spec=SPEC, constraints=("acc >= baseline.qos",),
+                        baseline=EXACT, **OBJECTIVES)  # fmt: skip
+    with driving(lite, session):
+        drain(lite, session)
+    state, reason = search_state(lite, search)
+    assert (state, reason) == (
+        "failed",
+        "search 1 (s): the constraint's stat 'qos' is not in the baseline's output (the "
+        "baseline printed: acc, t); name one of those, or make the benchmark print it",
+    )
+    assert [r.seq for r in runs(lite, search)] == [-1]  # nothing else was proposed

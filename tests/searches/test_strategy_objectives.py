@@ -89,11 +89,6 @@ def test_nsga2_on_the_queue_is_told_time_and_threads_and_stops_when_its_time_is_
             "^objective or constraint stat 'accuracy': the runs of a strategy search of "
             "CpuGemm1x1 on config 1 have the stats time_ms, threads, workspace_bytes",
         ),
-        (
-            "nsga2",
-            make_objective({"time_ms": "min"}, ["time_ms <= baseline.time_ms"]),
-            "^constraint 'time_ms <= baseline.time_ms': a strategy search measures no baseline",
-        ),
         ("cmaes", TWO, "^strategy 'cmaes' optimises one objective, and this search has 2"),
     ],
 )

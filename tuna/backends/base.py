@@ -435,6 +435,12 @@ class Backend(abc.ABC):
         default."""
         return {}
 
+    def default_params(self, problem: ConvProblem, solver: str) -> str:
+        """The untuned parameters of tunable ``solver`` on ``problem``, as a perf-db row
+        holds them (what the library runs when nothing is tuned): a strategy search's
+        baseline. ``""``: it names none (the default)."""
+        return ""
+
     def parse_params(self, solver: str, text: str, /) -> dict[str, int]:
         """A candidate's parameter string (a perf-db row's) as values by name; raises
         ``ValueError`` saying what is wrong when it is not one of ``solver``'s. A string of

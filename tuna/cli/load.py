@@ -102,7 +102,9 @@ from tuna.sessions.rules import exclusion_hint
     "--constraint",
     "constraints",
     multiple=True,
-    help="With --strategy: a run counts only if it meets this, e.g. 'workspace_bytes <= 1e6'.",
+    help="With --strategy: a run counts only if it meets this, e.g. 'workspace_bytes <= 1e6' "
+    "or 'time_ms <= baseline.time_ms / 2' (the baseline: the solver's default parameters, "
+    "measured first).",
 )
 @click.option(
     "--time-budget",
@@ -132,11 +134,13 @@ def load_jobs_cmd(
     With --strategy, each (config, applicable tunable solver) is a search instead: the
     strategy proposes candidates in rounds, each round one perf job (its candidates built
     together), until the budget or patience is spent; a final job records the best measured
-    one. go_fish (or `tuna search run`) drives them. A session created with --strategy
-    searches so without --strategy (each flag given overrides its default), and queues
-    perf jobs with --strategy none. A candidate already measured in a session whose
-    history counts (the session's rules) is not timed again: its stored time is the
-    search's; --remeasure times it again.
+    one. go_fish (or `tuna search run`) drives them. A --constraint that reads the baseline
+    (baseline.time_ms) has the solver's default parameters measured first, as run -1; the
+    strategy starts once they landed, and every run is judged against them. A session
+    created with --strategy searches so without --strategy (each flag given overrides its
+    default), and queues perf jobs with --strategy none. A candidate already measured in a
+    session whose history counts (the session's rules) is not timed again: its stored time
+    is the search's; --remeasure times it again.
 
     \b
     Examples:
@@ -148,6 +152,8 @@ def load_jobs_cmd(
       load_jobs -t resnet50 -s 3 --strategy tpe --budget 25% --seed 1
       load_jobs -t resnet50 -s 3 --strategy nsga2 --budget 25% --objective time_ms:min \\
           --objective threads:min --time-budget 2h
+      load_jobs -t resnet50 -s 3 --strategy tpe --budget 64 \\
+          --constraint 'time_ms <= baseline.time_ms / 2'
       load_jobs -t resnet50 -s 3 --strategy none
       load_jobs -t resnet50 -s 3 --strategy random --budget 64 --remeasure
     """

@@ -210,7 +210,9 @@ def create_cmd(
     that count and that no other beats on every objective), shown by `tuna search show`,
     `tuna best --search` and the dashboard; the first objective leads its best-so-far
     curve. A run failing a --constraint is recorded but does not count. --baseline names a
-    configuration measured first, as run -1, whose stats a constraint reads as baseline.STAT.
+    configuration measured first, as run -1, whose stats a constraint reads as baseline.STAT;
+    the searcher starts once it has landed (with --strategy the baseline is the solver's
+    default parameters, measured when a constraint reads it).
 
     Bisect(param, lower, upper, step, predicate) searches the grid lower, lower + step, ...
     up to upper (both bounds included; each is measured when the search reaches it, none is
@@ -256,8 +258,8 @@ def create_cmd(
     if options is not None:
         if baseline is not None:
             raise TunaError(
-                "--strategy measures no baseline: leave out --baseline (a --constraint "
-                "compares a stat with a number, e.g. 'workspace_bytes <= 1e6')"
+                "--strategy's baseline is the solver's default parameters, measured when a "
+                "--constraint reads it (e.g. 'threads <= baseline.threads'): leave out --baseline"
             )
         from_session = flags.strategy is None
         aims = strategy_aims([str(t) for t in targets], constraints, time_budget)

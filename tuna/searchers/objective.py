@@ -74,6 +74,12 @@ class Objective:
         """This objective, the baseline's stats being ``stats``."""
         return replace(self, baseline=None if stats is None else dict(stats))
 
+    @property
+    def baseline_stats(self) -> list[str]:
+        """The baseline's stats the constraints name (``baseline.NAME``), sorted: when any,
+        a search measures its baseline before it judges a run."""
+        return sorted({n for c in self.constraints for n in c.baseline_stats})
+
     def named_stats(self) -> list[str]:
         """Every stat a run must print: the objectives', the validity stat, the constraints'."""
         names = [t.stat for t in self.targets]
@@ -93,7 +99,7 @@ class Objective:
         )
         for name in self.named_stats():
             _printed(name, "objective's", printed, missing, who)
-        for name in sorted({n for c in self.constraints for n in c.baseline_stats}):
+        for name in self.baseline_stats:
             if self.baseline is not None:
                 _printed(name, "constraint's", [self.baseline], "not in the baseline's output",
                          "the baseline")  # fmt: skip

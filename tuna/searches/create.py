@@ -34,7 +34,7 @@ from tuna.searchers.pareto import Target
 from tuna.searchers.prune import parse_pruner
 from tuna.searchers.space import parse_json_space, parse_python_space
 from tuna.searchers.timebudget import parse_duration
-from tuna.searches.objectives import baseline_config
+from tuna.searches.objectives import baseline_config, stored_objective
 from tuna.sessions.session import session_row
 
 GOALS = ("min", "max")
@@ -78,8 +78,7 @@ class SearchRequest:
     def objective(self) -> dict[str, Any]:
         """The search row's ``objective``: one stat as ever, or several, the constraints and
         the baseline point."""
-        out = self.full_objective().stored()
-        return out if self.baseline is None else {**out, "baseline": dict(self.baseline)}
+        return stored_objective(self.full_objective(), self.baseline)
 
 
 def load_space(space_file: str, space_text: str, runtime_only: bool = False) -> ParameterSpace:

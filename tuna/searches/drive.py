@@ -20,6 +20,12 @@
   unrecorded points are enqueued — and continues: nothing is measured twice or lost.
   Enqueueing is idempotent (a ``seq`` already recorded is skipped), so two drivers of one
   search do no harm.
+* A **baseline** (a configuration the search's ``objective`` names: ``tuna search create
+  --baseline``, or a strategy's solver default parameters when a constraint reads
+  ``baseline.NAME``) is measured first, as run -1, and nothing else is proposed until it
+  has landed: from then on the objective judges every run against its stats, the
+  searcher's included (a resume finds it landed and starts the same way). An invalid
+  baseline, or one without a stat the objective names, fails the search.
 * A **time budget** (``search.time_budget_s``) runs from the search's first run (its
   ``created``, on the database clock: a driver started again counts the time already
   used). Once it is spent the driver proposes and enqueues nothing more; the runs in flight
@@ -54,8 +60,10 @@ from tuna.searchers.propose import Proposer
 from tuna.searchers.timebudget import TimeBudget
 from tuna.searches.create import BASELINE_SEQ, load_space, make_searcher
 from tuna.searches.enqueue import Enqueuer
+from tuna.searches.objectives import check_baseline_run
 from tuna.searches.runrows import (
     FINAL,
+    baseline_row,
     final_build,
     rows_by_id,
     run_of,
@@ -125,7 +133,8 @@ class SearchDriver:
             self.space = candidates.parameter_space()
             solver = solver_id(db, self.session, str(self.spec["solver"]))
             computed = None  # threads, workspace, ...: when the objective names them
-            if set(self.objective.named_stats()) - {"time_ms"}:
+            named = {*self.objective.named_stats(), *self.objective.baseline_stats}
+            if named - {"time_ms"}:
                 computed = candidate_stats_of(db, self.session, self.spec)
             self.enqueuer = Enqueuer(
                 db, self.id, self.session, self.space, self.spec,
@@ -141,6 +150,7 @@ class SearchDriver:
         self.round: list[_Slot] = []  # the dynamic searcher's round in flight
         self.round_cut = False  # the budget cut the round: it is the last
         self.started = False
+        self.awaiting_baseline = False  # enqueued, not landed: nothing else is proposed yet
         self.exhausted = False
         self.next_seq = 0
         self.enqueued = 0  # proposals this driver enqueued (not counting a resume's)
@@ -161,17 +171,40 @@ class SearchDriver:
     @property
     def waiting(self) -> bool:
         """Whether a Run landing would let this driver propose or enqueue more."""
-        return bool(self.in_flight) or bool(self.pending)
+        return bool(self.in_flight) or bool(self.pending) or self.awaiting_baseline
 
     # -- start / resume ---------------------------------------------------------------------
 
     def start(self) -> None:
-        """Rebuild the searcher from the recorded runs and enqueue what comes next."""
-        rows = search_rows(self.db, self.id)
+        """Measure the baseline first when the search has one; then (:meth:`_search`)
+        rebuild the searcher from the recorded runs and enqueue what comes next."""
         self.started = True
-        if self.baseline is not None and not self.strategy:  # measured first (idempotent)
+        if self.baseline is not None:  # enqueued once (idempotent), before anything else
             point = dict(self.baseline)
             self._enqueue([(BASELINE_SEQ, Proposal(BASELINE_SEQ, point, {**self.base, **point}))])
+            self.awaiting_baseline = True
+            if not self._baseline_landed():
+                return  # tick waits for it
+        self._search()
+
+    def _baseline_landed(self) -> bool:
+        """Whether the baseline run ended; once it has, the objective judges every run
+        against its stats (the searcher, the final job and the search's answer alike), so
+        the searcher starts only then. A baseline that is invalid or lacks a stat the
+        objective names ends the search (a :class:`SearchError` of one line)."""
+        row = baseline_row(self.db, self.id)
+        if row is None or row.valid is None:
+            return False
+        run = run_of(row)
+        check_baseline_run(f"search {self.id} ({self.name})", self.baseline, self.objective, run)
+        self.objective = self.objective.with_baseline(run.stats)
+        self.awaiting_baseline = False
+        log.info("search %d (%s): baseline measured: %s", self.id, self.name, run.stats)
+        return True
+
+    def _search(self) -> None:
+        """Rebuild the searcher from the recorded runs and enqueue what comes next."""
+        rows = search_rows(self.db, self.id)
         if self.time_budget_s is not None:
             self.time_budget = TimeBudget(
                 self.time_budget_s, time_used(self.db, self.id), self.clock
@@ -280,6 +313,10 @@ class SearchDriver:
         search goes on."""
         if not self.started:
             self.start()
+        elif self.awaiting_baseline and self._baseline_landed():
+            self._search()
+        if self.awaiting_baseline:
+            return True
         if self.time_budget is not None and not self.timed_out and self.time_budget.spent:
             self._stop_proposing()
         if self.pending:
@@ -360,10 +397,16 @@ class SearchDriver:
         final = final_build(self.db, self.id)
         if final is not None:
             return final.valid is not None
+        measured = [baseline_row(self.db, self.id), *search_rows(self.db, self.id)]
         best = sorted(
-            (r for r in search_rows(self.db, self.id) if r.valid and r.value is not None),
+            (
+                r
+                for r in measured
+                if r is not None and r.valid and r.value is not None
+                and self.objective.counts(run_of(r))
+            ),
             key=lambda r: (r.value, r.seq),
-        )[:FINAL_CANDIDATES]
+        )[:FINAL_CANDIDATES]  # fmt: skip
         if not best:
             return True
         texts = [self.enqueuer.text(r.point) for r in best]

@@ -68,16 +68,25 @@ def baseline_config(
     return config
 
 
+def stored_objective(objective: Objective, baseline: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A search row's ``objective`` JSON: the objective's (:meth:`Objective.stored`) and
+    the baseline configuration measured first as run -1 (none: left out), which the driver
+    and the read side (:mod:`tuna.searches.query`) both take from there."""
+    out = objective.stored()
+    return out if baseline is None else {**out, "baseline": dict(baseline)}
+
+
 def check_baseline_run(
-    study: str, config: Mapping[str, Any] | None, objective: Objective, base: Run
+    subject: str, config: Mapping[str, Any] | None, objective: Objective, base: Run
 ) -> None:
-    """The baseline ran and printed every stat the objective names; else one line."""
+    """The baseline ran and printed every stat the objective names; else one line that
+    starts with ``subject`` (``study 'name'``, ``search 3 (name)``)."""
     if not base.valid:
         raise SearchError(
-            f"study {study!r}: the baseline {dict(config or {})!r} is invalid ({base.reason}); "
+            f"{subject}: the baseline {dict(config or {})!r} is invalid ({base.reason}); "
             "fix the objective or name another baseline"
         )
     try:
         objective.with_baseline(base.stats).check_stats([base.stats], whose="baseline")
     except ObjectiveError as e:
-        raise SearchError(f"study {study!r}: {e}") from e
+        raise SearchError(f"{subject}: {e}") from e

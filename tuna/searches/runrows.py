@@ -30,25 +30,36 @@ def run_of(row: Any) -> Run:
     )
 
 
+_ROW = (
+    SearchRun.id,
+    SearchRun.seq,
+    SearchRun.point,
+    SearchRun.config,
+    SearchRun.stats,
+    SearchRun.valid,
+    SearchRun.reason,
+    SearchRun.value,
+)
+
+
 def search_rows(db: Database, search: int) -> list[Any]:
     """The search's recorded runs (the baseline left out), in proposal order."""
     with db.session() as s:
         return list(
             s.execute(
-                select(
-                    SearchRun.id,
-                    SearchRun.seq,
-                    SearchRun.point,
-                    SearchRun.config,
-                    SearchRun.stats,
-                    SearchRun.valid,
-                    SearchRun.reason,
-                    SearchRun.value,
-                )
+                select(*_ROW)
                 .where(SearchRun.search == search, SearchRun.seq > BASELINE_SEQ)
                 .order_by(SearchRun.seq)
             ).all()
         )
+
+
+def baseline_row(db: Database, search: int) -> Any:
+    """The search's baseline run as :func:`search_rows` reads a run (None: not recorded)."""
+    with db.session() as s:
+        return s.execute(
+            select(*_ROW).where(SearchRun.search == search, SearchRun.seq == BASELINE_SEQ)
+        ).first()
 
 
 def rows_by_id(db: Database, ids: list[int]) -> dict[int, Any]:

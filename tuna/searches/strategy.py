@@ -52,6 +52,7 @@ from tuna.searchers.strategies import (
     resolve_budget,
 )
 from tuna.searchers.strategies.sampled import check_objectives
+from tuna.searches.objectives import baseline_config, stored_objective
 from tuna.searches.strategy_history import (
     history_snapshot,
     problems_of,
@@ -115,7 +116,7 @@ def check_objective(
     """A strategy search's objective, checked against what its runs will hold: ``time_ms``
     first and minimised (the perf db keeps the fastest candidate), then any of the stats
     the backend computes from a candidate's parameters (cpuconv: threads, workspace_bytes),
-    constraints over those, no baseline (a strategy search measures none)."""
+    constraints over those and over the baseline's (:func:`strategy_baseline`)."""
     first = objective.targets[0]
     if first != OBJECTIVE.targets[0]:
         raise SearchError(
@@ -123,20 +124,41 @@ def check_objective(
             f"candidate), not {first}; give --objective time_ms:min first and {first} after it"
         )
     known = ["time_ms", *backend.candidate_stats(p.problem, solver, p.space.points[0])]
-    for name in objective.named_stats():
-        if name not in known:
+    named = [*objective.named_stats(), *(f"baseline.{n}" for n in objective.baseline_stats)]
+    whose = " (its baseline's too)" if objective.baseline_stats else ""
+    for name in named:
+        if name.removeprefix("baseline.") not in known:
             raise SearchError(
                 f"objective or constraint stat {name!r}: the runs of a strategy search of "
-                f"{p.space.source} have the stats {', '.join(known)} (time measured, the others "
-                "computed from each candidate's parameters); name one of those"
-            )
-    for c in objective.constraints:
-        if c.baseline_stats:
-            raise SearchError(
-                f"constraint {c.text!r}: a strategy search measures no baseline; compare "
-                "with a number instead"
+                f"{p.space.source}{whose} have the stats {', '.join(known)} "
+                "(time measured, the others computed from each candidate's parameters); "
+                "name one of those"
             )
     check_objectives(strategy, len(objective.targets))
+
+
+def strategy_baseline(
+    objective: Objective, backend: Backend, p: Problem, solver: str
+) -> dict[str, Any] | None:
+    """The baseline of a strategy search whose constraints name one (``baseline.time_ms``):
+    the solver's default parameters on the problem (:meth:`Backend.default_params`, what
+    the library runs untuned), as a point of its space, checked as ``tuna.tune`` checks a
+    baseline (:func:`baseline_config`); None when no constraint names the baseline."""
+    if not objective.baseline_stats:
+        return None
+    text = next(c.text for c in objective.constraints if c.baseline_stats)
+    try:
+        default = backend.default_params(p.problem, solver)
+        point = dict(backend.parse_params(solver, default)) if default else None
+    except ValueError:
+        point = None
+    if point is None or p.space.index(point) is None:
+        raise SearchError(
+            f"constraint {text!r}: a strategy search's baseline is the solver's default "
+            f"parameters, and {p.space.source} has none among its candidates; compare "
+            "with a number instead, e.g. 'time_ms <= 2.5'"
+        )
+    return baseline_config(point, p.space.names, objective)
 
 
 def candidate_stats_of(
@@ -261,6 +283,7 @@ def create_strategy_search(
         p = load_problem(s, backend, request.config, request.solver)
         count = resolve_budget(options.budget, len(p.space))
         check_objective(request.aims.objective, options.strategy, backend, p, request.solver)
+        baseline = strategy_baseline(request.aims.objective, backend, p, request.solver)
         taken = s.execute(
             select(Search.id).where(Search.session == request.session, Search.name == name)
         ).scalar()
@@ -296,7 +319,7 @@ def create_strategy_search(
             ),
             base={},
             searcher=options.strategy,
-            objective=request.aims.objective.stored(),
+            objective=stored_objective(request.aims.objective, baseline),
             budget=count,
             parallelism=options.round_size,
             backend=sess.backend,
@@ -403,6 +426,7 @@ def load_strategy_searches(
             p = problem_space(backend, problem, solver, f"{solver} on config {cid}")
             resolve_budget(options.budget, len(p.space))
             check_objective(aims.objective, options.strategy, backend, p, solver)
+            strategy_baseline(aims.objective, backend, p, solver)
             todo.append(request)
     out.created = [create_strategy_search(db, request, out.notes) for request in todo]
     return out

@@ -313,4 +313,4 @@ class Study:
 
 
 def _check_baseline(study: StudySpec, base: Run) -> None:
-    check_baseline_run(study.name, study.baseline, study.objective, base)
+    check_baseline_run(f"study {study.name!r}", study.baseline, study.objective, base)

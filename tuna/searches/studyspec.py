@@ -15,7 +15,7 @@ from tuna.searchers.params import Param
 from tuna.searchers.prune import Pruner
 from tuna.searchers.space import ParameterSpace, parse_json_space
 from tuna.searches.create import make_searcher
-from tuna.searches.objectives import baseline_config, study_objective
+from tuna.searches.objectives import baseline_config, stored_objective, study_objective
 
 DIRECTIONS = {"minimize": "min", "min": "min", "maximize": "max", "max": "max"}
 
@@ -62,8 +62,7 @@ class StudySpec:
     @property
     def stored_objective(self) -> dict[str, Any]:
         """The search row's ``objective``: :meth:`Objective.stored` and the baseline's config."""
-        out = self.objective.stored()
-        return out if self.baseline is None else {**out, "baseline": self.baseline}
+        return stored_objective(self.objective, self.baseline)
 
 
 def check_study(

@@ -20,8 +20,8 @@ is predicted near the front any more (or the budget is spent).
   meeting the constraints.
 * **Constraints as predicted**: a candidate whose predicted stats fail a constraint is
   not measured. A constraint naming ``baseline.NAME`` is judged when the objective carries
-  the baseline's stats (``tuna.tune`` gives them); without them it is left to the
-  measurement.
+  the baseline's stats (``tuna.tune`` and the queue's driver give them once it is
+  measured); without them it is left to the measurement.
 * The seed set is two rounds (at least 8 candidates), but at most half the budget (at
   least 4), so that a small budget leaves rounds for the models to choose.
 * Each round measures the nearest candidates first (those on the predicted front, then by
