@@ -13,6 +13,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from tests.dashboard.conftest import dashboard_client
@@ -60,7 +61,15 @@ def _start(script: Path, data: Path) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_as_at_a_terminal,
     )
+
+
+def _as_at_a_terminal() -> None:
+    """Ctrl-C as a user's foreground script has it: a test run started as a background job
+    (``bin/test &``, ``nohup``) inherits SIGINT ignored, and Python then keeps it ignored, so
+    the signal the test sends would never land (three starts ran to the end in such a CI run)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def test_the_python_example_is_the_first_after_the_quick_start() -> None:
@@ -77,9 +86,11 @@ def test_the_example_resumes_after_ctrl_c_and_shows_in_the_dashboard(tmp_path: P
     script.write_text(code)
     # A loaded machine can let the 3 s script end before the Ctrl-C lands: then it is run
     # again from scratch (a fresh data folder), up to three times, and must be cut mid-run once.
+    missed: list[str] = []  # what each start that ran to its end looked like, for the failure
     for attempt in range(3):
         data = tmp_path / f"data{attempt}"
         db_file = data / "tuna.db"
+        started = time.monotonic()
         first = _start(script, data)
 
         def stored(first: subprocess.Popen[str] = first, db_file: Path = db_file) -> bool:
@@ -87,16 +98,22 @@ def test_the_example_resumes_after_ctrl_c_and_shows_in_the_dashboard(tmp_path: P
             return bool(_runs(db_file))
 
         wait_until(stored, "the script's first run", timeout=DEADLINE_S, interval=0.02)
+        seen = time.monotonic() - started
         first.send_signal(signal.SIGINT)  # Ctrl-C, halfway: the objective sleeps 0.5 s a call
         out, err = first.communicate(timeout=DEADLINE_S)
         before = _runs(db_file)
-        if len(before) == 6:
-            continue  # every run was measured before the signal landed
+        if len(before) == 6:  # every run was measured before the signal landed
+            missed.append(
+                f"start {attempt + 1}: first run seen at {seen:.2f} s, signal sent, script ended "
+                f"at {time.monotonic() - started:.2f} s with {first.returncode}; runs finished "
+                f"{[f for _, _, f in before]}; stderr {err[-300:]!r}"
+            )
+            continue
         assert first.returncode != 0 and "KeyboardInterrupt" in err, (first.returncode, out, err)
         assert 1 <= len(before) < 6, f"Ctrl-C did not land mid-run: {len(before)} runs stored"
         break
     else:
-        raise AssertionError("three starts finished before their Ctrl-C landed")
+        raise AssertionError("three starts ran to the end despite Ctrl-C:\n" + "\n".join(missed))
 
     again = _start(script, data)
     out, err = again.communicate(timeout=DEADLINE_S)
