@@ -27,6 +27,7 @@ from tuna.backends.cpuconv import CpuConvBackend, build, run
 from tuna.backends.cpuconv import solvers as sv
 from tuna.problems.conv import ConvProblem
 from tuna.problems.driver import is_conv_line, parse_driver_line
+from tuna.results.insight import geomean
 
 DRIVER = Path("/work/shared/data/driver/resnet50.txt")
 
@@ -228,10 +229,6 @@ def head_to_head(
                 f_ms, c_ms, impl = onednn.time(p, n, 3)
                 full, alone = min(full, f_ms), min(alone, c_ms)
     return best, full, alone, impl
-
-
-def geomean(values: list[float]) -> float:
-    return math.exp(sum(map(math.log, values)) / len(values))
 
 
 SEARCH_TABLES = (

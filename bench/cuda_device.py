@@ -23,7 +23,6 @@ evaluated by ``tuna worker``, the strategy search by ``go_fish``). Subcommands:
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import platform
 import sqlite3
@@ -40,6 +39,7 @@ from tuna.backends.cuda import evaluate as ev  # noqa: E402
 from tuna.backends.cuda import solvers as sv  # noqa: E402
 from tuna.problems.conv import ConvProblem  # noqa: E402
 from tuna.problems.driver import is_conv_line, parse_driver_line, to_driver_line  # noqa: E402
+from tuna.results.insight import geomean  # noqa: E402
 
 PEAK_TFLOPS = 66.9
 BATCH = 32
@@ -292,8 +292,7 @@ def cmd_compare(args: argparse.Namespace) -> None:
             flush=True,
         )
         gpu.close()
-    geo = math.exp(sum(map(math.log, ratios)) / len(ratios))
-    geo_default = math.exp(sum(map(math.log, speedups)) / len(speedups))
+    geo, geo_default = geomean(ratios), geomean(speedups)
     faster = sum(r > 1 for r in ratios)
     print(
         f"geomean cuDNN/tuned {geo:.2f} (target >= 0.8), faster than cuDNN on {faster} of "

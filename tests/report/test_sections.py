@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import math
-
-from tuna.report.sections import _geomean, pareto_sets
+from tuna.report.sections import pareto_sets
 from tuna.results.insight import FindPoint
 
 
@@ -27,8 +25,3 @@ def test_each_problem_s_set_marks_its_front_and_take_best_more():
     assert marks["near"] == (1, False, True)  # the one more --take-best 1 selects
     assert marks["dominated"][1:] == (False, False)
     assert [p["pareto_optimal"] for p in second["points"]] == [True]
-
-
-def test_the_geometric_mean_leaves_out_what_has_no_logarithm():
-    assert math.isclose(_geomean([2.0, 8.0, 0.0, float("inf")]), 4.0)
-    assert math.isnan(_geomean([]))

@@ -20,7 +20,6 @@ back-to-back runs: issue #30.)
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import platform
 import statistics
@@ -40,6 +39,7 @@ from tuna.fleet.local import FishReport, Progress, Task
 from tuna.fleet.pool import run_local_stages
 from tuna.jobs.load import load_jobs
 from tuna.library.stability import timing_spreads
+from tuna.results.insight import geomean
 from tuna.sessions import SessionSpec, create_session
 
 TAG = "quickstart"
@@ -101,10 +101,6 @@ class QuickstartResult:
         high = geomean([max(r.turns) for r in compared])
         assert low is not None and high is not None
         return low, high, min(len(r.turns) for r in compared)
-
-
-def geomean(values: list[float]) -> float | None:
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
 
 def sample_lines() -> list[tuple[int, str]]:

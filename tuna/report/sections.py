@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -65,7 +64,8 @@ def _speedups(data: ReportData) -> Section:
     if len(ups) > len(shown):
         sec.notes.append(f"The {len(shown)} largest of {len(ups)} speed-ups are drawn; the CSV "
                          "holds all.")  # fmt: skip
-    geo = _geomean([u.speedup for u in ups])
+    geo = insight.geomean(u.speedup for u in ups)
+    geo = float("nan") if geo is None else geo  # every speed-up infinite: none to average
     sec.notes.append(f"{len(ups)} problems; geometric mean speed-up {geo:.2f}x vs {baseline} "
                      f"({compares}).")  # fmt: skip
     unstable = unstable_note(data.spreads.values())
@@ -389,13 +389,6 @@ SECTIONS: list[SectionBuilder] = [
     _fleet,
 ]
 """The report's sections in page order."""
-
-
-def _geomean(values: Sequence[float]) -> float:
-    finite = [v for v in values if v > 0 and math.isfinite(v)]
-    if not finite:
-        return float("nan")
-    return math.exp(sum(math.log(v) for v in finite) / len(finite))
 
 
 def _short(text: str, n: int) -> str:

@@ -8,8 +8,9 @@ writes.
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +41,13 @@ class FindPoint:
     workspace: int
     params: str | None = None
     """The winning candidate's parameters (``None``: the solver has none)."""
+
+
+def geomean(values: Iterable[float]) -> float | None:
+    """The geometric mean of the positive, finite ``values`` (a speed-up of a zero time is
+    infinite and left out); None when there are none."""
+    kept = [v for v in values if v > 0 and math.isfinite(v)]
+    return math.exp(sum(math.log(v) for v in kept) / len(kept)) if kept else None
 
 
 @dataclass(frozen=True)
