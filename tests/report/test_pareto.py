@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tuna.errors import TunaError
-from tuna.report.pareto import dominates, fronts, parse_stat_pair, rank, rank_goals
-from tuna.searchers.pareto import Target
+from tuna.report.pareto import fronts, parse_stat_pair, rank, rank_goals
+from tuna.searchers.pareto import Target, key_dominates
 
 
 def test_front_of_a_time_workspace_trade_off():
@@ -39,11 +39,11 @@ def test_fronts_are_a_non_dominated_sorting(pts):
     for i, p in enumerate(pts):
         # Nothing dominates a front-0 point; something on the previous front dominates the rest.
         if f[i] == 0:
-            assert not any(dominates(q, p) for q in pts)
+            assert not any(key_dominates(q, p) for q in pts)
         else:
-            assert any(dominates(pts[j], p) for j in range(len(pts)) if f[j] == f[i] - 1)
+            assert any(key_dominates(pts[j], p) for j in range(len(pts)) if f[j] == f[i] - 1)
         # No point dominates another of its own front.
-        assert not any(dominates(pts[j], p) for j in range(len(pts)) if f[j] == f[i])
+        assert not any(key_dominates(pts[j], p) for j in range(len(pts)) if f[j] == f[i])
 
 
 @given(st.lists(coords, max_size=25), st.integers(0, 30))
@@ -57,7 +57,9 @@ def peeled(pts):
     """Non-dominated sorting by its definition: peel off the undominated points in turn."""
     front_of, remaining, level = [-1] * len(pts), set(range(len(pts))), 0
     while remaining:
-        current = {i for i in remaining if not any(dominates(pts[j], pts[i]) for j in remaining)}
+        current = {
+            i for i in remaining if not any(key_dominates(pts[j], pts[i]) for j in remaining)
+        }
         for i in current:
             front_of[i] = level
         remaining -= current

@@ -8,7 +8,9 @@ point beats in both objectives; ``take_best`` marks the next ones too, front by 
 (non-dominated sorting), for a caller who wants a few near-optimal fall-backs.
 
 Both objectives are minimised; :func:`rank_goals` takes a goal per axis ("min" or "max")
-and ranks in the same order by flipping the axes to maximise.
+and ranks in the same order by flipping the axes to maximise. Dominance is the searchers'
+one rule (:func:`tuna.searchers.pareto.key_dominates`); what is the report's own is the
+sorting into successive fronts, in two dimensions.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tuna.errors import TunaError
-from tuna.searchers.pareto import Goal, Target
+from tuna.searchers.pareto import Goal, Target, key_dominates
 
 
 @dataclass(frozen=True)
@@ -55,11 +57,6 @@ def parse_stat_pair(text: str) -> tuple[Target, Target]:
     return out[0], out[1]
 
 
-def dominates(a: tuple[float, float], b: tuple[float, float]) -> bool:
-    """``a`` is no worse than ``b`` in both objectives and better in at least one."""
-    return a[0] <= b[0] and a[1] <= b[1] and (a[0] < b[0] or a[1] < b[1])
-
-
 def fronts(points: Sequence[tuple[float, float]]) -> list[int]:
     """The front of each point: 0 for the Pareto-optimal ones, 1 for those only they beat, ...
 
@@ -75,7 +72,7 @@ def fronts(points: Sequence[tuple[float, float]]) -> list[int]:
     for i in order:
         p = points[i]
         level = 0
-        while level < len(last) and dominates(last[level], p):
+        while level < len(last) and key_dominates(last[level], p):
             level += 1
         if level == len(last):
             last.append(p)

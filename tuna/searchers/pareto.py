@@ -39,8 +39,7 @@ def _key(stats: Mapping[str, Any], targets: Sequence[Target]) -> tuple[float, ..
 
 def dominates(a: Mapping[str, Any], b: Mapping[str, Any], targets: Sequence[Target]) -> bool:
     """Whether stats ``a`` dominate stats ``b`` on ``targets`` (each a number in both)."""
-    ka, kb = _key(a, targets), _key(b, targets)
-    return all(x <= y for x, y in zip(ka, kb, strict=True)) and ka != kb
+    return key_dominates(_key(a, targets), _key(b, targets))
 
 
 def front(
@@ -58,7 +57,7 @@ def front(
     )
     kept: list[tuple[tuple[float, ...], int, T]] = []
     for key, i, item in keyed:
-        if not any(_dominated(key, k) for k, _, _ in kept):
+        if not any(key_dominates(k, key) for k, _, _ in kept):
             kept.append((key, i, item))
     return [item for _, _, item in kept]
 
@@ -68,10 +67,13 @@ def nondominated(keys: Iterable[tuple[float, ...]]) -> list[tuple[float, ...]]:
     dominates, sorted: :func:`front`'s rule for values already keyed."""
     kept: list[tuple[float, ...]] = []
     for key in sorted(set(keys)):
-        if not any(_dominated(key, k) for k in kept):
+        if not any(key_dominates(k, key) for k in kept):
             kept.append(key)
     return kept
 
 
-def _dominated(key: tuple[float, ...], by: tuple[float, ...]) -> bool:
-    return all(y <= x for x, y in zip(key, by, strict=True)) and key != by
+def key_dominates(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+    """Whether key ``a`` dominates key ``b`` (values to minimise): no worse on every
+    objective and not equal. The one dominance rule: :func:`dominates`, :func:`front`,
+    :func:`nondominated` and the report's fronts (:mod:`tuna.report.pareto`) use it."""
+    return all(x <= y for x, y in zip(a, b, strict=True)) and a != b
