@@ -90,3 +90,37 @@ def test_bad_input_is_one_error_line(runner, search, args, message) -> None:
     r = runner.invoke(main, ["search", "validate", str(search), *args])
     assert r.exit_code == 1
     assert r.output.startswith(message) and r.output.count("\n") == 1
+
+
+def test_a_command_search_is_validated_with_another_value_of_its_setting(runner, tmp_path):
+    """`tuna search validate ID --set n=2`: the front built and run again here with the
+    setting its command reads changed, printed and stored like a function's validation."""
+    from tests.searches.helpers import drain, driving
+    from tuna.db import open_database
+
+    params = tmp_path / "params.json"
+    params.write_text('{"a": [1, 2, 3]}')
+    assert runner.invoke(main, ["session", "create", "--arch", "cpu", "--num-cu", "1",
+                                "--backend", "bench"]).exit_code == 0  # fmt: skip
+    r = runner.invoke(main, ["search", "create", str(params), "n=1", "-s", "1", "--name", "cmd",
+                             "--run", 'echo "t: $(( {a} * {n} ))"; echo "acc: $(( 9 + {a} ))"',
+                             "--objective", "t:min", "--objective", "acc:max"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    db = open_database(load_settings().db_url)
+    try:
+        with driving(db, 1):
+            drain(db, 1)
+    finally:
+        db.dispose()
+    r = runner.invoke(main, ["search", "validate", "1", "--set", "n=2", "--inputs", "double"])
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert lines[0] == "search 1 'cmd': front of 3 run(s) measured on the 'double' inputs; 3 kept"
+    assert lines[2].split() == ["0", "n=2,a=1", "-", "1", "2", "-", "10", "10", "yes"]
+    r = runner.invoke(main, ["search", "validate", "1", "--set", "n=2", "--objective-fn", FN])
+    assert r.exit_code == 1
+    assert r.output.startswith("Error: --set goes with a search whose runs are commands")
+    r = runner.invoke(main, ["search", "validate", "1"])
+    assert r.exit_code == 1 and r.output.count("\n") == 1
+    assert r.output.startswith("Error: search 1 ('cmd') runs commands: give the second input "
+                               "set as other values of its settings (n)")  # fmt: skip

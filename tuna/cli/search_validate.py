@@ -13,12 +13,14 @@ import click
 from tuna.cli.base import TunaCommand, console, database, emit, output_options, session_option
 from tuna.errors import TunaError
 from tuna.report.validation import draw_validation, figure_path
+from tuna.searchers.config import parse_assignments
 from tuna.searchers.function import load_function
 from tuna.searches import query
 from tuna.searches.validation import (
     TEST_INPUTS,
     ValidatedRun,
     Validation,
+    validate_commands,
     validate_search,
 )
 
@@ -32,6 +34,14 @@ from tuna.searches.validation import (
     metavar="MODULE:FUNCTION",
     help="The search's objective, a function of (params, trial) that measures on "
     "trial.inputs (required).",
+)
+@click.option(
+    "--set",
+    "settings",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A command search's second input set: another value of a setting its commands "
+    "read (repeatable), e.g. --set data=test.bin.",
 )
 @click.option(
     "--inputs",
@@ -56,6 +66,7 @@ def validate_cmd(
     search: str,
     session_id: int | None,
     objective_fn: str | None,
+    settings: tuple[str, ...],
     inputs: str,
     stats: tuple[str, ...],
     png: Path | None,
@@ -74,11 +85,18 @@ def validate_cmd(
     them. SEARCH is the search's id, or its name with -s SESSION (a tuna.tune study's
     session is labelled tuna.tune: `tuna session list` shows it).
 
+    A search whose runs are commands (tuna search create --run) reads its inputs from its
+    settings, the KEY=VALUE given beside its parameter file (data=train.bin, as {data} in
+    --run): --set data=test.bin is its second input set. Its front is then built and run
+    again here, on this machine, by its own commands and sources, with the settings
+    changed, and stored under --inputs' name. A strategy search (one problem) has none.
+
     \b
     Examples:
       tuna search validate -s 1 predtuner --objective-fn approx_net:objective --png val.png
       tuna search validate 7 --objective-fn fn:measure --inputs holdout --stat accuracy
       tuna search validate 7 --objective-fn fn:measure --json
+      tuna search validate 9 --set data=test.bin --inputs test --png val.svg
     """
     if png is not None:
         figure_path(png)  # before anything is measured or stored
@@ -86,12 +104,16 @@ def validate_cmd(
     try:
         s = query.find_search(db, search, session_id)
         if objective_fn is None:
-            raise TunaError(
-                f"search {s.id} ({s.name!r}): give --objective-fn MODULE:FUNCTION, a function "
-                "of (params, trial) that measures a config on trial.inputs"
-            )
-        objective = load_function(objective_fn, Path.cwd())
-        v = validate_search(db, s.id, objective, inputs=inputs, stats=stats or None)
+            given = parse_assignments(settings)  # as the search's own settings were read
+            v = validate_commands(db, s.id, given, inputs=inputs, stats=stats or None)
+        else:
+            if settings:
+                raise TunaError(
+                    f"--set goes with a search whose runs are commands; --objective-fn "
+                    f"{objective_fn} is told the input set as trial.inputs (--inputs)"
+                )
+            objective = load_function(objective_fn, Path.cwd())
+            v = validate_search(db, s.id, objective, inputs=inputs, stats=stats or None)
     finally:
         db.dispose()
     if png is not None:

@@ -4,7 +4,9 @@ PredTuner tunes on one input set and keeps only the configurations that still me
 QoS threshold on another (its *test set*, ``qos_keep_threshold``). Here the objective is
 told which set to measure on by its trial: ``objective(params, trial)`` reads
 ``trial.inputs``, ``"tune"`` while the study tunes and the validation's name (``"test"``
-by default) now. An objective of one argument cannot be told, and is refused.
+by default) now. An objective of one argument cannot be told, and is refused. A search
+whose runs are shell commands reads its inputs from its settings instead: it is validated
+with other values of them (:func:`validate_commands`, :mod:`tuna.searches.remeasure`).
 
 :func:`validate_search` measures every run of the search's stored front, and its
 baseline (the constraints' ``baseline.NAME`` are read from the baseline measured on the
@@ -40,6 +42,7 @@ from tuna.searchers.errors import SearchError
 from tuna.searchers.function import load_function, takes_trial
 from tuna.searches import query
 from tuna.searches.create import BASELINE_SEQ, IN_PROCESS, load_space, make_searcher
+from tuna.searches.remeasure import Remeasure, command_inputs, command_search
 from tuna.searches.studyspec import TuneResult
 from tuna.searches.studystore import LABEL, run_of
 from tuna.searches.trial import TUNING_INPUTS, Trial, measure_call
@@ -161,6 +164,41 @@ def validate_search(
             "measure on; give it a second argument, trial, and measure on trial.inputs "
             f"('{TUNING_INPUTS}' while tuning, '{inputs}' now)"
         )
+    stat = query.find_search(db, search).objective.stat
+
+    def measure(seq: int, config: Mapping[str, Any]) -> Run:
+        return measure_call(objective, Trial(search, seq, dict(config), inputs=inputs), stat)[0]
+
+    return _validate(db, search, measure, inputs, stats)
+
+
+def validate_commands(
+    db: Database,
+    search: int,
+    settings: Mapping[str, Any],
+    *,
+    inputs: str = TEST_INPUTS,
+    stats: Sequence[str] | None = None,
+) -> Validation:
+    """Validate command search ``search``'s front on ``inputs``: its runs measured again on
+    this machine with ``settings`` over their configs (:mod:`tuna.searches.remeasure`: the
+    settings its commands read its inputs from, e.g. ``{"data": "test.bin"}``)."""
+    inputs = check_inputs(inputs)
+    found = command_search(db, search)
+    given = command_inputs(found, settings)
+    with Remeasure(db, found, given) as remeasure:
+        return _validate(db, search, lambda _seq, config: remeasure(config), inputs, stats)
+
+
+def _validate(
+    db: Database,
+    search: int,
+    measure: Callable[[int, Mapping[str, Any]], Run],
+    inputs: str,
+    stats: Sequence[str] | None,
+) -> Validation:
+    """The front (and baseline) of ``search`` measured by ``measure(seq, config)`` on
+    ``inputs``, judged against the baseline measured there, and stored."""
     summary = query.find_search(db, search)
     found = _front(db, summary)
     if not found.front:
@@ -172,17 +210,16 @@ def validate_search(
     predicted, notes = _predictions(db, search, summary.objective)
     chosen = found.front if found.baseline is None or found.baseline in found.front else [
         found.baseline, *found.front]  # fmt: skip
-    measured = {seq: _measure(objective, search, seq, config, inputs, summary.objective.stat)
-                for seq, config, _ in chosen}  # fmt: skip
+    measured = {seq: measure(seq, config) for seq, config, _ in chosen}
     base = measured.get(BASELINE_SEQ)
     judge = summary.objective.with_baseline(base.stats if base is not None and base.valid else None)
     runs = [
         ValidatedRun(
-            seq, dict(config), predicted.get(seq), dict(tuned), dict(measured[seq].stats)
-            if measured[seq].valid else None, measured[seq].reason,
+            seq, dict(measured[seq].config), predicted.get(seq), dict(tuned),
+            dict(measured[seq].stats) if measured[seq].valid else None, measured[seq].reason,
             judge.counts(measured[seq]),
         )
-        for seq, config, tuned in chosen
+        for seq, _, tuned in chosen
     ]  # fmt: skip
     _store(db, search, inputs, runs)
     baseline = next((r for r in runs if r.seq == BASELINE_SEQ), None)
@@ -282,17 +319,6 @@ def _predictions(
         if guess is not None:
             out[seq] = {k: float(v) for k, v in guess.items()}
     return out, []
-
-
-def _measure(
-    objective: Callable[..., Any],
-    search: int,
-    seq: int,
-    config: Mapping[str, Any],
-    inputs: str,
-    stat: str,
-) -> Run:
-    return measure_call(objective, Trial(search, seq, dict(config), inputs=inputs), stat)[0]
 
 
 def _store(db: Database, search: int, inputs: str, runs: Sequence[ValidatedRun]) -> None:
