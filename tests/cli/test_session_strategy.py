@@ -84,7 +84,7 @@ def test_a_session_without_a_strategy_loads_perf_jobs_as_before(cli):
         (["--strategy", "annealing"], "Error: unknown strategy 'annealing'"),
         (["--strategy", "none"], "Error: unknown strategy 'none'"),
         (["--strategy", "random", "--budget", "0"], "Error: budget 0: give a count"),
-        (["--strategy", "random", "--transfer"], "Error: --transfer is for the model strategy"),
+        (["--strategy", "random", "--transfer"], "Error: --transfer is for the model and sliced"),
         (["--strategy", "random", "--round-size", "0"], "Error: --round-size 0: give at least"),
         (["--budget", "16"], "Error: --budget, --seed and --round-size go with --strategy NAME"),
         (["--patience", "4"],
@@ -107,7 +107,7 @@ def test_bad_session_strategy_flags_say_so_in_one_line_and_store_nothing(cli, ar
     [
         (["--strategy", "none", "--budget", "8"], "Error: --strategy none queues perf jobs"),
         (["--force"], "Error: session 1 searches by strategy (random, its default)"),
-        (["--transfer"], "Error: --transfer is for the model strategy; 'random'"),
+        (["--transfer"], "Error: --transfer is for the model and sliced strategies; 'random'"),
         (["--budget", "1000"], "Error: a budget of 1000 measurements is above the space's"),
     ],
 )  # fmt: skip

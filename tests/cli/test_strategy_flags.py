@@ -115,7 +115,7 @@ def test_a_strategy_search_takes_objectives_constraints_and_a_time_budget(cpucon
         (["--strategy", "random", "--budget", "0"], "Error: budget 0: give a count"),
         (["--strategy", "random", "--budget", "lots"], "Error: budget 'lots': give a count"),
         (["--strategy", "random", "--budget", "200%"], "Error: budget 2: a share of the space"),
-        (["--strategy", "random", "--transfer"], "Error: --transfer is for the model strategy"),
+        (["--strategy", "random", "--transfer"], "Error: --transfer is for the model and sliced"),
         (["--transfer"], "Error: --transfer, --remeasure and --patience go with --strategy NAME"),
         (["--remeasure"], "Error: --transfer, --remeasure and --patience go with --strategy NAME"),
         (["--strategy", "none", "--remeasure"], "Error: --strategy none queues perf jobs: "

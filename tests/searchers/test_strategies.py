@@ -132,7 +132,7 @@ def test_an_unknown_strategy_is_refused_naming_the_known_ones() -> None:
 
 
 def test_transfer_is_only_for_the_model() -> None:
-    with pytest.raises(SearchError, match="--transfer is for 'model'"):
+    with pytest.raises(SearchError, match="--transfer is for 'model' and "):
         make_strategy("random", space(), transfer=True)
 
 
@@ -298,7 +298,16 @@ def test_a_strategy_resumes_by_replay() -> None:
 
 
 def test_the_registry_names_every_strategy() -> None:
-    assert list(STRATEGIES) == [*CLASSIC, "model", "tpe", "cmaes", "gp", "nsga2", "predictive"]
+    assert list(STRATEGIES) == [
+        *CLASSIC,
+        "model",
+        "tpe",
+        "cmaes",
+        "gp",
+        "nsga2",
+        "predictive",
+        "sliced",
+    ]
     assert all(STRATEGIES[n].name == n for n in STRATEGIES)
     assert all(math.isfinite(bowl(p)) for p in space().points)
 
@@ -311,7 +320,10 @@ def test_the_registry_names_every_strategy() -> None:
         (dict(strategy="random", budget=0), "budget 0: give a count"),
         (dict(strategy="random", budget=1.5), "a share of the space is at most 1"),
         (dict(strategy="random", patience=0), "patience 0: give at least 1"),
-        (dict(strategy="random", transfer=True), "--transfer is for the model strategy"),
+        (
+            dict(strategy="random", transfer=True),
+            "--transfer is for the model and sliced strategies",
+        ),
     ],
 )
 def test_strategy_options_are_checked_when_made(options, message):

@@ -180,7 +180,10 @@ def test_bad_requests_say_what_is_wrong_and_write_nothing(lite: Database) -> Non
         (dict(strategy="annealing"), "unknown strategy 'annealing'; the strategies are"),
         (dict(budget=0), "budget 0"),
         (dict(budget=1000), "above the space's"),
-        (dict(strategy="random", transfer=True), "--transfer is for the model strategy"),
+        (
+            dict(strategy="random", transfer=True),
+            "--transfer is for the model and sliced strategies",
+        ),
         (dict(solver="CpuDirectNaive"), "has no tunable space"),
     ]
     for change, message in bad:

@@ -137,3 +137,27 @@ def test_no_objective_given_is_time_alone_and_constraints_alone_keep_time_first(
     assert [c.text for c in only.constraints] == ["threads <= 1"]
     two = strategy_objective([Target("time_ms"), Target("threads")], [])
     assert [str(t) for t in two.targets] == ["time_ms:min", "threads:min"]
+
+
+def test_a_sliced_search_gives_each_thread_count_its_half_of_each_round(lite: Database) -> None:
+    """``sliced`` on the queue: its slices are by the threads the backend computes from each
+    candidate (``Backend.candidate_stats``), and its first round holds both; a budget below
+    the slices' count is one line, and nothing is stored."""
+    session, config = cpuconv_session(lite)
+    two = make_objective({"time_ms": "min", "threads": "min"})
+    options = StrategyOptions("sliced", budget=16, round_size=8, seed=2, transfer=True)
+    request = StrategyRequest(session, config, SOLVER, options, aims=StrategyAims(two))
+    notes: list[str] = []
+    search = create_strategy_search(lite, request, notes)
+    assert notes == [
+        f"sliced {SOLVER} config {config}: transfer: no compatible history (no measurements "
+        "of other problems were given); the model learns from this problem's measurements alone"
+    ]
+    assert SearchDriver(lite, search).tick()
+    (first,) = _round_jobs(lite, search)
+    assert sorted(int(c.split(",")[4]) for c in first) == [1, 1, 1, 1, 2, 2, 2, 2]  # NT
+    small = StrategyOptions("sliced", budget=1)
+    request = StrategyRequest(session, config, SOLVER, small, "small", StrategyAims(two))
+    with pytest.raises(SearchError, match=r"^sliced: .* the known objectives \(threads\) take 2"):
+        create_strategy_search(lite, request)
+    assert [s.id for s in query.list_searches(lite, session)] == [search]

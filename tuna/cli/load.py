@@ -96,7 +96,7 @@ from tuna.sessions.rules import exclusion_hint
     metavar="STAT:min|max",
     help="With --strategy: time_ms:min first, then others the backend computes from a "
     "candidate (cpuconv: threads, workspace_bytes); several make each search's answer a "
-    "Pareto front (nsga2 and tpe search for it).",
+    "Pareto front (nsga2 and tpe search for it; sliced splits the budget by the computed ones).",
 )
 @click.option(
     "--constraint",

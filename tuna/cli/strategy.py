@@ -208,7 +208,8 @@ def strategy_options(budget_help: str, strategy_help: str = "") -> Callable[[F],
                 click.option(
                     "--transfer",
                     is_flag=True,
-                    help="With --strategy model: learn from every other problem measured on a "
+                    help="With --strategy model or sliced: learn from every other problem "
+                    "measured on a "
                     "compatible platform too (the session's history rules decide).",
                 ),
                 click.option(

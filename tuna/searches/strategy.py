@@ -46,6 +46,7 @@ from tuna.searchers.costmodel import HistoryEntry
 from tuna.searchers.objective import make_objective
 from tuna.searchers.pareto import Target
 from tuna.searchers.strategies import (
+    LEARNS_HISTORY,
     CandidateSpace,
     RoundSearcher,
     StrategyOptions,
@@ -237,7 +238,7 @@ def make_searcher_for(
         backend = _session_backend(s, session_id)
         p = load_problem(s, backend, int(spec["config"]), str(spec["solver"]))
         history: list[HistoryEntry] = []
-        if spec["strategy"] == "model":
+        if spec["strategy"] in LEARNS_HISTORY:
             history = strategy_history(
                 s,
                 session_id,
@@ -247,10 +248,24 @@ def make_searcher_for(
                 until=(spec.get("history") or {}).get("until"),
                 frozen=spec.get("history"),
             )
-    extra: dict[str, Any] = {}
-    if spec["strategy"] == "model":
-        extra = {"features": p.features, "history": history, "derive": backend.candidate_features}
+    extra = _model_extra(str(spec["strategy"]), backend, p, str(spec["solver"]), history)
     return StrategyOptions.from_json(spec).searcher(p.space, objective=objective, **extra)
+
+
+def _model_extra(
+    strategy: str, backend: Backend, p: Problem, solver: str, history: list[HistoryEntry]
+) -> dict[str, Any]:
+    """What a strategy with a cost model is given besides its options: the problem's
+    features, the backend's derived features and the history; ``sliced`` also the stats
+    the backend computes from a candidate (its slices are by those its objective names)."""
+    if strategy not in LEARNS_HISTORY:
+        return {}
+    extra: dict[str, Any] = {
+        "features": p.features, "history": history, "derive": backend.candidate_features,
+    }  # fmt: skip
+    if strategy == "sliced":
+        extra["known"] = lambda params: backend.candidate_stats(p.problem, solver, params)
+    return extra
 
 
 def solver_id(db: Database, session_id: int, solver: str) -> int:
@@ -295,7 +310,7 @@ def create_strategy_search(
         # the history snapshot: rows after it (this search's own included) are not read
         snapshot = history_snapshot(s, request.session)
         spec = strategy_spec(request, snapshot)
-        if options.strategy == "model":
+        if options.strategy in LEARNS_HISTORY:
             history = strategy_history(
                 s,
                 request.session,
@@ -306,7 +321,9 @@ def create_strategy_search(
                 frozen=snapshot,
             )
             model = options.searcher(  # the model's own checks fail here, not later
-                p.space, features=p.features, history=history, derive=backend.candidate_features
+                p.space,
+                objective=request.aims.objective,
+                **_model_extra(options.strategy, backend, p, request.solver, history),
             )
             if notes is not None:
                 notes += [f"{name}: {note}" for note in getattr(model, "notes", ())]

@@ -3,6 +3,8 @@
 ``exhaustive``, ``random``, ``grid``, ``hillclimb`` (local search), ``genetic``, ``model``
 (a cost model: gradient-boosted trees, with ``transfer`` from other problems' measurements),
 ``predictive`` (a model per objective stat; only the predicted Pareto front is measured),
+``sliced`` (objectives known before measuring, such as threads, split the budget into
+slices; one cost model picks each slice's candidates),
 and Optuna's samplers ``tpe``, ``cmaes``, ``gp`` and ``nsga2`` (:mod:`.sampled`, an extra).
 Each is a dynamic searcher of :mod:`tuna.searchers` that proposes candidates in rounds
 (:mod:`tuna.searchers.strategies.base`), so the one search driver runs them like any other
@@ -45,14 +47,19 @@ from tuna.searchers.strategies.sampled import (
     check_sampler,
 )
 from tuna.searchers.strategies.sampled_space import SampledSpace
+from tuna.searchers.strategies.sliced import SlicedSearch
 
 STRATEGIES: dict[str, type[RoundSearcher]] = {
     s.name: s
     for s in (
         Exhaustive, RandomSearch, Grid, HillClimb, Genetic, ModelSearch,
-        TPESearch, CmaEsSearch, GPSearch, NSGA2Search, PredictiveSearch,
+        TPESearch, CmaEsSearch, GPSearch, NSGA2Search, PredictiveSearch, SlicedSearch,
     )
 }  # fmt: skip
+
+
+#: The strategies whose cost model learns from other problems' measurements (``transfer``).
+LEARNS_HISTORY = ("model", "sliced")
 
 
 class UnknownStrategyError(SearchError):
@@ -74,7 +81,8 @@ def make_strategy(
     **options: Any,
 ) -> RoundSearcher:
     """The strategy ``name`` over ``space``; ``features``, ``history`` and ``transfer`` are
-    the model's (the others take no history: they are refused with ``transfer``). A
+    the model's and ``sliced``'s (the others take no history: they are refused with
+    ``transfer``; ``sliced`` also needs ``known=``, a candidate's known stats). A
     :class:`ParameterSpace` is searched as its candidates (:meth:`CandidateSpace.of`)."""
     cls = STRATEGIES.get(name)
     if cls is None:
@@ -90,13 +98,13 @@ def make_strategy(
         "seed": seed,
         "objective": objective,
     }
-    if cls is ModelSearch:
-        return ModelSearch(
+    if cls is ModelSearch or cls is SlicedSearch:
+        return cls(
             space, features=features, history=history, transfer=transfer, **common, **options
         )
     if transfer:
         raise SearchError(
-            f"strategy {name!r} does not learn from history; --transfer is for 'model'"
+            f"strategy {name!r} does not learn from history; --transfer is for 'model' and 'sliced'"
         )
     return cls(space, **common, **options)
 
@@ -187,11 +195,12 @@ class StrategyOptions:
             raise SearchError(
                 f"patience {self.patience}: give at least 1 measurement, or leave it out"
             )
-        if self.transfer and self.strategy != "model":
+        if self.transfer and self.strategy not in LEARNS_HISTORY:
             raise SearchError(
-                f"--transfer is for the model strategy; {self.strategy!r} learns from no history"
+                f"--transfer is for the model and sliced strategies; {self.strategy!r} learns "
+                "from no history"
             )
-        if self.strategy in ("model", "predictive"):
+        if self.strategy in ("model", "predictive", "sliced"):
             from tuna.searchers.costmodel import lightgbm
 
             lightgbm()  # ModelLibraryMissing names the extra to install
@@ -250,6 +259,7 @@ __all__ = [
     "Grid",
     "HillClimb",
     "HistoryEntry",
+    "LEARNS_HISTORY",
     "ModelLibraryMissing",
     "ModelSearch",
     "NSGA2Search",
@@ -258,6 +268,7 @@ __all__ = [
     "RoundSearcher",
     "Rounds",
     "SamplerLibraryMissing",
+    "SlicedSearch",
     "StrategyOptions",
     "TPESearch",
     "UnknownStrategyError",

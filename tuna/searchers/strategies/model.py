@@ -183,6 +183,15 @@ class ModelSearch(RoundSearcher):
         own = Settings(trees=60, leaves=15, min_leaf=2, seed=self.settings.seed)
         return Trees(own).fit(rows, [y - mean for y in logs])
 
+    def rank(self, rng: random.Random) -> tuple[list[int], bool]:
+        """The unmeasured candidates, predicted best first, by a model of what this search
+        measured (its rounds', or Runs given to :meth:`take`) and, with transfer, of the
+        history; False when nothing informs the order yet, which is then ``rng``'s. For a
+        strategy that chooses among the ranking itself (``sliced``)."""
+        if self._base is None and self.other_history:
+            self._base = self._fit_base()
+        return self._rank(rng)
+
     def _rank(self, rng: random.Random) -> tuple[list[int], bool]:
         """Unmeasured candidates, predicted best first; False when nothing informs the order
         yet (no measurement, no transfer), which is then random."""
