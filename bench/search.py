@@ -211,6 +211,10 @@ LINEUP: dict[str, tuple[str, bool]] = {
     "nsga2": ("nsga2", False),
     # A model per objective, only the predicted front measured (issue #28): tuna[model]
     "predictive": ("predictive", False),
+    # The space split by the objectives known before measuring (threads), the cost model
+    # searching each slice for time (issue #28): tuna[model]
+    "sliced": ("sliced", False),
+    "sliced --transfer": ("sliced", True),
 }
 DETERMINISTIC = {"exhaustive", "grid"}  # the same with every seed: run once
 #: Give the model cpuconv's candidate features (features.candidate_features); --no-derive: not.
@@ -346,7 +350,7 @@ def drive_table(
     name, transfer = LINEUP[label]
     space = CandidateSpace.from_strings(table.names, list(table.times), source=table.layer)
     extra: dict[str, Any] = {}
-    if name == "model":
+    if name in ("model", "sliced"):
         extra = {
             "features": table.features,
             "history": history,
@@ -354,6 +358,11 @@ def drive_table(
             "derive": candidate_features if DERIVE else None,
             "explore": EXPLORE,
         }
+    if name == "sliced":
+        problem = table.problem
+        if problem is None:
+            raise SystemExit(f"{table.layer}: not a layer of {table.network}; sliced needs it")
+        extra["known"] = lambda point: sv.candidate_stats(problem, SOLVER, point)
     started = time.process_time()
     searcher = make_strategy(
         name, space, seed=seed, round_size=round_size, budget=budget, objective=objective, **extra

@@ -7,8 +7,9 @@ Objectives ``time_ms`` and the candidate's threads (``NT``) or workspace, both t
 the second is computed from the candidate's parameters (``cpuconv.solvers.candidate_stats``),
 not measured. Each strategy gets a share of each space (``--budget``, default a quarter);
 ``nsga2``, ``tpe`` and ``predictive`` are told both objectives, ``hillclimb`` climbs the
-front of what it measured, the others optimise time, and each is judged by the Pareto
-front of what it measured against the layer's exhaustive front.
+front of what it measured, ``sliced`` shares the budget among the second objective's
+values (one cost model ranking each slice), the others optimise time, and each is judged
+by the Pareto front of what it measured against the layer's exhaustive front.
 Figures go in bench/search.md.
 """
 
@@ -40,7 +41,10 @@ from tuna.searchers.objective import make_objective
 #: The strategies compare-pareto runs by default: the samplers that take several objectives
 #: and the built-ins, which optimise the first (time) and are judged by the front of what
 #: they measured.
-PARETO_LINEUP = ["nsga2", "tpe", "predictive", "random", "grid", "hillclimb", "genetic", "model"]
+PARETO_LINEUP = [
+    "nsga2", "tpe", "predictive", "random", "grid", "hillclimb", "genetic", "model",
+    "model --transfer", "sliced", "sliced --transfer",
+]  # fmt: skip
 
 
 @dataclass
