@@ -7,7 +7,14 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from tuna.dashboard.svg import Series, front_chart, nice_ticks, step_chart
+from tuna.dashboard.svg import (
+    Series,
+    Validated,
+    front_chart,
+    nice_ticks,
+    step_chart,
+    validation_chart,
+)
 
 NS = "{http://www.w3.org/2000/svg}"
 
@@ -138,3 +145,37 @@ def test_a_front_chart_of_nothing_says_so():
     svg = ET.fromstring(front_chart([], [], title="t", xlabel="x", ylabel="y"))
     empty = svg.find("{http://www.w3.org/2000/svg}text[@class='empty']")
     assert empty is not None and empty.text == "no run counts yet"
+
+
+def test_a_validation_chart_puts_predicted_across_and_measured_up_on_one_scale():
+    runs = [
+        Validated(10.0, 10.0, 12.0, True, "run 1 <a>"),  # measured more than predicted
+        Validated(20.0, 18.0, 30.0, False, "run 2"),  # not kept there
+        Validated(15.0, 15.0, None, False, "run 3"),  # failed on the second inputs
+    ]
+    svg = ET.fromstring(validation_chart(runs, title="t", xlabel="x", ylabel="y", inputs="test"))
+    tuned = svg.findall(f"{NS}circle[@class='tuned']")
+    assert [c.find(f"{NS}title").text for c in tuned] == [
+        "run 1 <a>: tuning inputs", "run 2: tuning inputs", "run 3: tuning inputs"]  # fmt: skip
+    kept = svg.findall(f"{NS}circle[@class='kept']")
+    lost = svg.findall(f"{NS}path[@class='lost']")
+    assert len(kept) == 1 and len(lost) == 1  # run 3 has no second measurement to draw
+    assert kept[0].get("cx") == tuned[0].get("cx")  # the same run, across
+    assert float(kept[0].get("cy")) < float(tuned[0].get("cy"))  # measured higher: drawn up
+    equal = svg.find(f"{NS}line[@class='equal']")
+    assert equal is not None
+    x1, y1, x2, y2 = (float(equal.get(k)) for k in ("x1", "y1", "x2", "y2"))
+    assert x2 > x1 and y2 < y1  # up and to the right
+    # y = x is the diagonal: a run measured as predicted lies on it
+    on = Validated(20.0, 20.0, 20.0, True, "r")
+    one = ET.fromstring(validation_chart([on], title="t", xlabel="x", ylabel="y", inputs="i"))
+    line, dot = one.find(f"{NS}line[@class='equal']"), one.find(f"{NS}circle[@class='tuned']")
+    lx1, ly1, lx2, ly2 = (float(line.get(k)) for k in ("x1", "y1", "x2", "y2"))
+    cx, cy = float(dot.get("cx")), float(dot.get("cy"))
+    assert cy == pytest.approx(ly1 + (cx - lx1) * (ly2 - ly1) / (lx2 - lx1))
+
+
+def test_a_validation_chart_of_nothing_says_so():
+    svg = ET.fromstring(validation_chart([], title="t", xlabel="x", ylabel="y", inputs="i"))
+    empty = svg.find(f"{NS}text[@class='empty']")
+    assert empty is not None and empty.text == "nothing measured"

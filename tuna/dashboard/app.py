@@ -50,9 +50,10 @@ from tuna.jobs import activity, detail
 from tuna.jobs.status import JobCounts, job_counts
 from tuna.results import insight
 from tuna.searches import curve as curves
-from tuna.searches import importance
+from tuna.searches import importance, validation
 from tuna.searches import query as searches
 from tuna.searches.query import stat_unit
+from tuna.searches.validation import ValidatedRun, Validation
 from tuna.sessions import get_session, list_sessions
 
 log = logging.getLogger(__name__)
@@ -138,6 +139,7 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
     templates.env.filters["ago"] = _ago
     templates.env.filters["duration"] = _duration
     templates.env.filters["brief"] = brief
+    templates.env.filters["stat"] = stat_cell
 
     def render(
         request: Request, name: str, title: str, live: bool = True, status: int = 200,
@@ -294,11 +296,12 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
         # done the page says so, and live.js fetches the block from /searches/N/importance.
         weights = fits.peek(("importance", search_id), lambda: importance_of(s))
         front, front_svg, baseline = pareto_of(s)
+        validated = cache.get(("validations", search_id), lambda: validations_of(s))
         next_after = rows[-1].seq if order == "seq" and len(rows) == limit else None
         return render(request, "search.html", f"Search {s.id}: {s.name}", s=s, best=best,
                       front=front, front_chart=front_svg, baseline=baseline,
                       curve=curve, chart=chart, stored=stored, parallel=parallel,
-                      importance=weights, rows=rows,
+                      importance=weights, rows=rows, validated=validated,
                       run_status=status, build=build, order=order, limit=limit,
                       next_after=next_after,
                       statuses=searches.RUN_STATUSES)  # fmt: skip
@@ -330,6 +333,28 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
             ylabel=f"{b.stat} ({stat_unit(b.stat)}, {b.goal} is better)",
         )  # fmt: skip
         return front, chart, baseline
+
+    def validations_of(s: searches.SearchSummary) -> list[ShownValidation]:
+        """Each input set the search's front was validated on (``tuna search validate``):
+        its runs (the baseline first when it is not on the front) and a chart per stat
+        compared, predicted against measured."""
+        out: list[ShownValidation] = []
+        for summary in validation.validations(db, s.id):
+            v = validation.stored_validation(db, s.id, summary.inputs)
+            if v is None:
+                continue
+            runs = v.runs if v.baseline is None or v.baseline in v.runs else [v.baseline, *v.runs]
+            charts = []
+            for i, stat in enumerate(v.stats):
+                points, unpredicted = validation_points(runs, stat)
+                note = f"; {unpredicted} not predicted (at tuning value)" if unpredicted else ""
+                charts.append(svg.validation_chart(
+                    points, title=f"{stat}: {len(points)} runs{note}",
+                    xlabel=f"{stat}, predicted when chosen", ylabel=f"{stat}, measured",
+                    inputs=v.inputs, chart_id=f"validation-{len(out)}-{i}",
+                ))  # fmt: skip
+            out.append(ShownValidation(v, runs, charts))
+        return out
 
     def best_runs(s: searches.SearchSummary) -> list[searches.RunRow]:
         found: list[searches.RunRow] = cache.get(("parallel", s.id), lambda: searches.runs(
@@ -479,6 +504,47 @@ def throughput_chart(recent: activity.Bucketed) -> str:
         chart_id="throughput",
         empty="no phase finished in this window",
     )
+
+
+@dataclass(frozen=True)
+class ShownValidation:
+    """A validation on a search's page: the stored one, its rows in the order shown and a
+    chart per stat compared."""
+
+    stored: Validation
+    runs: list[ValidatedRun]
+    charts: list[str]
+
+
+def validation_points(runs: list[ValidatedRun], stat: str) -> tuple[list[svg.Validated], int]:
+    """The runs holding ``stat`` as a validation chart's points (across: what was predicted,
+    else the tuning value, as the report's figure draws them), and how many had no
+    prediction."""
+    points: list[svg.Validated] = []
+    unpredicted = 0
+    for r in runs:
+        tuned = _number(r.tuned.get(stat))
+        if tuned is None:
+            continue
+        guess = _number((r.predicted or {}).get(stat))
+        unpredicted += guess is None
+        x = tuned if guess is None else guess
+        measured = _number((r.measured or {}).get(stat))
+        points.append(svg.Validated(x, tuned, measured, r.kept, f"run {r.seq}"))
+    return points, unpredicted
+
+
+def stat_cell(value: Any) -> str:
+    """A stat in a validation table: a float to 4 significant digits (a model's prediction
+    has more than it means), anything else as it is, nothing as a dash."""
+    if value is None:
+        return "—"
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def _number(value: Any) -> float | None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    return float(value) if ok else None
 
 
 def best_so_far_series(label: str, curve: curves.Curve) -> svg.Series:

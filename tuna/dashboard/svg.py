@@ -2,7 +2,9 @@
 
 :func:`step_chart` draws best-so-far curves: one step line per labelled series (a search,
 a strategy), the measurements behind it as faint dots, with a title, axis labels, ticks
-and a legend, like the report's figures. Values in, markup out: no database.
+and a legend, like the report's figures; :func:`parallel_coordinates`, :func:`front_chart`
+and :func:`validation_chart` a search's runs, front and validation. Values in, markup out:
+no database.
 """
 
 from __future__ import annotations
@@ -309,5 +311,75 @@ def front_chart(
         out.append(f'<circle class="baseline" cx="{px(baseline[0])}" cy="{py(baseline[1])}" '
                    f'r="7" fill="none" stroke="#000" stroke-width="1.5"><title>baseline'
                    "</title></circle>")  # fmt: skip
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+@dataclass(frozen=True)
+class Validated:
+    """One run of a validated front on one stat: ``x`` what was predicted when it was
+    chosen (its tuning value when nothing predicted it), ``tuned`` and ``measured`` (None:
+    it failed there) its values on the tuning and the validation inputs, ``kept`` whether
+    it still meets the constraints there, ``label`` its tooltip."""
+
+    x: float
+    tuned: float
+    measured: float | None
+    kept: bool
+    label: str
+
+
+def validation_chart(
+    runs: Sequence[Validated],
+    *,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    inputs: str,
+    width: int = 380,
+    height: int = 320,
+    chart_id: str = "validation",
+) -> str:
+    """An ``<svg>`` element: predicted (across) against measured (up), as the report's
+    validation figure draws it (:mod:`tuna.report.validation`): the line where they are
+    equal, each run's tuning measurement as a filled dot, its measurement on the
+    ``inputs`` as a ring (kept) or a cross (not kept)."""
+    left, right, top, bottom = 70, 20, 30, 48
+    pw, ph = width - left - right, height - top - bottom
+    e = escape
+    out = _frame(chart_id, title, xlabel, ylabel, width, height, left, top, pw, ph)
+    values = [v for r in runs for v in (r.x, r.tuned, r.measured) if v is not None]
+    if not values:
+        out.append(f'<text class="empty" x="{left + pw / 2}" y="{top + ph / 2}" '
+                   'text-anchor="middle" fill="#777">nothing measured</text></svg>')  # fmt: skip
+        return "\n".join(out)
+    ticks = nice_ticks(min(values), max(values))  # one scale across and up: y = x is diagonal
+
+    def px(x: float) -> float:
+        return round(left + (x - ticks[0]) / (ticks[-1] - ticks[0]) * pw, 2)
+
+    def py(y: float) -> float:
+        return round(top + ph - (y - ticks[0]) / (ticks[-1] - ticks[0]) * ph, 2)
+
+    out += _ticks(ticks, ticks, px, py, left, top, pw, ph)
+    lo, hi = ticks[0], ticks[-1]
+    out.append(f'<line class="equal" x1="{px(lo)}" y1="{py(lo)}" x2="{px(hi)}" y2="{py(hi)}" '
+               'stroke="#999" stroke-dasharray="4 3"><title>measured = predicted</title>'
+               "</line>")  # fmt: skip
+    for r in runs:
+        out.append(f'<circle class="tuned" cx="{px(r.x)}" cy="{py(r.tuned)}" r="3" '
+                   f'fill="{COLOURS[0]}"><title>{e(r.label)}: tuning inputs</title>'
+                   "</circle>")  # fmt: skip
+        if r.measured is None:
+            continue
+        x, y, tip = px(r.x), py(r.measured), f"{e(r.label)}: '{e(inputs)}' inputs"
+        if r.kept:
+            out.append(f'<circle class="kept" cx="{x}" cy="{y}" r="5" fill="none" '
+                       f'stroke="{COLOURS[2]}" stroke-width="1.5"><title>{tip}, kept</title>'
+                       "</circle>")  # fmt: skip
+        else:
+            out.append(f'<path class="lost" d="M{x - 4},{y - 4}L{x + 4},{y + 4}M{x - 4},{y + 4}'
+                       f'L{x + 4},{y - 4}" stroke="{COLOURS[1]}" stroke-width="1.5">'
+                       f"<title>{tip}, not kept</title></path>")  # fmt: skip
     out.append("</svg>")
     return "\n".join(out)
