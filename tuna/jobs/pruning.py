@@ -24,7 +24,8 @@ from sqlalchemy import Connection, select
 
 from tuna.db import Database, tables
 from tuna.jobs.search_results import store_intermediate
-from tuna.searchers.prune import Goal, Peer, Pruner
+from tuna.searchers.pareto import Goal
+from tuna.searchers.prune import Peer, Pruner
 
 __all__ = ["RunReports", "curve_of", "peers"]
 

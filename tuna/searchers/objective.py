@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any
 
 from tuna.searchers.constraints import StatConstraint, parse_stat_constraint
 from tuna.searchers.errors import ObjectiveError
-from tuna.searchers.pareto import Target, front
+from tuna.searchers.pareto import Goal, Target, front
 from tuna.searchers.run import Run
 
 VALID_WORDS = frozenset({"valid", "true", "yes", "ok", "pass", "passed"})
@@ -32,7 +32,7 @@ class Objective:
     """
 
     stat: str
-    goal: Literal["min", "max"] = "min"
+    goal: Goal = "min"
     validity: str | Callable[[Run], bool] | None = None
     more: tuple[Target, ...] = ()
     constraints: tuple[StatConstraint, ...] = ()
@@ -142,7 +142,7 @@ class Objective:
     @classmethod
     def from_stored(cls, raw: Mapping[str, Any]) -> Objective:
         """The objective a search row's ``objective`` JSON holds (:meth:`stored`)."""
-        goal: Literal["min", "max"] = "max" if raw.get("goal") == "max" else "min"
+        goal: Goal = "max" if raw.get("goal") == "max" else "min"
         valid = raw.get("valid")
         targets = [
             Target(str(t["stat"]), "max" if t.get("goal") == "max" else "min")
@@ -184,7 +184,7 @@ def make_objective(
     return Objective(first.stat, first.goal, validity, tuple(targets[1:]), parsed)
 
 
-GOAL_WORDS: dict[str, Literal["min", "max"]] = {
+GOAL_WORDS: dict[str, Goal] = {
     "min": "min",
     "minimize": "min",
     "minimise": "min",
@@ -194,7 +194,7 @@ GOAL_WORDS: dict[str, Literal["min", "max"]] = {
 }
 
 
-def _goal(stat: str, word: object) -> Literal["min", "max"]:
+def _goal(stat: str, word: object) -> Goal:
     goal = GOAL_WORDS.get(str(word).strip().lower()) if isinstance(word, str) else None
     if goal is None:
         raise ObjectiveError(f"objective {stat!r}: direction {word!r}; use 'min' or 'max'")

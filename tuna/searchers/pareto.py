@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-Goal = Literal["min", "max"]
+Goal = Literal["min", "max"]  # an objective's direction: the one declaration, for every module
 T = TypeVar("T")
 
 

@@ -11,12 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 from tuna.searchers.objective import Objective
+from tuna.searchers.pareto import Goal
 from tuna.searchers.run import Run
-
-Goal = Literal["min", "max"]
 
 
 def better(a: float, b: float | None, goal: Goal) -> bool:

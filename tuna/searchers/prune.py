@@ -30,16 +30,16 @@ import re
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import Any, Literal
+from typing import Any
 
 from tuna.errors import TunaError
 from tuna.searchers.errors import SearchError
+from tuna.searchers.pareto import Goal
 
 INTERMEDIATE = "tuna:intermediate"
 """The first word of a command's intermediate-value line: ``tuna:intermediate 3 0.25``."""
 
 Curve = Mapping[int, float]
-Goal = Literal["min", "max"]
 
 
 class Pruned(TunaError):

@@ -49,8 +49,8 @@ from tuna.errors import NotFoundError, TunaError
 from tuna.library.stability import Spread, timing_spreads
 from tuna.searchers import Objective, Run
 from tuna.searchers.errors import SearchError
-from tuna.searchers.pareto import front
-from tuna.searchers.progress import Goal, best_so_far, improvements
+from tuna.searchers.pareto import Goal, front
+from tuna.searchers.progress import best_so_far, improvements
 from tuna.searches.create import BASELINE_SEQ
 from tuna.sessions.session import no_session
 

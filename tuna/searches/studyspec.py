@@ -7,11 +7,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any
 
 from tuna.searchers import Objective, Run, dry_run
 from tuna.searchers.errors import SearchError
 from tuna.searchers.params import Param
+from tuna.searchers.pareto import Goal
 from tuna.searchers.prune import Pruner
 from tuna.searchers.space import ParameterSpace, parse_json_space
 from tuna.searches.create import make_searcher
@@ -98,7 +99,7 @@ def check_study(
             f"space: {e}; each parameter's values must be a list of numbers, strings or booleans"
         ) from e
     parsed = parse_json_space(text, source=f"{study_name}.json")
-    goal: Literal["min", "max"] = "max" if DIRECTIONS[direction] == "max" else "min"
+    goal: Goal = "max" if DIRECTIONS[direction] == "max" else "min"
     searcher = make_searcher(strategy, parsed, Objective(stat, goal))
     plan = dry_run(parsed, searcher)  # an empty parameter, a searcher that raises: refused now
     if not plan.proposals:

@@ -21,7 +21,8 @@ from typing import Any
 
 from tuna.searchers.errors import SearchError
 from tuna.searchers.function import stats_of, takes_trial
-from tuna.searchers.prune import Goal, Peer, Pruned, Pruner
+from tuna.searchers.pareto import Goal
+from tuna.searchers.prune import Peer, Pruned, Pruner
 from tuna.searchers.run import Run
 
 ObjectiveFn = Callable[..., float | Mapping[str, Any]]  # (params) or (params, trial)

@@ -27,7 +27,8 @@ from tuna.backends.base import Backend, BuildOutcome, RunOutcome, SearchWork
 from tuna.db import Database, tables
 from tuna.jobs.pruning import RunReports
 from tuna.jobs.values import ClaimedJob, Phase
-from tuna.searchers.prune import Goal, Pruner, pruner_from_json
+from tuna.searchers.pareto import Goal
+from tuna.searchers.prune import Pruner, pruner_from_json
 
 log = logging.getLogger(__name__)
 
