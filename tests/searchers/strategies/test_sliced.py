@@ -108,6 +108,20 @@ def test_a_constraint_on_a_known_stat_keeps_its_candidates_out_and_time_counts()
     assert sliced.get_best()["NT"] == 1
 
 
+def test_patience_ends_it_with_each_slices_predicted_best() -> None:
+    sliced = SlicedSearch(space(), known=known, objective=TWO, patience=8, seed=4)
+    rounds = drive(sliced)
+    assert (sliced.stop_reason or "").startswith("no improvement in ")
+    *before, last = rounds
+    measured = [p for r in before for p in r]
+    assert len(measured) < len(space()) // 2
+    times = [time_ms(p) for p in measured]
+    since_best = len(times) - 1 - times.index(min(times))
+    assert since_best >= 8  # patience was spent before the last round: it is the final one
+    assert sorted(p["NT"] for p in last) == [1, 1, 1, 1, 2, 2, 2, 2]
+    assert not any(p in measured for p in last)
+
+
 def test_one_objective_is_one_slice() -> None:
     sliced = SlicedSearch(space(), known=known, budget=16, seed=5)
     assert [len(s.members) for s in sliced.slices] == [96]

@@ -26,7 +26,9 @@ find the fastest of a slower thread count. This strategy uses what is known inst
   on cpuconv's tables independent searches per slice found less of the front than one
   search of the whole space did (bench/search.md, "Two objectives");
 * the answer is the front of what was measured (the driver's, as for any strategy);
-  :meth:`get_best` is the best by the measured objective.
+  :meth:`get_best` is the best by the measured objective. When ``patience`` ends the
+  search, one last round measures each slice's predicted-best candidates not measured
+  yet (the model's final validation, slice by slice).
 
 ``known`` says which objectives are known: a function from a candidate to its known stats
 (a strategy search passes the backend's ``candidate_stats`` on its problem). One
@@ -173,13 +175,9 @@ class SlicedSearch(RoundSearcher):
 
     # -- the plan -------------------------------------------------------------------------------
 
-    def _reset(self) -> None:
-        super()._reset()
-        self._runs: dict[int, Run] = {}
-
     def _note(self, i: int, run: Run) -> None:
         super()._note(i, run)
-        self._runs[i] = run
+        self.model.take([run])  # the model learns each run as it is recorded
 
     def _plan(self) -> Plan:
         model = self.model = self._new_model()
@@ -210,10 +208,20 @@ class SlicedSearch(RoundSearcher):
                 batch += chosen
             turn += 1
             yield batch
-            runs = [self._runs[i] for i in batch if i in self._runs]
-            if len(runs) < len(batch):  # the base cut the round: the search is over
-                return
-            model.take(runs)
+
+    def _final_round(self) -> list[int]:
+        """Final validation, as the model's: when patience ends the search, each slice's
+        share of one more round goes to its predicted-best candidates not measured yet."""
+        ranking, informed = self.model.rank(random.Random(self.seed + 1))
+        if not informed:
+            return []
+        left = [sum(i not in self.measured for i in s.members) for s in self.slices]
+        quotas = round_quotas(self.round_size, left, 0)
+        out: list[int] = []
+        for s, quota in zip(self.slices, quotas, strict=True):
+            members = set(s.members)
+            out += [i for i in ranking if i in members][:quota]
+        return out
 
 
 def share(budget: int, sizes: Sequence[int]) -> list[int]:
