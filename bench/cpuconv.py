@@ -217,14 +217,13 @@ def head_to_head(
             for solver, table in tables.items()
             for c in run.candidates(p, solver, table, libs)
         }
-        ws_floats = max(c.workspace for c in cands.values()) // 4
-        ws = (ctypes.c_float * ws_floats)() if ws_floats else None
-        for c in cands.values():
-            c.fn(a, b, out, ws)
+        ws = {f: run.workspace_for(c, b) for f, c in cands.items()}  # each its own weights
+        for f, c in cands.items():
+            c.fn(a, b, out, ws[f])
             assert ref.max_error(out, expected, len(expected)) <= run.WINOGRAD_TOLERANCE
         for _ in range(passes):
             for f, c in cands.items():
-                best[f] = min([best[f]] + [run._time_ms(c.fn, a, b, out, ws) for _ in range(3)])
+                best[f] = min([best[f]] + [run._time_ms(c.fn, a, b, out, ws[f]) for _ in range(3)])
             for n in sorted({1, threads}) if onednn else []:
                 f_ms, c_ms, impl = onednn.time(p, n, 3)
                 full, alone = min(full, f_ms), min(alone, c_ms)

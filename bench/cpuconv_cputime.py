@@ -69,7 +69,7 @@ def main() -> None:
         for turn in range(args.turns):
             timed = {}
             for prm in (default, WINNER) if turn % 2 == 0 else (WINNER, default):
-                ws = run.aligned_floats(max(1, cands[prm].workspace // 4))
+                ws = run.workspace_for(cands[prm], b)
                 timed[prm] = fastest_runs(cands[prm].fn, (a, b, out, ws))
             (dw, dc), (ww, wc) = timed[default], timed[WINNER]
             ratios["wall"].append(dw / ww)

@@ -136,8 +136,7 @@ def measure_layer(
         }
         contenders = [c for c in cands if c.params in chosen]
         out = (ctypes.c_float * len(expected))()
-        ws_floats = max(c.workspace for c in contenders) // 4
-        ws = (ctypes.c_float * ws_floats)() if ws_floats else None
+        ws = {c.params: run.workspace_for(c, b) for c in contenders}  # each its own weights
         samples: dict[str, list[float]] = {c.params: [] for c in contenders}
         rng = random.Random(f"{layer_name(p)}-retime")
         loads = [os.getloadavg()[0]]
@@ -145,7 +144,7 @@ def measure_layer(
             rng.shuffle(contenders)
             for c in contenders:
                 for _ in range(runs):
-                    samples[c.params].append(run._time_ms(c.fn, a, b, out, ws))
+                    samples[c.params].append(run._time_ms(c.fn, a, b, out, ws[c.params]))
             loads.append(os.getloadavg()[0])
     for prm, ts in samples.items():
         times[prm] = min(ts)

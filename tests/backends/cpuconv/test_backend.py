@@ -67,12 +67,17 @@ def test_perf_step_compiles_a_sample_and_reports_the_fastest_correct_candidate()
     (unit,) = e.kernels
     assert unit in c.kernels and unit.name == table[e.perf.params][0]
     assert e.find.algorithm == "miopenConvolutionFwdAlgoGEMM"
-    # The unfolded input: 3 x 9 rows of 7 x 9 columns, rounded up to the register tile's
-    # width when it is unfolded into packed panels (PB 1)
+    # The unfolded input: 3 x 9 rows of 7 x 9 columns; unfolded into packed panels (PB 1
+    # and 2), rounded up to the register tile's width; with PB 2 rounded up to 16 floats and
+    # followed by the weights packed into MR-row panels (4 rows rounded up to MR, of 3 x 9)
     winner = sv.parse_params(sv.IM2COL, e.perf.params)
-    nr = winner["NV"] * winner["VW"]
-    cols = -(-7 * 9 // nr) * nr if winner["PB"] else 7 * 9
-    assert e.find.workspace == 4 * 3 * 9 * cols and e.find.time_ms > 0
+    nr, mr = winner["NV"] * winner["VW"], winner["MR"]
+    floats = 3 * 9 * 7 * 9
+    if winner["PB"]:
+        floats = 3 * 9 * -(-7 * 9 // nr) * nr
+    if winner["PB"] == 2:
+        floats = -(-floats // 16) * 16 + -(-4 // mr) * mr * 3 * 9
+    assert e.find.workspace == 4 * floats and e.find.time_ms > 0
 
 
 def test_compiling_is_deterministic():

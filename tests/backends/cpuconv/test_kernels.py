@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tests.backends.cpuconv.cases import SHAPES, conv, covering, measure
-from tuna.backends.cpuconv import isolate, run
+from tuna.backends.cpuconv import build, isolate, run
 from tuna.backends.cpuconv import solvers as sv
 
 CASES = [
@@ -89,8 +89,9 @@ LOOP_ORDER_CASES = [
 
 @pytest.mark.parametrize(("shape", "direction", "solver"), LOOP_ORDER_CASES)
 def test_loop_orders_and_packed_panels_agree_with_the_reference(shape, direction, solver):
-    """Both loop orders (LO), B packed or not (PB), 1 and 2 threads, register tiles that
-    leave edge rows and edge columns: every valid combination verifies."""
+    """Both loop orders (LO), B packed or not (PB; PB 2, the forward CpuIm2colGemm's, with
+    the weights packed too), 1 and 2 threads, register tiles that leave edge rows and edge
+    columns: every valid combination verifies."""
     p = LOOP_ORDER_SHAPES[shape].with_direction(direction)
     space = set(sv.space_params(p, solver))
     params = [
@@ -98,14 +99,15 @@ def test_loop_orders_and_packed_panels_agree_with_the_reference(shape, direction
         for tile in ("6,2,8", "4,3,4", "2,1,16")
         for nt in (1, 2)
         for lo in (0, 1)
-        for pb in (0, 1)
+        for pb in (0, 1, 2)
         if f"{tile},64,{nt},{lo},{pb}" in space
     ]
     orders = {prm.split(",")[-2:][0] for prm in params}
     packed = {prm.split(",")[-1] for prm in params}
     threads = {prm.split(",")[4] for prm in params}
     assert orders == {"0", "1"} and threads == {"1", "2"}
-    assert packed == ({"0"} if direction == "W" else {"0", "1"})
+    weights = {"2"} if (direction, solver) == ("F", sv.IM2COL) else set()
+    assert packed == ({"0"} if direction == "W" else {"0", "1"} | weights)
     results = measure(p, solver, params)
     assert [(m.params, m.reason) for m in results] == [(c, None) for c in params]
 
@@ -140,3 +142,57 @@ def test_a_thread_pool_used_before_a_fork_serves_the_child_too():
     )  # fmt: skip
     assert [(m.params, m.reason) for m in first] == [(c, None) for c in params]
     assert [(m.params, m.reason) for m in child] == [(c, None) for c in params]
+
+
+# PB 2 (the weights packed once, forward CpuIm2colGemm) on groups and a batch: two groups of
+# 26 output channels (6-row panels leave 2 rows, zeros past them), two images reusing one
+# packing, a 7x7 output (the 49th column's dot products read the packed panels, gemm.h's
+# mk_dot_pa) and a reduction of 8 x 9 = 72 (two cache blocks of KC = 64).
+PACKED_WEIGHTS = conv(
+    batchsize=2, in_channels=16, out_channels=52, in_size=(7, 7), fil_size=(3, 3), pad=(1, 1),
+    group_count=2,
+)  # fmt: skip
+
+
+def test_packed_weights_agree_with_the_reference_across_groups_and_images():
+    space = set(sv.space_params(PACKED_WEIGHTS, sv.IM2COL))
+    params = [
+        prm
+        for prm in ("6,1,16,64,1,1,2", "6,2,8,64,2,0,2", "4,3,4,64,2,1,2", "16,1,16,64,1,1,2")
+        if prm in space
+    ]
+    assert len(params) == 4
+    results = measure(PACKED_WEIGHTS, sv.IM2COL, params)
+    assert [(m.params, m.reason) for m in results] == [(c, None) for c in params]
+
+
+def test_the_weights_are_packed_by_prepare_and_the_kernel_reads_them_there():
+    """Forward CpuIm2colGemm with PB 2 has a prepack (run.Candidate.prepare) and reads the
+    weights only from the workspace it packed them into: without it the kernel fails
+    verification; other candidates have none. run.measure calls it for each candidate."""
+    p = PACKED_WEIGHTS
+    params = ["6,1,16,64,1,1,2", "6,1,16,64,1,1,1"]
+    units = build.plan_units(p, sv.IM2COL, params, march="native", opt="0")
+    table = {prm: (u.name, sym) for u in units for prm, sym in u.symbols}
+    ref = run.Reference.get()
+    a, b, expected = ref.case(p)
+    out = run.aligned_floats(len(expected))
+    with run.loaded(build.build_units(units), "cpuconv-test-") as libs:
+        packed, unpacked = run.candidates(p, sv.IM2COL, table, libs)
+        assert packed.prepare is not None and unpacked.prepare is None
+        bare = run.aligned_floats(packed.workspace // 4)  # zeros: no weights packed
+        packed.fn(a, b, out, bare)
+        assert not ref.max_error(out, expected, len(expected)) <= run.FP32_TOLERANCE
+        ws = run.workspace_for(packed, b)
+        ref.fill_value(out, len(expected), float("nan"))
+        packed.fn(a, b, out, ws)
+        assert ref.max_error(out, expected, len(expected)) <= run.FP32_TOLERANCE
+        # measure shares one workspace: the other candidate's unfolding overwrites it
+        results = run.measure(p, [packed, unpacked, packed], repeats=1, reference=ref)
+        assert [m.reason for m in results] == [None, None, None]
+    q = p.with_direction("B")
+    assert "6,1,16,64,1,1,2" not in sv.space_params(q, sv.IM2COL)
+    units = build.plan_units(q, sv.IM2COL, [params[1]], march="native", opt="0")
+    table = {prm: (u.name, sym) for u in units for prm, sym in u.symbols}
+    with run.loaded(build.build_units(units), "cpuconv-test-") as libs:
+        assert [c.prepare for c in run.candidates(q, sv.IM2COL, table, libs)] == [None]

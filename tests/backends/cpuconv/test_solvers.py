@@ -146,6 +146,18 @@ def test_params_round_trip_and_bad_ones_are_named():
 
 def test_workspace_and_size_limits():
     assert sv.workspace_bytes(P3, sv.IM2COL, {}) == 4 * 64 * 9 * 56 * 56
+    # PB 1 (forward): the unfolded input in 16-wide panels (3136 columns, a multiple of 16);
+    # PB 2 then the 64 x 576 weights in 6-row panels (66 rows, zeros past 64)
+    packed = {"MR": 6, "NV": 1, "VW": 16, "PB": 1}
+    assert sv.workspace_bytes(P3, sv.IM2COL, packed) == 4 * 576 * 3136
+    weights = {**packed, "PB": 2}
+    assert sv.workspace_bytes(P3, sv.IM2COL, weights) == 4 * (576 * 3136 + 66 * 576)
+    assert sv.workspace_bytes(P3, sv.IM2COL, {**packed, "MR": 16, "VW": 8, "NV": 1}) == (
+        4 * 576 * 3136
+    )
+    assert not any(prm.endswith(",2") for prm in sv.space_params(P1, sv.GEMM1X1))
+    assert any(prm.endswith(",2") for prm in sv.space_params(P3, sv.IM2COL))
+    assert not any(prm.endswith(",2") for prm in sv.space_params(P3.with_direction("B"), sv.IM2COL))
     assert sv.workspace_bytes(P3, sv.TILED, {}) == 0
     assert sv.workspace_bytes(P1, sv.GEMM1X1, {}) == 0
     assert sv.workspace_bytes(P3, sv.WINOGRAD, {"TB": 32}) == 4 * 16 * (64 * 64 + 2 * 64 * 32)
@@ -165,11 +177,12 @@ def test_workspace_and_size_limits():
 
 def test_loop_order_and_packing_only_where_they_change_something():
     # 7x7 output: N = 49 columns, M = 512 rows; the GEMM solvers' spaces hold both orders
-    # and both B layouts, the default (first point) neither
+    # and both B layouts, the default (first point) neither; the forward CpuIm2colGemm also
+    # the weights packed (PB 2)
     p = conv(batchsize=1, in_channels=512, out_channels=512, in_size=(7, 7), fil_size=(1, 1))
-    for s in (sv.IM2COL, sv.GEMM1X1):
+    for s, pbs in ((sv.IM2COL, (0, 1, 2)), (sv.GEMM1X1, (0, 1))):
         space = [sv.parse_params(s, t) for t in sv.tuning_space(p, s)]
-        assert {(v["LO"], v["PB"]) for v in space} == {(0, 0), (0, 1), (1, 0), (1, 1)}
+        assert {(v["LO"], v["PB"]) for v in space} == {(lo, pb) for lo in (0, 1) for pb in pbs}
         assert (space[0]["LO"], space[0]["PB"]) == (0, 0)
     # one column tile (N = 4 <= NR): one loop order only, packing still offered
     few = conv(batchsize=1, in_channels=16, out_channels=64, in_size=(2, 2), fil_size=(1, 1))

@@ -59,9 +59,24 @@ KernelFn = Callable[..., Any]
 
 @dataclass(frozen=True)
 class Candidate:
+    """A loaded kernel. ``prepare(b, ws)``, where the kernel has one, packs the weights ``b``
+    into the workspace ``ws`` (CpuIm2colGemm forward with PB 2: ``KNAME_prepack``): run once
+    before the kernel's first run on that workspace and again whenever another kernel has
+    used it, untimed, as a framework reorders its weights once per model, not per call."""
+
     params: str
     fn: KernelFn
     workspace: int  # bytes
+    prepare: KernelFn | None = None
+
+
+def workspace_for(cand: Candidate, b: Any) -> Any:
+    """A workspace of ``cand``'s own, prepared for the weights ``b`` (None if it needs none):
+    for timing candidates in turns, where a shared workspace would hold another's weights."""
+    ws = aligned_floats(cand.workspace // 4) if cand.workspace else None
+    if cand.prepare is not None:
+        cand.prepare(b, ws)
+    return ws
 
 
 @dataclass(frozen=True)
@@ -192,6 +207,17 @@ def kernel_fn(lib: ctypes.CDLL, symbol: str) -> KernelFn:
     return fn
 
 
+def prepare_fn(lib: ctypes.CDLL, symbol: str) -> KernelFn | None:
+    """The kernel's ``SYMBOL_prepack(b, ws)``, or None where it packs nothing ahead."""
+    try:
+        fn = getattr(lib, f"{symbol}_prepack")
+    except AttributeError:
+        return None
+    fn.argtypes = (_FloatPtr, _FloatPtr)
+    fn.restype = None
+    return fn
+
+
 def tolerance(solver: str) -> float:
     """How far a candidate of ``solver`` may stray from the reference (Winograd rounds more)."""
     return WINOGRAD_TOLERANCE if solver == sv.WINOGRAD else FP32_TOLERANCE
@@ -209,6 +235,7 @@ def candidates(
             params,
             kernel_fn(libs[name], symbol),
             sv.workspace_bytes(p, solver, sv.parse_params(solver, params)),
+            prepare_fn(libs[name], symbol),
         )
         for params, (name, symbol) in table.items()
     ]
@@ -272,6 +299,8 @@ def measure(
             raise TimeBudgetExceeded(i, len(candidates), results)
         if starting is not None:
             starting(i, results)
+        if cand.prepare is not None:  # the workspace is shared: the last one's weights
+            cand.prepare(b, ws)
         ref.fill_value(out, nout, float("nan"))
         cand.fn(a, b, out, ws)
         error = ref.max_error(out, expected, nout)

@@ -193,6 +193,8 @@ def _gemm_solver_valid(solver: str) -> Callable[[ConvProblem, dict[str, int]], b
     def valid(p: ConvProblem, v: dict[str, int]) -> bool:
         m, n, k, nt_layout = gemm_shape(p, solver)
         batches = p.group_count * (1 if p.direction == "W" else p.batchsize)
+        if v["PB"] == 2 and (solver != IM2COL or p.direction != "F"):
+            return False  # the weights packed once: the forward CpuIm2colGemm only
         if solver == IM2COL:
             batches = 1  # threads split each GEMM
         tasks = batches * _ceil_div(m, v["MR"])
@@ -221,7 +223,11 @@ _GEMM_NAMES = ("MR", "NV", "VW", "KC", "NT", "LO", "PB")
 #: (0: column tiles outside row tiles, 1: rows outside columns), and PB (1: B packed into
 #: NR-wide zero-padded panels) are gemm.h's GM_LO and GM_PB: on the 7x7 and 14x14 outputs
 #: (N = 49 or 196 columns) packing made the same register tile 2-5x faster (bench/cpuconv.md,
-#: session 6).
+#: session 6). PB 2 (forward CpuIm2colGemm only): the weights packed too, into MR-row panels,
+#: once per problem by the kernel's prepack (run.Candidate.prepare), not on each call; it
+#: made the 12- and 16-row tiles 1.3-2.1x faster where K is a multiple of 1024 (the rows of A
+#: no longer share the L1's sets) and left the others as they were (bench/cpuconv.md,
+#: session 10).
 _GEMM_CHOICES = (
     (1, 2, 4, 6, 8, 12, 16),
     (1, 2, 3, 4),
@@ -229,7 +235,7 @@ _GEMM_CHOICES = (
     (64, 128, 256, 512, 1024),
     (1, 2),
     (0, 1),
-    (0, 1),
+    (0, 1, 2),
 )
 _GEMM_DEFAULT = (1, 1, 4, 64, 1, 0, 0)
 #: Parameter strings written before LO and PB existed have 5 fields; they parse as LO = PB = 0,
@@ -339,10 +345,18 @@ def workspace_bytes(p: ConvProblem, solver: str, params: dict[str, int]) -> int:
     if solver == IM2COL:
         ho, wo = p.out_size
         cols = ho * wo
-        if p.direction == "F" and params.get("PB"):  # packed panels, zero-padded to NR
-            nr = params["NV"] * params["VW"]
-            cols = _ceil_div(cols, nr) * nr
-        return 4 * cg * p.fil_size[0] * p.fil_size[1] * cols
+        rows = cg * p.fil_size[0] * p.fil_size[1]
+        if p.direction == "F" and params.get("PB"):
+            # The unfolded input in packed panels, zero-padded to NR; with PB 2, from the
+            # next 64-byte boundary, the weights in MR-row panels (im2col.h's IC_A_OFF).
+            nr, mr = params["NV"] * params["VW"], params["MR"]
+            panels = rows * _ceil_div(cols, nr) * nr
+            if params["PB"] == 2:
+                return 4 * (
+                    _ceil_div(panels, 16) * 16 + p.group_count * _ceil_div(kg, mr) * mr * rows
+                )
+            return 4 * panels
+        return 4 * rows * cols
     if solver == WINOGRAD:
         ci, ko = (cg, kg) if p.direction == "F" else (kg, cg)
         tb = params["TB"]

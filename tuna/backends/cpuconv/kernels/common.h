@@ -4,7 +4,11 @@
  * Every kernel has the same signature, whatever the direction:
  *   void kern(const float *a, const float *b, float *out, float *ws)
  *   F: a = x,  b = w,  out = y     B: a = dy, b = w,  out = dx     W: a = x,  b = dy, out = dw
- * and writes every element of out (nothing is accumulated across calls).
+ * and writes every element of out (nothing is accumulated across calls). A kernel that keeps
+ * its weights packed in its workspace (CpuIm2colGemm forward with PB 2) also exports
+ *   void kern_prepack(const float *b, float *ws)
+ * which the caller runs once, untimed, before the kernel's first run on that workspace
+ * (run.Candidate.prepare); the kernel then reads the weights from ws, not from b.
  *
  * The shape comes from -D flags (CV_N, CV_C, ...), so every kernel is specialised for its
  * problem; the reference build (reference.c) defines CV_RUNTIME_SHAPE and reads it from an

@@ -18,6 +18,9 @@
  */
 #include "common.h"
 #include <stdlib.h>
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
 
 #if !defined(GM_LO) || !defined(GM_PB)
 #error "gemm.h needs GM_LO and GM_PB"
@@ -119,16 +122,18 @@ CV_UNUSED static void FN(pack_b)(long kc, long N, const float *restrict B, long 
 }
 
 /* One register tile (mr x nr at cp) of a cache block; B packed (ldb == NR, zeros past nr)
- * lets a tile of full rows run the vector code and keep its first nr columns. */
+ * lets a tile of full rows run the vector code and keep its first nr columns, and A packed
+ * (apacked: MR-row panels, zeros past the last row) lets a tile of full columns keep its
+ * first mr rows. */
 static inline __attribute__((always_inline)) void FN(tile_nn)(
     long kc, const float *restrict ap, long sam, long sak, const float *restrict bp, long ldb,
-    float *restrict cp, long ldc, long mr, long nr, int first, int packed) {
+    float *restrict cp, long ldc, long mr, long nr, int first, int packed, int apacked) {
     if (mr == GM_MR && nr == GM_NR) {
         FN(mk_nn)(kc, ap, sam, sak, bp, ldb, cp, ldc, first);
-    } else if (packed && mr == GM_MR) {
+    } else if ((packed || nr == GM_NR) && (apacked || mr == GM_MR)) {
         float t[GM_MR * GM_NR];
         FN(mk_nn)(kc, ap, sam, sak, bp, ldb, t, GM_NR, 1);
-        for (long i = 0; i < GM_MR; i++)
+        for (long i = 0; i < mr; i++)
             for (long q = 0; q < nr; q++)
                 cp[i * ldc + q] = (first ? 0.0f : cp[i * ldc + q]) + t[i * GM_NR + q];
     } else {
@@ -174,12 +179,81 @@ static void FN(mk_dot)(long kc, const float *restrict a, long sam, const float *
     }
 }
 
+/* mk_dot with A packed (an MR-row panel: A(i, p) at a[p MR + i]): each column's MR sums in
+ * one vector across the panel's rows (MR rounded up to a power of two, the lanes past MR
+ * zero), four steps of the reduction in flight: one chain of dependent FMAs ran at the FMA's
+ * latency, not its rate, and plain arrays of sums were kept in memory by the compiler. */
+#if GM_MR <= 4
+#define GM_DOT_VW 4
+#elif GM_MR <= 8
+#define GM_DOT_VW 8
+#else
+#define GM_DOT_VW 16
+#endif
+typedef float FN(vd) __attribute__((vector_size(GM_DOT_VW * sizeof(float))));
+
+/* The MR floats at a, zeros past them: a whole vector where MR fills one, else a masked load
+ * (AVX-512; a copy through memory, which the compiler made of it, stalled the FMAs). */
+static inline __attribute__((always_inline)) FN(vd) FN(panel_row)(const float *restrict a) {
+    FN(vd) v = {0};
+#if GM_MR == GM_DOT_VW
+    memcpy(&v, a, sizeof v);
+#elif defined(__AVX512F__) && defined(__AVX512VL__) && GM_DOT_VW == 16
+    v = (FN(vd))_mm512_maskz_loadu_ps((__mmask16)((1u << GM_MR) - 1), a);
+#elif defined(__AVX512F__) && defined(__AVX512VL__) && GM_DOT_VW == 8
+    v = (FN(vd))_mm256_maskz_loadu_ps((__mmask8)((1u << GM_MR) - 1), a);
+#elif defined(__AVX512F__) && defined(__AVX512VL__) && GM_DOT_VW == 4
+    v = (FN(vd))_mm_maskz_loadu_ps((__mmask8)((1u << GM_MR) - 1), a);
+#else
+    memcpy(&v, a, GM_MR * sizeof(float));
+#endif
+    return v;
+}
+
+static void FN(mk_dot_pa)(long kc, const float *restrict a, const float *restrict e, long nr,
+                          float *restrict c, long ldc, long mr, int first) {
+    for (long q = 0; q < nr; q++) {
+        FN(vd) s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
+        const float *eq = e + q * kc;
+        long p = 0;
+        for (; p + 4 <= kc; p += 4) {
+            s0 += FN(panel_row)(a + p * GM_MR) * eq[p];
+            s1 += FN(panel_row)(a + (p + 1) * GM_MR) * eq[p + 1];
+            s2 += FN(panel_row)(a + (p + 2) * GM_MR) * eq[p + 2];
+            s3 += FN(panel_row)(a + (p + 3) * GM_MR) * eq[p + 3];
+        }
+        for (; p < kc; p++) s0 += FN(panel_row)(a + p * GM_MR) * eq[p];
+        const FN(vd) sum = (s0 + s1) + (s2 + s3);
+        for (long i = 0; i < mr; i++) c[i * ldc + q] = (first ? 0.0f : c[i * ldc + q]) + sum[i];
+    }
+}
+
+/* A (M x Kd, rows lda apart) as the MR-row panels gemm_nn takes with sak == 0, in the order
+ * its tiles read them: per cache block of KC (kc in the last), the blocks of all row tiles one
+ * after the other, Mpad = M rounded up to MR rows, zeros past M: row tile i's block at
+ * pc at pa + pc Mpad + i kc, A(i + r, pc + p) at [p MR + r]. */
+CV_UNUSED static void FN(pack_a)(long M, long Kd, const float *restrict A, long lda,
+                                 float *restrict pa) {
+    const long mpad = (M + GM_MR - 1) / GM_MR * GM_MR;
+    for (long pc = 0; pc < Kd; pc += GM_KC) {
+        const long kc = CV_MIN(GM_KC, Kd - pc);
+        for (long i = 0; i < mpad; i += GM_MR) {
+            float *dst = pa + pc * mpad + i * kc;
+            for (long p = 0; p < kc; p++, dst += GM_MR)
+                for (long r = 0; r < GM_MR; r++)
+                    dst[r] = i + r < M ? A[(i + r) * lda + pc + p] : 0.0f;
+        }
+    }
+}
+
 /* C[i0:i1, :N] = (accumulate ? C : 0) + A B with A(i, p) at A[i sam + p sak], B(p, j) at
  * B[p ldb + j]; tiles in the order GM_LO, B packed per cache block when GM_PB (unpacked
  * if the panel cannot be allocated). ldb == 0: B is packed already, each cache block as
  * pack_b writes it, one after the other (the block of rows [pc, pc + kc) at B + pc Npad,
  * Npad = N rounded up to NR): CpuIm2colGemm unfolds its input straight into that layout,
- * once for all threads. A block's panels are contiguous, as in a block packed here. */
+ * once for all threads. A block's panels are contiguous, as in a block packed here.
+ * sak == 0: A is packed already, as pack_a writes it, and sam is its Mpad (i0 a multiple of
+ * MR). */
 CV_UNUSED static void FN(gemm_nn)(long i0, long i1, long N, long Kd, const float *A, long sam,
                                   long sak, const float *B, long ldb, float *C, long ldc,
                                   int accumulate) {
@@ -191,13 +265,13 @@ CV_UNUSED static void FN(gemm_nn)(long i0, long i1, long N, long Kd, const float
         pk = aligned_alloc(64, (bytes + 63) / 64 * 64);
     }
 #endif
-    const int packed = pk != NULL || ldb == 0;
+    const int packed = pk != NULL || ldb == 0, apacked = sak == 0;
     const long npad = (N + GM_NR - 1) / GM_NR * GM_NR;
     /* The last panel as dot products when it holds a few columns and A's rows are
      * contiguous along the reduction (mk_dot); e holds its columns, once per cache block. */
     const long jlast = npad - GM_NR, nlast = N - jlast;
     float *e = NULL;
-    if (packed && sak == 1 && nlast <= GM_DOT_COLS)
+    if (packed && (sak == 1 || apacked) && nlast <= GM_DOT_COLS)
         e = aligned_alloc(64, ((size_t)nlast * CV_MIN(GM_KC, Kd) * sizeof(float) + 63) / 64 * 64);
     for (long pc = 0; pc < Kd; pc += GM_KC) {
         const long kc = CV_MIN(GM_KC, Kd - pc);
@@ -205,17 +279,23 @@ CV_UNUSED static void FN(gemm_nn)(long i0, long i1, long N, long Kd, const float
         if (pk) FN(pack_b)(kc, N, B + pc * ldb, ldb, pk);
         /* Column j's panel of this cache block: packed here, packed already, or B itself. */
 #define GM_NN_B(j) (pk ? pk + (j) * kc : ldb == 0 ? B + pc * npad + (j) * kc : B + pc * ldb + (j))
+/* Row tile i's A in this cache block: its panel's block when packed, else A itself. */
+#define GM_NN_A(i) (apacked ? A + pc * sam + (i) * kc : A + (i) * sam + pc * sak)
 #define GM_NN_TILE(i, j)                                                                      \
-    if (e && (j) == jlast)                                                                    \
+    if (e && (j) == jlast && apacked)                                                         \
+        FN(mk_dot_pa)(kc, GM_NN_A(i), e, nlast, C + (i) * ldc + (j), ldc,                      \
+                      CV_MIN(GM_MR, i1 - (i)), first);                                       \
+    else if (e && (j) == jlast)                                                               \
         FN(mk_dot)(kc, A + (i) * sam + pc, sam, e, nlast, C + (i) * ldc + (j), ldc,           \
                    CV_MIN(GM_MR, i1 - (i)), first);                                          \
     else                                                                                      \
-        FN(tile_nn)(kc, A + (i) * sam + pc * sak, sam, sak, GM_NN_B(j), packed ? GM_NR : ldb,  \
-                    C + (i) * ldc + (j), ldc, CV_MIN(GM_MR, i1 - (i)), CV_MIN(GM_NR, N - (j)), \
-                    first, packed)
+        FN(tile_nn)(kc, GM_NN_A(i), apacked ? 1 : sam, apacked ? GM_MR : sak, GM_NN_B(j),      \
+                    packed ? GM_NR : ldb, C + (i) * ldc + (j), ldc, CV_MIN(GM_MR, i1 - (i)),   \
+                    CV_MIN(GM_NR, N - (j)), first, packed, apacked)
         if (e) FN(edge_cols)(kc, nlast, GM_NN_B(jlast), e);
         GM_FOR_TILES(i, j, i0, i1, N, GM_NR) GM_NN_TILE(i, j);
 #undef GM_NN_TILE
+#undef GM_NN_A
 #undef GM_NN_B
     }
     free(e);

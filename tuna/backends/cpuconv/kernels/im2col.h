@@ -12,6 +12,20 @@
 /* Forward with GM_PB: the workspace holds the unfolded input as packed panels (im2col). */
 #define IC_PACKED (CV_DIR == 0 && GM_PB)
 #define IC_PANELS ((IC_P + GM_NR - 1) / GM_NR)
+/* PB 2: the weights too, packed once per problem. */
+#define IC_PACKED_W (IC_PACKED && GM_PB == 2)
+#if IC_PACKED_W
+/* The weights of group g packed into MR-row panels (gemm.h's pack_a) by KNAME_prepack, in the
+ * workspace after the unfolded input (from a 64-byte boundary): once per problem, before the
+ * kernel runs, as oneDNN reorders its weights once, not on every call. A register tile then
+ * reads its rows of A as one stream, where unpacked it read MR rows K floats apart: with K a
+ * multiple of 1024 (4 KB) those rows share the L1's sets, and 12 or 16 of them (more than
+ * its 12 ways) evicted each other; and a last row tile of fewer than MR rows runs the full
+ * register tile on the zero rows instead of gemm.h's row-at-a-time edge code. */
+#define IC_A_OFF (((long)IC_R * IC_PANELS * GM_NR + 15) / 16 * 16)
+#define IC_A_ROWS (((long)CV_KG + GM_MR - 1) / GM_MR * GM_MR)
+#define IC_PACKED_A(ws, g) ((ws) + IC_A_OFF + (long)(g) * IC_A_ROWS * IC_R)
+#endif
 
 struct FN(ctx) {
     const struct cv_args *args;
@@ -118,7 +132,14 @@ static void FN(gemm)(void *vctx, long begin, long end) {
     const struct FN(ctx) *c = (const struct FN(ctx) *)vctx;
     const struct cv_args *args = c->args;
     const long n = c->n, g = c->g;
-#if CV_DIR == 0
+#if IC_PACKED_W
+    GM_FOR_ROW_BLOCKS(begin, end, CV_KG, unused, r0, r1) {
+        (void)unused;
+        FN(gemm_nn)(r0 * GM_MR, CV_MIN(CV_KG, r1 * GM_MR), IC_P, IC_R, IC_PACKED_A(args->ws, g),
+                    IC_A_ROWS, 0, args->ws, 0,
+                    args->out + ((long)n * CV_K + g * CV_KG) * IC_P, IC_P, 0);
+    }
+#elif CV_DIR == 0
     GM_FOR_ROW_BLOCKS(begin, end, CV_KG, unused, r0, r1) {
         (void)unused;
         FN(gemm_nn)(r0 * GM_MR, CV_MIN(CV_KG, r1 * GM_MR), IC_P, IC_R,
@@ -141,6 +162,16 @@ static void FN(gemm)(void *vctx, long begin, long end) {
     }
 #endif
 }
+
+#if IC_PACKED_W
+/* The weights b packed into the workspace for KNAME (see IC_A_OFF); the caller runs it once
+ * before the kernel's first run with these weights and workspace, and again after either
+ * changes. */
+CV_EXPORT void CV_CAT(KNAME, _prepack)(const float *restrict b, float *restrict ws) {
+    for (long g = 0; g < CV_G; g++)
+        FN(pack_a)(CV_KG, IC_R, b + g * CV_KG * IC_R, IC_R, IC_PACKED_A(ws, g));
+}
+#endif
 
 CV_SIG(KNAME) {
     struct cv_args args = {a, b, out, ws};
