@@ -258,16 +258,19 @@ def table_best(p: ConvProblem, count: int) -> list[str]:
 
 
 def loop_variants(p: ConvProblem, params: str) -> list[str]:
-    """``params`` of CpuIm2colGemm with each loop order and B layout (LO, PB) that ``p``'s
-    space holds, and the same register tile in 16-float vectors (VW 8, NV even): the
-    exhaustive tables were measured before LO, PB and VW 16 existed."""
+    """``params`` of CpuIm2colGemm with each loop order and packing (LO, PB: PB 2 packs the
+    weights too) that ``p``'s space holds, and the same register tile in 16-float vectors
+    (VW 8, NV even): the exhaustive tables were measured before LO, PB and VW 16 existed."""
     v = sv.parse_params(sv.IM2COL, params)
     tiles = [v]
     if v["VW"] == 8 and v["NV"] % 2 == 0:
         tiles.append({**v, "VW": 16, "NV": v["NV"] // 2})
     space = set(sv.tuning_space(p, sv.IM2COL))
     out = [
-        sv.format_params({**t, "LO": lo, "PB": pb}) for t in tiles for lo in (0, 1) for pb in (0, 1)
+        sv.format_params({**t, "LO": lo, "PB": pb})
+        for t in tiles
+        for lo in (0, 1)
+        for pb in (0, 1, 2)
     ]
     return [c for c in out if c in space]
 
