@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import Column, Integer, MetaData, Table, bindparam, select, update
+from sqlalchemy import exc as sa_exc
 
 from tests.support.seed import job_row, seed
 from tuna.db import Database, tables
 from tuna.db import precompiled as pc
 from tuna.db.enums import JobState, JobStep
 from tuna.db.precompiled import Precompiled
+from tuna.errors import DatabaseError
 
 S = JobState
 Job = tables.job.c
@@ -61,7 +64,7 @@ def test_executemany_takes_one_parameter_set_per_row(db: Database):
     assert job_row(db, sd.jobs[2]).state is S.NEW
 
 
-def test_rows_come_back_as_the_driver_gives_them(db: Database):
+def test_rows_come_back_as_the_drivers_tuples_in_column_order(db: Database):
     sd = seed(db, configs=2, solvers=["NoopDirect"])
     ready = Precompiled(
         select(Job.id, Job.step)
@@ -70,9 +73,29 @@ def test_rows_come_back_as_the_driver_gives_them(db: Database):
         .limit(bindparam("limit", type_=Integer))
     )
     with db.transaction() as conn:
-        rows = ready.execute(conn, {"session": sd.session, "limit": 1}).all()
-        assert [(r.id, JobStep(r.step)) for r in rows] == [(sd.jobs[0], JobStep.PERF)]
-        assert len(ready.execute(conn, {"session": sd.session, "limit": 5}).all()) == 2
+        one = ready.execute(conn, {"session": sd.session, "limit": 1})
+        assert [(i, JobStep(step)) for i, step in one.rows] == [(sd.jobs[0], JobStep.PERF)]
+        assert len(ready.execute(conn, {"session": sd.session, "limit": 5}).rows) == 2
+
+
+def test_a_driver_error_is_raised_as_sqlalchemy_raises_it(db: Database):
+    """As from conn.execute: a DBAPIError from the driver's error (what tuna.db.retry reads),
+    which Database.transaction turns into a DatabaseError after rolling back."""
+    sd = seed(db, configs=1, solvers=["NoopDirect"])
+    # The solver id must name a solver: the foreign key refuses the write.
+    bad = Precompiled(
+        update(tables.job)
+        .where(Job.id == bindparam("row_id", type_=Integer))
+        .values(solver=bindparam("solver", type_=Integer), label="never")
+    )
+    with pytest.raises(DatabaseError) as failed, db.transaction() as conn:
+        conn.execute(update(tables.job).where(Job.id == sd.jobs[0]).values(label="rolled back"))
+        bad.execute(conn, {"row_id": sd.jobs[0], "solver": 10**9})
+    cause = failed.value.__cause__
+    assert isinstance(cause, sa_exc.IntegrityError), repr(cause)
+    assert isinstance(cause.orig, db.engine.dialect.loaded_dbapi.Error)
+    assert not cause.connection_invalidated
+    assert job_row(db, sd.jobs[0]).label is None
 
 
 def test_in_list_lengths_past_the_cap_run_through_conn_execute(db: Database, monkeypatch):

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -44,34 +45,52 @@ def run(db, session, phase, **kw):
     return run_worker(db, session, phase, burst=True, handle_signals=False, **kw)
 
 
+@contextlib.contextmanager
+def sqlite_trace(db):
+    """Every statement SQLite runs on ``db``'s connections meanwhile, BEGIN and COMMIT
+    included, as SQLite reports them (``set_trace_callback``: the claim and record
+    statements run on the driver's cursor, which SQLAlchemy's execute events do not see)."""
+    from sqlalchemy import event
+
+    sent: list[str] = []
+
+    def on_connect(dbapi_conn, _record):
+        dbapi_conn.set_trace_callback(lambda sql: sent.append(" ".join(sql.split())))
+
+    db.engine.dispose()  # every connection from now on is a new, traced one
+    event.listen(db.engine, "connect", on_connect)
+    try:
+        yield sent
+    finally:
+        event.remove(db.engine, "connect", on_connect)
+        db.engine.dispose()
+
+
+def transactions(sent):
+    """The statements of each committed transaction, in order."""
+    out, current = [], []
+    for sql in sent:
+        if sql.upper() == "COMMIT":
+            out.append(current)
+            current = []
+        elif not sql.upper().startswith("BEGIN"):
+            current.append(sql)
+    return out
+
+
 def test_at_one_job_per_claim_each_job_costs_one_commit_that_writes_the_job_table(lite):
     """A job's record travels in the next claim's transaction: N jobs, N + 1 writing
     transactions (the first claim, N - 1 record-and-claims, the last record with the claim
     that finds nothing), not 2N. Each job is still recorded, fenced, before the worker
     exits."""
-    from sqlalchemy import event
-
     sd = seed(lite, configs=6, solvers=["NoopDirect"])
-    writes, current = [], {"updates": 0}
-
-    def on_execute(_conn, _cursor, statement, *_args):
-        if statement.lstrip().upper().startswith("UPDATE JOB "):
-            current["updates"] += 1
-
-    def on_commit(_conn):
-        if current["updates"]:
-            writes.append(current["updates"])
-        current["updates"] = 0
-
-    event.listen(lite.engine, "before_cursor_execute", on_execute)
-    event.listen(lite.engine, "commit", on_commit)
-    try:
+    with sqlite_trace(lite) as sent:
         r = run(lite, sd.session, "compile")
-    finally:
-        event.remove(lite.engine, "before_cursor_execute", on_execute)
-        event.remove(lite.engine, "commit", on_commit)
     assert (r.claimed, r.done, r.stopped) == (6, 6, "drained")
     assert states(lite, sd.session) == {S.COMPILED: 6}
+    writes = [
+        n for n in (sum(q.startswith("UPDATE job ") for q in t) for t in transactions(sent)) if n
+    ]
     assert len(writes) == 6 + 1, writes
     assert writes == [1] + [2] * 5 + [1]  # claim; record + claim; the last record
 
@@ -80,31 +99,21 @@ def test_an_evaluation_worker_claims_builds_only_when_its_claim_found_no_run(lit
     """A claim that found runs, however few, is not followed by a second one for a search's
     builds: 6 runs at 4 a claim take 3 claims (4, the last 2, none) and one for builds after
     the empty one, each in a transaction of its own; one more per short claim before."""
-    from sqlalchemy import event
-
     sd = seed(lite, configs=6, solvers=["NoopDirect"])
     run(lite, sd.session, "compile")
-    claims, current = [], {"claims": 0, "build": False}
-
-    def on_execute(_conn, _cursor, statement, params, *_args):
-        sql = " ".join(statement.split())
-        if sql.startswith("SELECT job.id, job.attempt, job.config") and "LIMIT" in sql:
-            current["claims"] += 1
-            current["build"] |= "search_build IS NOT NULL" in sql  # only a build claim's
-
-    def on_commit(_conn):
-        if current["claims"]:
-            claims.append("build" if current["build"] else current["claims"])
-        current.update(claims=0, build=False)
-
-    event.listen(lite.engine, "before_cursor_execute", on_execute)
-    event.listen(lite.engine, "commit", on_commit)
-    try:
+    with sqlite_trace(lite) as sent:
         r = run(lite, sd.session, "eval", claim_batch=4)
-    finally:
-        event.remove(lite.engine, "before_cursor_execute", on_execute)
-        event.remove(lite.engine, "commit", on_commit)
     assert (r.claimed, r.done, r.stopped) == (6, 6, "drained")
+    claims = []
+    for t in transactions(sent):
+        found = [
+            q for q in t if q.startswith("SELECT job.id, job.attempt, job.config") and "LIMIT" in q
+        ]
+        if found:
+            # Only a build claim's SELECT names search_build IS NOT NULL.
+            claims.append(
+                "build" if any("search_build IS NOT NULL" in q for q in found) else len(found)
+            )
     assert claims == [1, 1, 1, "build"], claims  # claims 4, 2 and 0 runs; then builds
 
 

@@ -7,29 +7,48 @@ a new SQL string, and run each value through its type's bind processor. At one j
 claim a worker sends four statements per job, and that work was about a quarter of its
 CPU (issue #30). :class:`Precompiled` does it once per dialect and ``IN``-list length:
 the SQL string, the bind processors and the statement's own constant values are kept,
-and each call only fills in the caller's values and runs ``exec_driver_sql``, which is
-still SQLAlchemy's execution (its events, its error translation, a lost connection
-invalidated), minus the compilation.
+and each call only fills in the caller's values.
+
+The statement then runs on the driver's cursor of the connection's current transaction,
+not through ``exec_driver_sql``: SQLAlchemy's execution context and result set-up (an
+execution context, a cursor result, its metadata) cost as much client CPU per statement as
+PyMySQL itself (issue #30, session 10). What SQLAlchemy's execution does that matters is
+kept: a driver error is raised as SQLAlchemy's ``DBAPIError`` (``from`` the driver's),
+and a lost connection (the dialect's ``is_disconnect``) or an interrupted one is
+invalidated, so the pool connects afresh, as :func:`tuna.db.retry.through_outages` expects.
+What is not: ``before_cursor_execute`` / ``after_cursor_execute`` events and the engine's
+``echo`` do not see these statements (the driver's own tracing does).
 
 The statement is the one its module built (``cas_statement`` for every move of
-``job.state``): nothing here writes SQL. Rows come back as the driver gives them, without
-result processing: the caller converts what needs it (an enum column's string).
-A statement with parameters rendered into the SQL at execution (``literal_execute``) runs
-through ``conn.execute`` as before, since its string changes with those values.
+``job.state``): nothing here writes SQL. Rows come back as the driver's tuples, in the
+statement's column order, without result processing: the caller converts what needs it
+(an enum column's string). A statement with parameters rendered into the SQL at execution
+(``literal_execute``) or a Python-side default runs through ``conn.execute`` as before,
+since its string or values change per execution; it returns the same :class:`Executed`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple, NoReturn
 
-from sqlalchemy import Connection, CursorResult, Executable
+from sqlalchemy import Connection, Executable
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.compiler import SQLCompiler
 
 MAX_SHAPES = 64
 """IN-list lengths kept per statement and dialect; other lengths run through conn.execute."""
+
+
+class Executed(NamedTuple):
+    """What a statement returned: its rows (the driver's tuples; none for a write) and the
+    rows it matched or changed (the driver's ``rowcount``: summed over an executemany)."""
+
+    rows: Sequence[Sequence[Any]]
+    rowcount: int
 
 
 class _Shape:
@@ -110,9 +129,9 @@ class Precompiled:
 
     def execute(
         self, conn: Connection, params: Mapping[str, Any] | Sequence[Mapping[str, Any]]
-    ) -> CursorResult[Any]:
-        """Run the statement on ``conn`` with ``params`` (a list of them: ``executemany``,
-        every set with the same ``IN``-list lengths)."""
+    ) -> Executed:
+        """Run the statement on ``conn``, in its transaction, with ``params`` (a list of
+        them: ``executemany``, every set with the same ``IN``-list lengths)."""
         sets = [params] if isinstance(params, Mapping) else list(params)
         compiled, shapes = self._compile(conn.dialect)
         lengths = tuple(len(sets[0][name]) for name in self.expanding)
@@ -120,7 +139,46 @@ class Precompiled:
         if shape is None and compiled is not None and len(shapes) < MAX_SHAPES:
             shape = shapes[lengths] = _Shape(compiled, sets[0], self.expanding)
         if shape is None:  # not precompiled, or an operator's long, varied IN lists
-            return conn.execute(self.statement, sets[0] if len(sets) == 1 else sets)
+            result = conn.execute(self.statement, sets[0] if len(sets) == 1 else sets)
+            rows = [tuple(r) for r in result] if result.returns_rows else []
+            return Executed(rows, result.rowcount)
         if isinstance(params, Mapping):
-            return conn.exec_driver_sql(shape.sql, shape.parameters(params))
-        return conn.exec_driver_sql(shape.sql, [shape.parameters(p) for p in sets])
+            return _run(conn, shape.sql, shape.parameters(params), many=False)
+        return _run(conn, shape.sql, [shape.parameters(p) for p in sets], many=True)
+
+
+def _run(conn: Connection, sql: str, params: Any, *, many: bool) -> Executed:
+    """``sql`` on a cursor of ``conn``'s driver connection; errors as SQLAlchemy raises them."""
+    dbapi_conn = conn.connection.driver_connection
+    cursor = dbapi_conn.cursor()  # type: ignore[union-attr]
+    try:
+        if many:
+            cursor.executemany(sql, params)
+        else:
+            cursor.execute(sql, params)
+        rows = cursor.fetchall() if cursor.description is not None else ()
+        cursor.close()
+        return Executed(rows, cursor.rowcount)
+    except BaseException as e:
+        with contextlib.suppress(Exception):  # a lost connection's cursor: e is what matters
+            cursor.close()
+        _raise_as_sqlalchemy(conn, e, sql, params, cursor)
+
+
+def _raise_as_sqlalchemy(
+    conn: Connection, e: BaseException, sql: str, params: Any, cursor: Any
+) -> NoReturn:
+    """Raise ``e`` as ``Connection.execute`` would: a driver error as ``DBAPIError`` (from
+    it), the connection invalidated when it is lost or was interrupted mid-statement."""
+    dialect = conn.dialect
+    driver_error = dialect.loaded_dbapi.Error
+    if not isinstance(e, driver_error):
+        if not isinstance(e, Exception):  # KeyboardInterrupt, ...: its state is unknown
+            conn.invalidate(e)
+        raise e
+    lost = dialect.is_disconnect(e, conn.connection.driver_connection, cursor)
+    if lost:
+        conn.invalidate(e)
+    raise sa_exc.DBAPIError.instance(
+        sql, params, e, driver_error, connection_invalidated=lost, dialect=dialect
+    ) from e

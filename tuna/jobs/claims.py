@@ -214,15 +214,15 @@ def claim_in_transaction(
             .all()
         )
         if ids:
-            rows = conn.execute(
+            held_rows = conn.execute(
                 _lock_ready(phase), {"ids": list(ids), "session": session_id, "limit": limit}
             ).all()
-            claimed = _move(conn, rows, session_id, phase, owner, lease_seconds, gpu, machine)
+            claimed = _move(conn, held_rows, session_id, phase, owner, lease_seconds, gpu, machine)
             if len(claimed) >= limit:
                 return claimed
     select_ready = _claim_select_once(phase, step, search_only)
     params = {"session": session_id, "limit": limit - len(claimed)}
-    rows = select_ready.execute(conn, params).all()
+    rows = select_ready.execute(conn, params).rows
     return claimed + _move(conn, rows, session_id, phase, owner, lease_seconds, gpu, machine)
 
 
@@ -240,7 +240,7 @@ def _move(
     if not rows:
         return []
     move = _claim_update_once(phase, float(lease_seconds))
-    ids = sorted(r.id for r in rows)
+    ids = sorted(r[0] for r in rows)
     params = {"owner": owner, "gpu": gpu, "machine": machine}
     changed = sum(
         move.execute(conn, {**params, "ids": ids[i : i + CHUNK]}).rowcount
@@ -251,18 +251,20 @@ def _move(
             f"claim of {len(ids)} locked job(s) changed {changed}; is the database "
             "running without row locks (MyISAM, or a READ UNCOMMITTED session)?"
         )
+    evaluate = phase is Phase.EVAL
+    # The columns of _claim_columns, in its order (a driver's tuple or a Row).
     return [
         ClaimedJob(
-            id=r.id,
-            attempt=r.attempt + 1,
+            id=r[0],
+            attempt=r[1] + 1,
             phase=phase,
             session=session_id,
-            config=r.config,
-            solver=r.solver,
-            step=JobStep(r.step),  # a string where the row came through precompiled SQL
-            payload=r.result if phase is Phase.EVAL else None,
-            search_build=r.search_build,
-            search_run=r.search_run,
+            config=r[2],
+            solver=r[3],
+            step=JobStep(r[4]),  # a string where the row came through precompiled SQL
+            payload=r[7] if evaluate else None,
+            search_build=r[5],
+            search_run=r[6],
         )
         for r in rows
     ]
