@@ -789,3 +789,9 @@ ALTER TABLE search_run ADD COLUMN lease_expires DATETIME(6);
 
 UPDATE alembic_version SET version_num='0026' WHERE alembic_version.version_num = '0025';
 
+-- Running upgrade 0026 -> 0027
+
+UPDATE search_run SET intermediate = NULL WHERE JSON_TYPE(intermediate) = 'NULL';
+
+UPDATE alembic_version SET version_num='0027' WHERE alembic_version.version_num = '0026';
+

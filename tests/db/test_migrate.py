@@ -112,3 +112,23 @@ def test_sqlite_immediate_transactions_take_the_write_lock(tmp_path):
             conn.exec_driver_sql("BEGIN IMMEDIATE")
     other.dispose()
     db.dispose()
+
+
+def test_0027_turns_a_json_null_curve_into_sql_null(db):
+    """Runs stored before 0027 hold an empty curve as the JSON text ``null``; the upgrade
+    makes it SQL NULL (what ``intermediate IS NOT NULL`` leaves out), a curve stays."""
+    from alembic import command
+
+    from tests.searches.helpers import bench_session, new_search
+    from tuna.searches import SearchDriver
+
+    search = new_search(db, bench_session(db))
+    SearchDriver(db, search).tick()
+    with db.engine.begin() as conn:
+        ids = [r[0] for r in conn.execute(text("SELECT id FROM search_run ORDER BY id"))]
+        conn.execute(text("UPDATE search_run SET intermediate = 'null'"))  # as written before
+        conn.execute(text(f"UPDATE search_run SET intermediate = '[[0, 1.5]]' WHERE id = {ids[0]}"))
+        command.downgrade(migrate.alembic_config(conn), "0026")
+        migrate.upgrade(conn)
+        rows = conn.execute(text("SELECT id, intermediate IS NULL FROM search_run ORDER BY id"))
+        assert [(i, bool(n)) for i, n in rows] == [(i, i != ids[0]) for i in ids]

@@ -4,13 +4,14 @@ worker's side (tuna/jobs/pruning.py), on SQLite and MariaDB."""
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import update
+from sqlalchemy import func, select, update
 
 from tests.searches.helpers import bench_session, new_search, runs
 from tuna.db import Database
 from tuna.db.models import SearchRun
 from tuna.jobs import pruning
 from tuna.jobs.pruning import RunReports
+from tuna.jobs.search_results import insert_runs, store_intermediate
 from tuna.searchers.prune import HalvingPruner, MedianPruner
 from tuna.searches import SearchDriver
 
@@ -61,3 +62,20 @@ def test_a_report_that_cannot_stop_the_run_reads_no_curves(
         assert reports(step, 1.0) is None  # alone: always the best
     assert len(read) == 3
     assert runs(db, search)[0].intermediate == [[s, 1.0] for s in range(10)]
+
+
+def test_a_run_that_reported_nothing_is_no_peer_and_its_curve_is_sql_null(db: Database) -> None:
+    """The writers store an empty curve as None: it must be SQL NULL, not JSON ``null``
+    (which ``IS NOT NULL`` keeps), or every ended run of a search is read as a peer with
+    no curve each time a report is judged."""
+    search, ids = _search_with_runs(db)
+    _complete(db, ids[0], [[0, 4.0]])
+    with db.transaction() as conn:
+        store_intermediate(conn, ids[1], {})  # a run whose curve is empty
+        insert_runs(conn, [{"search": search, "seq": 99, "point": {}, "config": {},
+                            "valid": True, "intermediate": None}])  # fmt: skip
+        null = conn.execute(
+            select(func.count()).where(SearchRun.search == search, SearchRun.intermediate.is_(None))
+        ).scalar_one()
+        assert null == len(ids) + 1 - 1  # every run but the one that reported
+        assert [p.curve for p in pruning.peers(conn, search)] == [{0: 4.0}]

@@ -684,7 +684,9 @@ search_run = Table(
     Column("landed", Integer),
     # The intermediate values it reported ([[step, value], ...], written as it runs when
     # the search has a pruner), and whether the pruner stopped it (then ``valid`` false).
-    Column("intermediate", JSON),
+    # An empty curve (None) is SQL NULL, not JSON null: tuna.jobs.pruning reads the curves
+    # of the runs that reported any by ``intermediate IS NOT NULL``.
+    Column("intermediate", JSON(none_as_null=True)),
     Column("pruned", Boolean, server_default="0", nullable=False),
     # A study's claim of a pending run (tuna.searches.studystore): when the claim lapses
     # unless its process's heartbeat extends it (the database clock); NULL for other runs.
