@@ -301,7 +301,7 @@ def test_two_searches_of_one_problem_leave_the_best_measured_whatever_order_they
     final job; the stored rows hold the fastest valid measurement of the session, and the
     search page's stored result names whose it is."""
     from tuna.searches.drive import SearchDriver
-    from tuna.searches.query import stored_result
+    from tuna.searches.winner import stored_result
 
     session, config = cpuconv_session(lite)
     ids = [

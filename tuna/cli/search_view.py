@@ -13,8 +13,9 @@ from tuna.cli.base import TunaCommand, console, database, emit, output_options, 
 from tuna.searchers.prune import pruner_from_json
 from tuna.searchers.timebudget import format_duration
 from tuna.searches import query
-from tuna.searches.query import RUN_STATUSES, RunRow, SearchSummary, StoredResult
+from tuna.searches.query import RUN_STATUSES, RunRow, SearchSummary
 from tuna.searches.validation import validations
+from tuna.searches.winner import StoredResult, stored_result
 
 
 def _compact(values: dict[str, Any] | None) -> str:
@@ -225,7 +226,7 @@ def show_cmd(
         top = query.best_run(db, s)
         front = query.pareto(db, s)
         baseline = query.baseline_run(db, s)
-        stored = query.stored_result(db, s.id)
+        stored = stored_result(db, s.id)
         validated = validations(db, s.id)
     finally:
         db.dispose()

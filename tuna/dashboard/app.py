@@ -54,6 +54,7 @@ from tuna.searches import importance, validation
 from tuna.searches import query as searches
 from tuna.searches.query import stat_unit
 from tuna.searches.validation import ValidatedRun, Validation
+from tuna.searches.winner import stored_result
 from tuna.sessions import get_session, list_sessions
 
 log = logging.getLogger(__name__)
@@ -275,7 +276,7 @@ def create_app(db: Database, settings: DashboardSettings | None = None) -> Starl
         s = cache.get(("search", search_id), lambda: searches.find_search(db, search_id))
         curve = cache.get(("curve", search_id), lambda: curves.curve(db, s, MAX_DOTS))
         best = searches.best_run(db, s)
-        stored = searches.stored_result(db, search_id)
+        stored = stored_result(db, search_id)
         rows = searches.runs(db, s, status=status, build=build, order=order,  # type: ignore[arg-type]
                              after=after, limit=limit)  # fmt: skip
         chart = svg.step_chart(
