@@ -176,8 +176,9 @@ def test_services_import_each_other_without_cycles() -> None:
 
 
 #: What of ``tuna/backends/`` is not one backend: the contract, the registry, shared parts
-#: (artifacts; a forked child's reaping; finalists re-timed; the plain-convolution scope).
-BACKEND_COMMONS = {"__init__", "base", "artifact", "child", "finalists", "scope"}
+#: (artifacts; a forked child's reaping; finalists re-timed; the plain-convolution scope;
+#: the host compiler calls).
+BACKEND_COMMONS = {"__init__", "base", "artifact", "child", "finalists", "scope", "toolchain"}
 
 
 def named_backends(root: Path = TUNA) -> set[str]:

@@ -7,7 +7,8 @@ parameters are ``#define``s in the generated source, which inlines the headers i
 unit's source and flags alone decide its binary: the ``.so`` is named after their hash, built
 in a directory of its own under that name, and identical units (a retried job, the same problem
 in another session) give identical bytes that the content-addressed kernel cache stores once.
-Built bytes are also kept per process, and ``ccache`` is used when it is installed.
+Built bytes are also kept per process, and ``ccache`` is used when it is installed
+(:mod:`tuna.backends.toolchain`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from pathlib import Path
 
 from tuna.backends.base import KernelBinary
 from tuna.backends.cpuconv import solvers as sv
+from tuna.backends.toolchain import compile_and_link
 from tuna.errors import BackendError
 from tuna.problems.conv import ConvProblem
 
@@ -190,16 +192,16 @@ def _compile(unit: Unit, cc: str, timeout: float) -> bytes:
         if key in _built:
             _built.move_to_end(key)
             return _built[key]
-    launcher = ["ccache"] if shutil.which("ccache") else []
     stem = unit.name.removesuffix(".so")
     with tempfile.TemporaryDirectory(prefix="cpuconv-build-") as tmp:
         Path(tmp, f"{stem}.c").write_text(unit.source)
-        cmd = [*launcher, cc, *unit.flags, "-o", unit.name, f"{stem}.c"]
         try:
-            proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=timeout)
+            proc = compile_and_link(
+                cc, f"{stem}.c", unit.name, flags=unit.flags, cwd=Path(tmp), timeout=timeout
+            )
         except FileNotFoundError as e:
             raise BuildError(f"C compiler {cc!r} not found: {e}") from e
-        if proc.returncode != 0:
+        if not proc.ok:
             tail = (proc.stderr or proc.stdout).strip()[-2000:]
             raise BuildError(f"{cc} failed on {unit.name} (exit {proc.returncode}): {tail}")
         binary = Path(tmp, unit.name).read_bytes()

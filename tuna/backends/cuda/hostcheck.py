@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tuna.backends.cuda import solvers as sv
+from tuna.backends.toolchain import compile_and_link
 from tuna.errors import BackendError
 from tuna.problems.conv import ConvProblem
 
@@ -136,15 +137,18 @@ def check(
 ) -> dict[str, float]:
     """Each candidate's largest relative error on ``p`` (see the module docstring)."""
     cxx = os.environ.get("CXX") or shutil.which("g++") or "c++"
-    kernels = importlib.resources.files("tuna.backends.cuda") / "kernels"
     with tempfile.TemporaryDirectory(prefix="tuna-cuda-host-") as tmp:
-        main = Path(tmp) / "check.cpp"
-        main.write_text(program(p, solver, candidates, source))
+        # host.h beside the program, not -I the package: no path of this checkout in what
+        # ccache hashes, so another clone's run hits the same cache entry.
+        Path(tmp, "host.h").write_text(kernel_source("host.h"))
+        Path(tmp, "check.cpp").write_text(program(p, solver, candidates, source))
         binary = Path(tmp) / "check"
-        cmd = [cxx, "-std=c++20", "-O1", "-pthread", f"-I{kernels}", str(main), "-o", str(binary)]
-        built = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
-        if built.returncode != 0:
-            raise HostCheckError(f"{' '.join(cmd)} failed:\n{built.stderr[-4000:]}")
+        flags = ["-std=c++20", "-O1", "-pthread"]
+        built = compile_and_link(
+            cxx, "check.cpp", binary.name, flags=flags, cwd=Path(tmp), timeout=timeout_s
+        )
+        if not built.ok:
+            raise HostCheckError(f"{' '.join(built.cmd)} failed:\n{built.stderr[-4000:]}")
         ran = subprocess.run([str(binary)], capture_output=True, text=True, timeout=timeout_s)
         if ran.returncode != 0:
             raise HostCheckError(f"the host program failed ({ran.returncode}):\n{ran.stderr}")
