@@ -142,3 +142,19 @@ def test_the_heartbeat_keeps_a_claim_alive(db, monkeypatch):
     with monkeypatch.context() as m:
         _as(m, ELSEWHERE)
         assert not claim_trial(db, search, 0, POINT, POINT)
+
+
+def test_a_study_dropped_without_closing_stops_its_heartbeat(lite):
+    """Its claims then lapse as a dead process's would; no thread beats on for ever."""
+    import gc
+    import threading
+
+    def beats():
+        return {t for t in threading.enumerate() if t.name == "tuna-study-beat"}
+
+    before = beats()
+    study = tuna.study("dropped", {"x": [1, 2]}, storage=lite)
+    (mine,) = beats() - before
+    del study
+    gc.collect()
+    wait_until(lambda: not mine.is_alive(), "the dropped study's heartbeat to end")

@@ -27,9 +27,13 @@ class Beat:
         self._thread.start()
 
     def stop(self) -> None:
-        self._stop.set()
+        self.cancel()
         if self._thread.is_alive():
             self._thread.join()
+
+    def cancel(self) -> None:
+        """Stop beating without waiting for the thread (from any thread, a finalizer too)."""
+        self._stop.set()
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):

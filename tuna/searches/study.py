@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -94,6 +95,7 @@ class Study:
         self._closed = False
         self._heartbeat = ClaimHeartbeat(db, self.search)  # keeps this process's claims
         self._heartbeat.start()
+        weakref.finalize(self, self._heartbeat.cancel)  # a study dropped unclosed: no more beats
         if self.runs:
             log.info(
                 "study %r: search %d resumed after %d run(s)",

@@ -241,6 +241,9 @@ class ClaimHeartbeat:
     def stop(self) -> None:
         self._beat.stop()
 
+    def cancel(self) -> None:
+        self._beat.cancel()
+
     def _extend(self) -> None:
         extend_trials(self.db, self.search, self.lease_seconds)
 
