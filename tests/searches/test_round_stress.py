@@ -78,7 +78,6 @@ class FakeTimedCpuConv(CpuConvBackend):
         return EvalOutcome(perf=PerfResult(best.params), find=find, measurements=tuple(fresh))
 
 
-@pytest.mark.serial
 def test_many_rounds_of_several_searches_record_their_own_measurements_and_the_best(
     db: Database,
 ) -> None:
