@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlalchemy import insert, select
 
 from tests.searches.test_strategy import SOLVER, cpuconv_session
+from tests.support.seed import seed
 from tuna.db import Database
 from tuna.db.enums import JobStep
 from tuna.db.models import Job, Measurement, Platform, SearchBuild, Solver
@@ -53,3 +54,43 @@ def test_a_strategy_round_resumes_from_its_own_jobs_rows_only(lite: Database) ->
     assert not isinstance(round_work, str) and not isinstance(perf_work, str)
     assert [m.params for m in round_work.measured] == [second]
     assert sorted(m.params for m in perf_work.measured) == sorted([first, second])
+
+
+def test_a_loader_reads_its_backends_solver_names_once(lite: Database) -> None:
+    """A worker new to a session spends one query on solver names, not one per solver its
+    first jobs name; a solver of another backend is read by id when a job names it."""
+    from sqlalchemy import event
+
+    sd = seed(lite, configs=1, solvers=["NoopDirect", "NoopTunable"])
+    with lite.session() as s:
+        other = s.execute(
+            insert(Solver).values(backend="elsewhere", name="Far")
+        ).inserted_primary_key[0]
+    loader = WorkLoader(lite, get_session(lite, sd.session))
+    reads: list[str] = []
+
+    def on_execute(_conn, _cursor, statement, *_args):
+        if "FROM solver" in statement:
+            reads.append(statement)
+
+    claimed = [
+        ClaimedJob(job, 1, Phase.COMPILE, sd.session, sd.configs[0], solver, JobStep.PERF)
+        for job, solver in zip(sd.jobs, sd.solvers.values(), strict=True)
+    ]
+    event.listen(lite.engine, "before_cursor_execute", on_execute)
+    try:
+        first = loader.load(claimed[:1])
+        second = loader.load(claimed[1:])
+        assert len(reads) == 1, reads
+        far = ClaimedJob(
+            sd.jobs[0], 2, Phase.COMPILE, sd.session, sd.configs[0], other, JobStep.PERF
+        )
+        third = loader.load([far])
+        assert len(reads) == 2, reads
+    finally:
+        event.remove(lite.engine, "before_cursor_execute", on_execute)
+    assert [w.solver for w in (*first.values(), *second.values(), *third.values())] == [
+        "NoopDirect",
+        "NoopTunable",
+        "Far",
+    ]

@@ -30,6 +30,7 @@ from typing import Any
 from sqlalchemy import (
     Connection,
     Executable,
+    Integer,
     Table,
     bindparam,
     case,
@@ -45,6 +46,7 @@ from sqlalchemy.dialects import mysql, sqlite
 from tuna.backends.base import CompileOutcome, EvalOutcome, KernelBinary
 from tuna.db import tables
 from tuna.db.blobs import pack_kernel
+from tuna.db.precompiled import Precompiled
 from tuna.jobs.values import ClaimedJob
 
 # The tables' columns, named as the ORM classes: statements here are Core (tuna.db.tables),
@@ -144,40 +146,61 @@ def store_kernels(conn: Connection, kernels: Sequence[KernelBinary]) -> dict[str
 
 
 @functools.cache
-def _kernel_ids_query() -> Executable:
-    return select(KernelCache.identity, KernelCache.id).where(
-        KernelCache.identity.in_(bindparam("idents", expanding=True))
+def _kernel_ids_query() -> Precompiled:
+    return Precompiled(
+        select(KernelCache.identity, KernelCache.id).where(
+            KernelCache.identity.in_(bindparam("idents", expanding=True))
+        ),
+        expanding=["idents"],
     )
 
 
 def _kernel_ids(conn: Connection, identities: list[str]) -> dict[str, int]:
     found: dict[str, int] = {}
     for chunk in _chunks(identities):
-        rows = conn.execute(_kernel_ids_query(), {"idents": list(chunk)})
+        rows = _kernel_ids_query().execute(conn, {"idents": list(chunk)}).rows
         found.update({ident: kid for ident, kid in rows})
     return found
 
 
 @functools.cache
-def _unlink_jobs() -> Executable:
-    return delete(tables.job_kernel).where(JobKernel.job.in_(bindparam("jobs", expanding=True)))
+def _unlink_jobs() -> Precompiled:
+    return Precompiled(
+        delete(tables.job_kernel).where(JobKernel.job.in_(bindparam("jobs", expanding=True))),
+        expanding=["jobs"],
+    )
+
+
+@functools.cache
+def _link_kernel() -> Precompiled:
+    """One job -> kernel link (an executemany of it is one multi-row INSERT on MySQL)."""
+    return Precompiled(
+        insert(tables.job_kernel).values(
+            job=bindparam("job", type_=Integer),
+            kernel=bindparam("kernel", type_=Integer),
+            chosen=False,
+        )
+    )
 
 
 def write_compile_results(
     conn: Connection, done: Sequence[tuple[ClaimedJob, CompileOutcome]]
 ) -> None:
-    """Kernels of completed compile phases, linked from their jobs (old links replaced)."""
+    """Kernels of completed compile phases, linked from their jobs (old links replaced).
+
+    Its statements are precompiled (:mod:`tuna.db.precompiled`): at one job per claim a
+    compile worker runs them for every job."""
     if not done:
         return
     ids = store_kernels(conn, [k for _, o in done for k in o.kernels])
     # A job's first claim has attempt 1: only a job claimed before can have old links.
     again = [job.id for job, _ in done if job.attempt > 1]
     for chunk in _chunks(again):
-        conn.execute(_unlink_jobs(), {"jobs": list(chunk)})
+        _unlink_jobs().execute(conn, {"jobs": list(chunk)})
     links = {(job.id, ids[kernel_identity(k)]) for job, outcome in done for k in outcome.kernels}
     rows = [{"job": j, "kernel": k} for j, k in sorted(links)]
     for chunk in _chunks(rows):
-        conn.execute(insert(tables.job_kernel), list(chunk))
+        _link_kernel().execute(conn, list(chunk))
 
 
 def choose_kernels(

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import FromClause, Row, select
+from sqlalchemy import ColumnElement, FromClause, Row, or_, select
 
 from tuna.backends.base import JobWork, KernelBinary, Measurement, SessionInfo
 from tuna.catalog.records import conv_problem
@@ -35,6 +35,7 @@ class WorkLoader:
         self.session = session
         self._problems: dict[int, ConvProblem | str] = {}
         self._solvers: dict[int, str] = {}
+        self._backend_solvers_read = False
 
     def load(
         self, jobs: Sequence[ClaimedJob], *, platform: int | None = None
@@ -184,14 +185,19 @@ class WorkLoader:
                 self._problems[cfg.id] = f"config {cfg.id} is not a valid problem: {e}"
 
     def _fetch_solvers(self, solver_ids: set[int]) -> None:
+        """Names of ``solver_ids``; the first time, of every solver of the session's backend
+        too (a few hundred rows at most), so that a worker new to a session does not spend a
+        query on each solver its first jobs name."""
         if not solver_ids:
             return
         solver = tables.solver.c
+        wanted: ColumnElement[bool] = solver.id.in_(solver_ids)
+        if not self._backend_solvers_read:
+            wanted = or_(wanted, solver.backend == self.session.backend)
         with self.db.transaction() as conn:
-            for sid, name in conn.execute(
-                select(solver.id, solver.name).where(solver.id.in_(solver_ids))
-            ):
+            for sid, name in conn.execute(select(solver.id, solver.name).where(wanted)):
                 self._solvers[sid] = name
+        self._backend_solvers_read = True
 
     def _fetch_kernels(self, job_ids: list[int]) -> dict[int, list[KernelBinary]]:
         found: dict[int, list[KernelBinary]] = defaultdict(list)
