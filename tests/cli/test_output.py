@@ -116,6 +116,25 @@ def test_a_terminal_is_as_wide_as_columns_says_when_printing_not_at_import(monke
     assert out.getvalue() == "x" * 150 + "\n"
 
 
+def test_a_console_made_on_a_terminal_prints_plain_text_once_it_is_piped(monkeypatch):
+    """Rich picks a console's colour system once, when it is made: the commands' consoles are
+    made on first use, so when that was inside a test that set TTY_COMPATIBLE=1 (the quick
+    start's), every later test in that process read ANSI colour codes from piped output (two
+    docs tests failed after tests/cli/test_quickstart.py in one process). TunaConsole decides
+    when it prints, as it does for COLUMNS."""
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")  # a terminal, when the console is made
+    out = io.StringIO()
+    console = TunaConsole(file=out, highlight=False, soft_wrap=False)
+    console.print("[bold red]done[/]")
+    assert "\x1b[" in out.getvalue()  # coloured on the terminal
+    monkeypatch.delenv("TTY_COMPATIBLE")  # now a pipe (a StringIO is no tty)
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    out.truncate(0)
+    out.seek(0)
+    console.print("[bold red]done[/]")
+    assert out.getvalue() == "done\n"
+
+
 @pytest.mark.parametrize(
     ("argv", "header"),
     [

@@ -22,11 +22,24 @@ class TunaConsole(Console):
     """
 
     def __init__(self, **kwargs: Any) -> None:
+        self._auto_color_asked = kwargs.get("color_system", "auto") == "auto"
         super().__init__(**kwargs)
         # Rich reads COLUMNS/LINES once, here, at import time; read them when printing instead
         # (the terminal may be resized, and tests set them).
         self._width = kwargs.get("width")
         self._height = kwargs.get("height")
+
+    # Rich likewise picks the colour system once, when the console is made; a console made while
+    # TTY_COMPATIBLE=1 (or on a terminal) then coloured what it later wrote into a pipe. Asked
+    # for "auto" (the default), it is decided when printing, from what the output is then.
+    @property
+    def _color_system(self) -> Any:
+        return self._detect_color_system() if self._auto_color else self._fixed_color
+
+    @_color_system.setter
+    def _color_system(self, system: Any) -> None:  # Console.__init__ sets it
+        self._auto_color = getattr(self, "_auto_color_asked", True)
+        self._fixed_color = system
 
     @property
     def size(self) -> ConsoleDimensions:
