@@ -195,7 +195,10 @@ def test_ctrl_c_at_the_terminal_lets_the_compiler_finish_and_charges_nothing(sql
 
     slow_cc = tmp_path / "slow-cc"
     started = tmp_path / "cc-started"
-    slow_cc.write_text(f'#!/bin/sh\ntouch {started}\nsleep 1\nexec cc "$@"\n')
+    # slow to compile (-c), not to link: cpuconv calls the compiler for both (toolchain.py)
+    slow_cc.write_text(
+        f'#!/bin/sh\ncase " $* " in *" -c "*) touch {started}; sleep 1;; esac\nexec cc "$@"\n'
+    )
     slow_cc.chmod(0o755)
     db = open_database(sqlite_url)
     import_configs(db, read_lines(LINES), tag="net")
