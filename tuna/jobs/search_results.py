@@ -11,7 +11,9 @@
 * a strategy's **round** (a perf job of a (config, solver) linked to the round's
   ``search_build``: :mod:`tuna.searches.strategy`) fills its ``search_run`` rows from the
   ``measurement`` rows of its candidates (the fastest valid of each in the session, timed
-  by this job or reused from before), and its final validation job just ends its build row;
+  by this job or reused from before), and its final validation job ends its build row and
+  gives each finalist's Run the final job's timing where it is faster (its re-timing turns:
+  the Runs' best is then the winner the job stored, :func:`_take_final_timings`);
 * a build or run job that **gave up** (errored past its retries, or its lease expired too
   often) ends its build or Run the same way, invalid with the job's reason, so a search
   never waits for a job that will not come back.
@@ -67,7 +69,13 @@ from sqlalchemy.exc import IntegrityError
 from tuna.backends.base import BuildOutcome, RunOutcome
 from tuna.db import tables
 from tuna.db.clock import db_now
-from tuna.jobs.search_values import objective_value, round_candidates, round_stats, stored_curve
+from tuna.jobs.search_values import (
+    final_runs,
+    objective_value,
+    round_candidates,
+    round_stats,
+    stored_curve,
+)
 from tuna.jobs.values import ClaimedJob, stands_for
 
 # The tables' columns, named as the ORM classes: statements here are Core (tuna.db.tables),
@@ -523,6 +531,8 @@ def store_rounds(
         params = conn.execute(
             select(SearchBuild.params).where(SearchBuild.id == job.search_build)
         ).scalar_one()
+        if final_runs(params):
+            _take_final_timings(conn, job, final_runs(params))
         texts = round_candidates(params)
         extra = round_stats(params)
         pending = conn.execute(
@@ -532,22 +542,7 @@ def store_rounds(
             .with_for_update()
         ).all()
         landed = _landing(conn, pending)
-        best: dict[str, Any] = {}
-        if pending:
-            for m in conn.execute(
-                select(
-                    Measurement.params, Measurement.time_ms, Measurement.valid, Measurement.reason
-                )
-                .where(
-                    Measurement.session == job.session,
-                    Measurement.config == job.config,
-                    Measurement.solver == job.solver,
-                    Measurement.params.in_(sorted(set(texts.values()))),
-                )
-                .order_by(Measurement.id)
-            ):
-                if stands_for(m, best.get(m.params)):
-                    best[m.params] = m
+        best = _standing(conn, job, texts.values()) if pending else {}
         tally: _Tally = defaultdict(lambda: [0, 0, 0])
         for run_id, seq, search in pending:
             found = best.get(texts.get(seq, ""))
@@ -575,6 +570,52 @@ def store_rounds(
             update(tables.search_build)
             .where(SearchBuild.id == job.search_build)
             .values(valid=True, reason=None, finished=db_now())
+        )
+
+
+def _standing(conn: Connection, job: ClaimedJob, texts: Iterable[str]) -> dict[str, Any]:
+    """Candidate text -> the measurement that stands for it in the job's session, config
+    and solver (:func:`~tuna.jobs.values.stands_for`: the fastest valid one)."""
+    best: dict[str, Any] = {}
+    for m in conn.execute(
+        select(Measurement.params, Measurement.time_ms, Measurement.valid, Measurement.reason)
+        .where(
+            Measurement.session == job.session,
+            Measurement.config == job.config,
+            Measurement.solver == job.solver,
+            Measurement.params.in_(sorted(set(texts))),
+        )
+        .order_by(Measurement.id)
+    ):
+        if stands_for(m, best.get(m.params)):
+            best[m.params] = m
+    return best
+
+
+def _take_final_timings(conn: Connection, job: ClaimedJob, finalists: Mapping[int, str]) -> None:
+    """A strategy's final job: each finalist's Run takes its candidate's fastest valid
+    timing in the session when the re-timing turns beat its round's, as a round's Run
+    does (the time is its value and its ``time_ms`` stat). The job stores the finalist
+    with the fastest timing as the perf/find rows; without this the search's best Run
+    could be another finalist, whose round was faster than the winner's round."""
+    assert job.search_build is not None
+    search = conn.execute(
+        select(SearchBuild.search).where(SearchBuild.id == job.search_build)
+    ).scalar_one()
+    standing = _standing(conn, job, finalists.values())
+    for run in conn.execute(
+        select(SearchRun.id, SearchRun.seq, SearchRun.value, SearchRun.stats)
+        .where(SearchRun.search == search, SearchRun.seq.in_(sorted(finalists)))
+        .where(SearchRun.valid == true(), SearchRun.value.is_not(None))
+        .with_for_update()
+    ).all():
+        m = standing.get(finalists[run.seq])
+        if m is None or not m.valid or m.time_ms is None or m.time_ms >= run.value:
+            continue
+        conn.execute(
+            update(tables.search_run)
+            .where(SearchRun.id == run.id)
+            .values(value=m.time_ms, stats={**(run.stats or {}), "time_ms": m.time_ms})
         )
 
 

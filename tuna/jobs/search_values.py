@@ -34,6 +34,16 @@ def round_candidates(params: Mapping[str, Any]) -> dict[int, str]:
     return {int(seq): str(text) for seq, text in zip(seqs, candidates, strict=True)}
 
 
+def final_runs(params: Mapping[str, Any]) -> dict[int, str]:
+    """A strategy's final job's ``search_build.params`` as run seq -> candidate text: the
+    runs whose candidates it re-times (``runs`` beside the ``candidates``, one each); empty
+    for a round, or a final job stored before the runs were."""
+    if not params.get("final") or params.get("runs") is None:
+        return {}
+    candidates = [str(c) for c in params.get("candidates") or []]
+    return {int(seq): text for seq, text in zip(params["runs"], candidates, strict=True)}
+
+
 def round_stats(params: Mapping[str, Any]) -> dict[int, dict[str, Any]]:
     """A round's stats computed from each candidate (``search_build.params["stats"]``,
     beside the ``candidates``: what a strategy's objective reads besides the time), as run

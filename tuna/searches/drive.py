@@ -413,7 +413,9 @@ class SearchDriver:
 
         def write() -> None:
             with self.db.transaction(immediate=True) as conn:
-                self.enqueuer.insert_round(conn, FINAL, {"candidates": texts, "final": True})
+                self.enqueuer.insert_round(
+                    conn, FINAL, {"candidates": texts, "final": True, "runs": [r.seq for r in best]}
+                )
 
         with_retry(write, what=f"search {self.id}: final validation job")
         log.info("search %d (%s): validating %s", self.id, self.name, ", ".join(texts))
