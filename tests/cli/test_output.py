@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 import json
 import re
@@ -10,7 +11,7 @@ import re
 import pytest
 
 from tuna.cli import main
-from tuna.cli.base import TunaConsole
+from tuna.cli.base import TunaConsole, json_text
 
 LONG_KEY = "1024-14-14-1x1-256-14-14-128-0x0-1x1-1x1-0-NCHW-FP32-F"
 LINE = "./bin/MIOpenDriver conv -n 128 -c 1024 -H 14 -W 14 -k 256 -y 1 -x 1 -F 1"
@@ -159,3 +160,11 @@ def test_a_csv_listing_of_a_sessions_nothing_still_prints_its_header(runner):
         result = runner.invoke(main, argv)
         assert result.exit_code == 0, result.output
         assert result.output.startswith(header) and result.output.count("\n") == 1, argv
+
+
+def test_every_commands_json_writes_times_in_iso_8601():
+    """One helper (json_text) behind --json and tuna best: a time is 2026-11-28T03:26:53,
+    never str()'s 2026-11-28 03:26:53, so two commands showing one row print it alike."""
+    doc = {"finished": dt.datetime(2026, 11, 28, 3, 26, 53), "day": dt.date(2026, 11, 28)}
+    assert json_text(doc) == ('{\n  "finished": "2026-11-28T03:26:53",\n  "day": "2026-11-28"\n}\n')
+    assert json.loads(json_text([doc])) == [json.loads(json_text(doc))]

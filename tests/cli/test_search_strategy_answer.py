@@ -7,6 +7,7 @@ test_strategy_final.py stands a faster turn in). Real cpuconv kernels, a real wo
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 import pytest
@@ -56,6 +57,8 @@ def test_every_reader_names_the_stored_winner(runner: CliRunner, tmp_path) -> No
     assert shown["stored"]["params"] == winner and shown["stored"]["mine"]
     assert shown["stored"]["time_ms"] == shown["best"]["value"] == answer["best"]["value"]
     (problem,) = best["problems"]
+    assert "T" in problem["created"]  # ISO 8601, as every command's JSON writes a time
+    assert dt.datetime.fromisoformat(problem["created"]).isoformat() == problem["created"]
     assert (problem["params"], problem["time_ms"]) == (winner, shown["stored"]["time_ms"])
     out = tmp_path / "out"
     exported = runner.invoke(main, ["export_db", "-s", "1", "-p", "-o", str(out)])

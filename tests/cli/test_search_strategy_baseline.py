@@ -6,6 +6,7 @@ stored. Real cpuconv kernels timed by a real worker."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 import pytest
@@ -46,12 +47,9 @@ def test_show_and_best_agree_on_the_baseline_and_the_answer(runner: CliRunner) -
     shown = json.loads(show.output)
     assert doc["constraints"] == ["threads <= baseline.threads"]
     assert doc["baseline"]["seq"] == -1 and doc["baseline"]["stats"]["threads"] == 1
-
-    def same(row):  # best --search writes times with str(), show --json with isoformat()
-        return (row["seq"], row["run_params"], row["stats"], row["status"])
-
-    assert same(shown["baseline"]) == same(doc["baseline"])
-    assert same(shown["best"]) == same(doc["best"])
+    assert shown["baseline"] == doc["baseline"]  # the rows whole: their times alike (ISO)
+    assert shown["best"] == doc["best"]
+    assert dt.datetime.fromisoformat(doc["best"]["finished"]).isoformat() == doc["best"]["finished"]
     assert doc["best"]["stats"]["threads"] <= 1
     fastest = min(r.value for r in shown_runs if r.valid and r.stats["threads"] <= 1)
     assert doc["best"]["stats"]["time_ms"] == fastest

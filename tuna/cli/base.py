@@ -337,7 +337,7 @@ def emit(
     names (a listing's rows name their own).
     """
     if output == "json":
-        click.echo(json.dumps(rows if document is None else document, indent=2, default=_jsonable))
+        click.echo(json_text(rows if document is None else document), nl=False)
         return True
     if output == "csv":
         out = io.StringIO()
@@ -350,6 +350,14 @@ def emit(
         click.echo(out.getvalue(), nl=False)
         return True
     return False
+
+
+def json_text(document: Any) -> str:
+    """``document`` as the commands print JSON (``--json``, ``tuna best``): indented, one
+    trailing newline, times and dates in ISO 8601 (``2026-11-28T03:26:53``), enums by
+    value. The one place a command turns values into JSON, so two commands showing one
+    row print it alike."""
+    return json.dumps(document, indent=2, default=_jsonable) + "\n"
 
 
 def columns(row_type: Any) -> list[str]:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -22,6 +21,7 @@ from tuna.cli.base import (
     database,
     emit,
     err_console,
+    json_text,
     output_options,
     session_option,
     verbose_option,
@@ -404,7 +404,7 @@ def best_cmd(
         )  # fmt: skip
     finally:
         db.dispose()
-    text = json.dumps(report.document(), indent=2, default=str) + "\n"
+    text = json_text(report.document())
     unstable = report.unstable_note()
     if out is None:
         click.echo(text, nl=False)
@@ -446,7 +446,7 @@ def _search_answer(ref: str, session_id: int | None) -> dict[str, Any]:
 
 
 def _write_json(doc: dict[str, Any], out: Path | None, what: str) -> None:
-    text = json.dumps(doc, indent=2, default=str) + "\n"
+    text = json_text(doc)
     if out is None:
         click.echo(text, nl=False)
     else:
