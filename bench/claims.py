@@ -702,8 +702,12 @@ def main() -> None:
     try:
         with db.engine.connect() as conn:
             version = conn.exec_driver_sql("SELECT VERSION()").scalar()
+            flush = conn.exec_driver_sql("SELECT @@innodb_flush_log_at_trx_commit").scalar()
+        # 1: every COMMIT waits for its log flush (durable); the raw commit rate depends on it.
         print(
-            f"server {version}; {os.cpu_count()} CPUs; batch {args.batch}; "
+            f"server {version}, innodb_flush_log_at_trx_commit={flush} "
+            f"({'durable' if str(flush) == '1' else 'NOT durable'}); "
+            f"{os.cpu_count()} CPUs; batch {args.batch}; "
             f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at start"
         )
         base_rows(db)
