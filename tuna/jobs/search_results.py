@@ -1,3 +1,4 @@
+# Over 600 lines: every search_run write lives here (a house rule), each beside the tally it keeps.
 """What a search's build and run jobs write, inside the fenced transaction that ends them.
 
 * a **build** stores its artifact in ``artifact``, content-addressed by the sha256 of the
