@@ -87,6 +87,30 @@ def test_derived_features_reach_the_trees() -> None:
     assert min(cost(p) for p in with_ratio[0]) <= best * 1.02  # without: 1.33x the best
 
 
+def test_a_derived_feature_constant_on_every_row_changes_nothing() -> None:
+    """cpuconv's loop-order panels are 0 on every row of a space without loop order 1 (issue
+    #30): the transfer model must then rank exactly as without them, round for round. A
+    derived feature that varies with a problem's scale does change the rounds, so the
+    comparison can tell the two apart."""
+    s = space()
+    hist = history([1.0, 2.1, 4.0])
+    cost = timing(3.0)
+    kw: dict[str, Any] = {"features": {"k": 3.0}, "history": hist, "transfer": True}
+
+    def tile(f: Any, p: Any) -> dict[str, float]:
+        return {"tile": float(int(p["MR"]) * int(p["NV"]))}
+
+    def with_zero(f: Any, p: Any) -> dict[str, float]:
+        return {**tile(f, p), "panel": 0.0}
+
+    def with_scale(f: Any, p: Any) -> dict[str, float]:
+        return {**tile(f, p), "panel": f["k"] * int(p["KC"])}
+
+    rounds = drive(make_strategy("model", s, derive=tile, **kw), cost)
+    assert drive(make_strategy("model", s, derive=with_zero, **kw), cost) == rounds
+    assert drive(make_strategy("model", s, derive=with_scale, **kw), cost) != rounds
+
+
 def test_the_model_ranks_from_its_own_measurements_better_than_random() -> None:
     cost = timing(2.0)
     best = min(cost(p) for p in space().points)

@@ -39,3 +39,23 @@ def test_candidate_features_say_how_much_of_a_tile_falls_off_the_edge() -> None:
     assert c["accumulators"] == 16 and c["tile_area"] == 128
     assert c["row_tiles_per_thread"] == 13 / 2
     assert candidate_features(problem_features(p, sv.TILED), {"TK": 1}) == {}
+
+
+def test_loop_order_panels_are_given_for_order_1_only() -> None:
+    """The panels each loop order streams again (a_panel_kib: A's M/NT x KC, b_panel_kib:
+    B's KC x N) describe loop order 1's candidates; 0 for order 0 and for parameters
+    without LO (the frozen 5-parameter tables), where they only told the trees the layer's
+    size (issue #30). Every candidate of a space has the same names."""
+    p = conv(batchsize=1, in_channels=64, out_channels=100, in_size=(7, 7), fil_size=(1, 1))
+    f = problem_features(p, sv.IM2COL)  # M = 100, N = 49, K = 64
+    tile = {"MR": 8, "NV": 2, "VW": 8, "KC": 128, "NT": 2}
+    order1 = candidate_features(f, {**tile, "LO": 1, "PB": 0})
+    assert order1["a_panel_kib"] == 100 / 2 * 64 * 4 / 1024  # KC beyond K: K's 64 rows
+    assert order1["b_panel_kib"] == 49 * 64 * 4 / 1024
+    for params in (tile, {**tile, "LO": 0, "PB": 0}, {**tile, "LO": 0, "PB": 1}):
+        c = candidate_features(f, params)
+        assert (c["a_panel_kib"], c["b_panel_kib"]) == (0.0, 0.0)
+        assert set(c) == set(order1)
+        assert {k: v for k, v in c.items() if "panel" not in k} == {
+            k: v for k, v in order1.items() if "panel" not in k
+        }

@@ -60,7 +60,7 @@ def candidate_features(
     nt = float(params.get("NT", 1))
     nr = nv * vw
     row_tiles = math.ceil(m / mr)
-    return {
+    out = {
         "tile_area": mr * nr,
         "accumulators": mr * nv,
         "rows_used": m / (row_tiles * mr),
@@ -69,9 +69,16 @@ def candidate_features(
         "k_blocks": float(math.ceil(k / kc)),
         "row_tiles_per_thread": row_tiles / nt,
         "flops_per_thread": features["log2_flops"] - math.log2(nt),
-        # What the loop order (LO) keeps in cache: a thread's M x KC panel of A, which order
-        # 0 streams once per column tile, and the KC x N panel of B, which order 1 does once
-        # per row tile (KiB).
-        "a_panel_kib": m / nt * min(kc, k) * 4 / 1024,
-        "b_panel_kib": n * min(kc, k) * 4 / 1024,
     }
+    # What loop order 1 (LO: rows outside columns) keeps in cache: a thread's M x KC panel
+    # of A, which order 0 streams once per column tile, and the KC x N panel of B, which
+    # order 1 streams once per row tile instead (KiB). 0 for order 0 and for spaces without
+    # LO (the 5-parameter tables of bench/search.md, rows recorded before LO): there the
+    # panels were sizes of the layer scaled by KC and NT that the trees learned the
+    # training layers by, and a held-out network's search needed 6 measurements to within
+    # 5 % instead of 2 (issue #30). Order 0 is what every such row measured, so the trees
+    # learn it from the other features as before and the panels only say when order 1 pays.
+    order1 = float(params.get("LO", 0)) == 1
+    out["a_panel_kib"] = m / nt * min(kc, k) * 4 / 1024 if order1 else 0.0
+    out["b_panel_kib"] = n * min(kc, k) * 4 / 1024 if order1 else 0.0
+    return out
