@@ -134,6 +134,12 @@ def test_a_console_made_on_a_terminal_prints_plain_text_once_it_is_piped(monkeyp
     out.seek(0)
     console.print("[bold red]done[/]")
     assert out.getvalue() == "done\n"
+    monkeypatch.setenv("TTY_COMPATIBLE", "1")  # a terminal again, now with NO_COLOR
+    monkeypatch.setenv("NO_COLOR", "1")
+    out.truncate(0)
+    out.seek(0)
+    console.print("[red]done[/]")
+    assert out.getvalue() == "done\n"  # NO_COLOR read when printing too
 
 
 @pytest.mark.parametrize(

@@ -37,19 +37,35 @@ def site(tmp_path_factory) -> Iterator[Site]:
         yield Site(s, *ids)
 
 
+#: The validation table's statuses and each chart's box and marks, read in one script: the
+#: live refresh swaps the page's content every few seconds, and elements read one by one went
+#: stale between two reads (StaleElementReferenceException in CI at load 17-25).
+READ_PAGE = """
+const rect = (e) => { const r = e.getBoundingClientRect();
+                      return {x: r.x, y: r.y, width: r.width, height: r.height}; };
+const statuses = [...document.querySelectorAll("#validated-1 tr[data-seq]")].map(
+    (tr) => tr.querySelector("td.status").textContent.trim());
+const charts = {};
+for (const id of arguments[0]) {
+  const svg = document.getElementById(id);
+  if (!svg) return null;
+  charts[id] = {box: rect(svg), marks: [...svg.querySelectorAll(
+      "circle.tuned, circle.kept, path.lost")].map(rect)};
+}
+return statuses.length ? {statuses, charts} : null;
+"""
+
+
 def test_the_validation_table_and_charts_are_on_the_search_page(chrome, site):
     chrome.get(f"{site.server.base}/searches/{site.search}")
-    rows = wait_for("the validation table", lambda: by_css(chrome, "#validated-1 tr[data-seq]"), 20)
-    assert len(rows) == site.runs
-    kept = [r for r in rows if r.find_elements("css selector", "td.status")[0].text == "yes"]
-    assert len(kept) == site.kept
-    for chart_id in ("validation-0-0", "validation-0-1"):
-        box = by_css(chrome, f"svg#{chart_id}")[0].rect
-        marks = by_css(chrome, f"svg#{chart_id} circle.tuned, svg#{chart_id} circle.kept, "
-                               f"svg#{chart_id} path.lost")  # fmt: skip
+    charts = ["validation-0-0", "validation-0-1"]
+    page = wait_for("the validation table", lambda: chrome.execute_script(READ_PAGE, charts), 20)
+    assert len(page["statuses"]) == site.runs
+    assert page["statuses"].count("yes") == site.kept
+    for chart_id in charts:
+        box, marks = page["charts"][chart_id]["box"], page["charts"][chart_id]["marks"]
         assert len(marks) == 2 * site.runs  # each run: tuned, and kept or lost
-        for m in marks:
-            r = m.rect
+        for r in marks:
             assert box["x"] <= r["x"] and r["x"] + r["width"] <= box["x"] + box["width"]
             assert box["y"] <= r["y"] and r["y"] + r["height"] <= box["y"] + box["height"]
     chrome.execute_script("document.getElementById('validated-1').scrollIntoView()")
@@ -62,5 +78,9 @@ def test_a_validation_stored_while_the_page_is_open_appears(chrome, site):
     assert not by_css(chrome, "#validated-2")
     tuna.validate(site.search, net, storage=site.db, inputs="holdout")
     wait_for("the holdout validation", lambda: by_css(chrome, "#validated-2"), 30)
-    headings = [h.text for h in by_css(chrome, "h2") if h.text.startswith("Validation on")]
+    headings = wait_for(  # one read an attempt, repeated while a refresh swaps it (as above)
+        "the headings",
+        lambda: [h.text for h in by_css(chrome, "h2") if h.text.startswith("Validation on")],
+        20,
+    )
     assert headings == ["Validation on the 'holdout' inputs", "Validation on the 'test' inputs"]

@@ -23,6 +23,7 @@ class TunaConsole(Console):
 
     def __init__(self, **kwargs: Any) -> None:
         self._auto_color_asked = kwargs.get("color_system", "auto") == "auto"
+        self._no_color_asked = kwargs.get("no_color")
         super().__init__(**kwargs)
         # Rich reads COLUMNS/LINES once, here, at import time; read them when printing instead
         # (the terminal may be resized, and tests set them).
@@ -40,6 +41,15 @@ class TunaConsole(Console):
     def _color_system(self, system: Any) -> None:  # Console.__init__ sets it
         self._auto_color = getattr(self, "_auto_color_asked", True)
         self._fixed_color = system
+
+    @property
+    def no_color(self) -> bool:  # NO_COLOR likewise, unless asked for
+        asked = getattr(self, "_no_color_asked", None)
+        return bool(asked) if asked is not None else self._environ.get("NO_COLOR", "") != ""
+
+    @no_color.setter
+    def no_color(self, value: bool) -> None:  # Console.__init__ sets it from the environment
+        pass
 
     @property
     def size(self) -> ConsoleDimensions:
