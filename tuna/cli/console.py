@@ -22,13 +22,13 @@ class TunaConsole(Console):
     """
 
     def __init__(self, **kwargs: Any) -> None:
-        self._auto_color_asked = kwargs.get("color_system", "auto") == "auto"
-        self._no_color_asked = kwargs.get("no_color")
+        self._auto_color = kwargs.get("color_system", "auto") == "auto"  # read by the setter
         super().__init__(**kwargs)
         # Rich reads COLUMNS/LINES once, here, at import time; read them when printing instead
         # (the terminal may be resized, and tests set them).
         self._width = kwargs.get("width")
         self._height = kwargs.get("height")
+        self._no_color = kwargs.get("no_color")  # rich's __init__ set it from NO_COLOR: undone
 
     # Rich likewise picks the colour system once, when the console is made; a console made while
     # TTY_COMPATIBLE=1 (or on a terminal) then coloured what it later wrote into a pipe. Asked
@@ -39,17 +39,17 @@ class TunaConsole(Console):
 
     @_color_system.setter
     def _color_system(self, system: Any) -> None:  # Console.__init__ sets it
-        self._auto_color = getattr(self, "_auto_color_asked", True)
         self._fixed_color = system
 
     @property
-    def no_color(self) -> bool:  # NO_COLOR likewise, unless asked for
-        asked = getattr(self, "_no_color_asked", None)
-        return bool(asked) if asked is not None else self._environ.get("NO_COLOR", "") != ""
+    def no_color(self) -> bool:  # NO_COLOR likewise, read when printing unless set
+        if self._no_color is not None:
+            return bool(self._no_color)
+        return self._environ.get("NO_COLOR", "") != ""
 
     @no_color.setter
-    def no_color(self, value: bool) -> None:  # Console.__init__ sets it from the environment
-        pass
+    def no_color(self, value: bool | None) -> None:
+        self._no_color = value
 
     @property
     def size(self) -> ConsoleDimensions:
