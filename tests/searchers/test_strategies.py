@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.rounds import drive_rounds
 from tuna.searchers import Run, SearcherError, replay
 from tuna.searchers.errors import SearchError
 from tuna.searchers.objective import Objective, make_objective
@@ -47,17 +48,7 @@ def bowl(p: Point) -> float:
 
 def drive(searcher: RoundSearcher, cost: Cost = bowl) -> list[list[Point]]:
     """The rounds ``searcher`` proposes when each point's time is ``cost(point)``."""
-    gen = searcher.rounds()
-    rounds: list[list[Point]] = []
-    try:
-        batch = next(gen)
-        while True:
-            assert len(rounds) < 10_000, "the strategy does not end"
-            rounds.append(batch)
-            batch = gen.send([Run(p, {"time_ms": cost(p)}) for p in reversed(batch)])
-    except StopIteration:
-        pass
-    return rounds
+    return drive_rounds(searcher, lambda p: Run(p, {"time_ms": cost(p)}), reverse=True)
 
 
 def flat(rounds: list[list[Point]]) -> list[Point]:

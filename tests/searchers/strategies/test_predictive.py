@@ -6,6 +6,7 @@ import itertools
 
 import pytest
 
+from tests.support.rounds import drive_rounds
 from tuna.searchers import Run, replay
 from tuna.searchers.errors import SearcherError
 from tuna.searchers.objective import Objective, make_objective
@@ -38,16 +39,7 @@ OBJECTIVE = make_objective({"mflop": "min", "accuracy": "max"}, ["accuracy >= 89
 
 def drive(searcher: PredictiveSearch) -> list[Point]:
     """Every point the searcher measures, each measured by :func:`net`."""
-    gen = searcher.rounds()
-    measured: list[Point] = []
-    try:
-        batch = next(gen)
-        while True:
-            measured += batch
-            batch = gen.send([Run(p, net(p)) for p in batch])
-    except StopIteration:
-        pass
-    return measured
+    return [p for batch in drive_rounds(searcher, lambda p: Run(p, net(p))) for p in batch]
 
 
 def true_front(points: list[Point]) -> list[Point]:

@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from tests.support.rounds import drive_rounds
 from tuna.searchers import ParameterSpace, Run, replay
 from tuna.searchers.errors import SearchError
 from tuna.searchers.objective import Objective, make_objective
@@ -34,16 +35,7 @@ def cost(p: Point) -> float:
 
 
 def drive(searcher: SampledSpace, runs_of=lambda p: Run(p, {"t": cost(p)})) -> list[list[Point]]:
-    gen = searcher.rounds()
-    rounds: list[list[Point]] = []
-    try:
-        batch = next(gen)
-        while True:
-            rounds.append(batch)
-            batch = gen.send([runs_of(p) for p in reversed(batch)])
-    except StopIteration:
-        pass
-    return rounds
+    return drive_rounds(searcher, runs_of, reverse=True)
 
 
 @pytest.mark.parametrize("name", ["tpe", "cmaes", "nsga2"])

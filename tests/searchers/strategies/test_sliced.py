@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.support.rounds import drive_rounds
 from tuna.searchers import Run
 from tuna.searchers.errors import SearcherError
 from tuna.searchers.objective import make_objective
@@ -52,16 +53,7 @@ def stats(p: Mapping[str, Any]) -> dict[str, float]:
 
 def drive(searcher: Any) -> list[list[Point]]:
     """Every round the searcher proposes, each point measured by :func:`stats`."""
-    gen = searcher.rounds()
-    rounds: list[list[Point]] = []
-    try:
-        batch = next(gen)
-        while True:
-            rounds.append(batch)
-            batch = gen.send([Run(p, stats(p)) for p in batch])
-    except StopIteration:
-        pass
-    return rounds
+    return drive_rounds(searcher, lambda p: Run(p, stats(p)))
 
 
 def pareto(points: list[Point]) -> list[Point]:
